@@ -1,0 +1,1 @@
+"""promscaler's autoscaler: the Kubernetes HPA algorithm, live (`run`) and offline (`simulate`)."""

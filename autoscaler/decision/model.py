@@ -1,0 +1,154 @@
+"""Inputs and outputs of one autoscaler decision: plain, immutable values.
+
+This is the seam between the decision engine (pure: no I/O, no clock, no globals) and its two
+callers, the live controller and `simulate`. Each caller gathers the world into a
+`DecisionInput`; `autoscaler.decision.decide()` turns it into a `Decision`.
+Numbers that the Kubernetes controller keeps in milli-units (`int64` MilliValue) are `int` milli here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+# --- the world at one instant ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """What the replica calculator needs of one pod matching the target's selector."""
+
+    name: str
+    phase: str = "Running"                     # Pending | Running | Succeeded | Failed | Unknown
+    deleted: bool = False                      # metadata.deletionTimestamp is set
+    ready: bool = True                         # condition Ready == "True"
+    ready_transition: datetime | None = None   # Ready condition's lastTransitionTime
+    start_time: datetime | None = None         # status.startTime
+    requests: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # container -> resource -> milli
+
+
+@dataclass(frozen=True, slots=True)
+class PodSample:
+    """One pod's reading from metrics.k8s.io (summed over containers, or one container's) or
+    custom.metrics.k8s.io."""
+
+    milli: int
+    timestamp: datetime
+    window: float = 0.0  # seconds
+
+
+@dataclass(frozen=True, slots=True)
+class PodReading:
+    """Resource, ContainerResource and Pods metrics: samples by pod name (pods may be missing)."""
+
+    samples: Mapping[str, PodSample]
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectReading:
+    """Object metric: the one value of the described object."""
+
+    milli: int
+    timestamp: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalReading:
+    """External metric: every matching series' value; the calculator sums them."""
+
+    millis: tuple[int, ...]
+    timestamp: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MetricFailure:
+    """The metrics API could not answer for this spec metric."""
+
+    message: str
+
+
+Reading = PodReading | ObjectReading | ExternalReading | MetricFailure
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    """kube-controller-manager's `--horizontal-pod-autoscaler-*` settings, in seconds."""
+
+    tolerance: float = 0.1
+    cpu_initialization_period: float = 300.0
+    initial_readiness_delay: float = 30.0
+    downscale_stabilization_window: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    timestamp: datetime
+    replicas: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleEvent:
+    """A replica change made by this autoscaler; `replica_change` is a positive magnitude."""
+
+    timestamp: datetime
+    replica_change: int
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """The controller's memory of one autoscaler. `recommendations=None` means a fresh
+    controller (first sync): the engine then seeds it with the current replicas at `now`."""
+
+    recommendations: tuple[Recommendation, ...] | None = None
+    scale_up_events: tuple[ScaleEvent, ...] = ()
+    scale_down_events: tuple[ScaleEvent, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionInput:
+    spec: Any                         # autoscaler.decision.spec.HPASpec, from parse_spec(dict)
+    current_replicas: int             # scale subresource spec.replicas
+    status_replicas: int              # scale subresource status.replicas (Object/External AverageValue)
+    pods: Sequence[PodInfo]           # pods selected by the scale's status.selector
+    readings: Sequence[Reading]       # one per spec.metrics entry, in spec order
+    now: datetime
+    config: ControllerConfig = ControllerConfig()
+    history: History = History()
+    scaled_to_zero: bool = False      # the autoscaler's ScaledToZero condition was True
+
+
+# --- the decision ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    type: str                # Resource | ContainerResource | Pods | Object | External
+    name: str                # the metric's name
+    replicas: int | None     # None when it could not be computed
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: str                # AbleToScale | ScalingActive | ScalingLimited | ScaledToZero
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    desired_replicas: int
+    current_replicas: int
+    recommendation: int | None                 # before stabilization and policies
+    current_metrics: list[dict[str, Any]]      # autoscaling/v2 MetricStatus objects
+    proposals: list[Proposal]
+    conditions: list[Condition]
+    explanation: list[str]
+    history: History                           # with this decision's recommendation recorded
+
+    @property
+    def scale(self) -> bool:
+        return self.desired_replicas != self.current_replicas

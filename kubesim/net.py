@@ -1,0 +1,31 @@
+"""Loopback helpers."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import httpx
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (the kernel picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 30.0, ok=lambda r: r.status_code < 500, **kwargs) -> None:
+    """Poll `url` until it answers (per `ok`) or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    last: Exception | str = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            r = httpx.get(url, timeout=2.0, **kwargs)
+            if ok(r):
+                return
+            last = f"HTTP {r.status_code}"
+        except httpx.HTTPError as exc:
+            last = exc
+        time.sleep(0.1)
+    raise TimeoutError(f"{url} not ready after {timeout}s: {last}")

@@ -1,0 +1,88 @@
+"""Kubernetes resource quantities (`500m`, `1.5k`, `2Gi`).
+
+Parsing is the official client's (`kubernetes.utils.quantity`); this module adds what the
+client lacks: milli-unit integers (the HPA's arithmetic) and the canonical spelling
+apimachinery prints, so values round-trip through `kubectl` unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
+
+from kubernetes.utils.quantity import parse_quantity as _client_parse
+
+__all__ = ["QuantityError", "parse_quantity", "to_milli", "format_quantity", "format_milli"]
+
+_DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_BINARY_SUFFIXES = [(60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki")]
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: str | int | float | Decimal) -> Decimal:
+    """Parse a quantity string or number into an exact Decimal."""
+    if isinstance(value, bool):
+        raise QuantityError(f"not a quantity: {value!r}")
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"not a quantity: {value!r}")
+        return Decimal(repr(value))
+    if isinstance(value, (int, Decimal)):
+        return Decimal(value)
+    if not isinstance(value, str):
+        raise QuantityError(f"not a quantity: {value!r}")
+    text = value.strip()
+    if not text or text != value:
+        raise QuantityError(f"not a quantity: {value!r}")
+    try:
+        parsed = _client_parse(text)
+    except (ValueError, InvalidOperation, TypeError) as exc:
+        raise QuantityError(f"not a quantity: {value!r}") from exc
+    if not parsed.is_finite():
+        raise QuantityError(f"not a quantity: {value!r}")
+    return Decimal(parsed)
+
+
+def to_milli(value: str | int | float | Decimal) -> int:
+    """Milli-units as an integer, rounded up like apimachinery's `MilliValue()`."""
+    scaled = parse_quantity(value) * 1000
+    return int(scaled.to_integral_value(rounding=ROUND_CEILING))
+
+
+def format_milli(milli: int, binary: bool = False) -> str:
+    """Canonical spelling of a milli-unit integer."""
+    return format_quantity(Decimal(milli) / 1000, binary=binary)
+
+
+def format_quantity(value: Decimal | int | float, binary: bool = False) -> str:
+    """Canonical apimachinery spelling: `1500m`, `2k`, `1536Mi`.
+
+    Values are rounded up to milli precision first, as adapters serve them
+    (`resource.NewMilliQuantity`). `binary` picks BinarySI when the value is a whole
+    multiple of 1024 (memory), falling back to DecimalSI as apimachinery does.
+    """
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"not a finite quantity: {value!r}")
+        value = Decimal(repr(value))
+    milli = int((Decimal(value) * 1000).to_integral_value(rounding=ROUND_CEILING))
+    if milli == 0:
+        return "0"
+    sign = "-" if milli < 0 else ""
+    milli = abs(milli)
+    if binary and milli % 1000 == 0:
+        whole = milli // 1000
+        for shift, suffix in _BINARY_SUFFIXES:
+            if whole % (1 << shift) == 0:
+                return f"{sign}{whole >> shift}{suffix}"
+        if whole < 1024:
+            return f"{sign}{whole}"
+    # DecimalSI: mantissa integer, exponent a multiple of 3, trailing zero groups folded.
+    mantissa, exponent = milli, -3
+    while mantissa % 1000 == 0 and exponent < 18:
+        mantissa //= 1000
+        exponent += 3
+    return f"{sign}{mantissa}{_DECIMAL_SUFFIXES[exponent]}"

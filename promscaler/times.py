@@ -1,0 +1,75 @@
+"""Durations in Go's `time.ParseDuration` spelling (`30s`, `1m30s`, `300ms`) and RFC 3339 times,
+as Kubernetes flags, objects and Prometheus all write them."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+__all__ = ["DurationError", "parse_duration", "format_duration", "parse_time", "format_time"]
+
+
+class DurationError(ValueError):
+    """Not a duration or not a time."""
+
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0, "y": 31536000.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d|w|y)")
+
+
+def parse_duration(value: str | int | float) -> float:
+    """Seconds in a Go/Prometheus duration; plain numbers are seconds."""
+    if isinstance(value, bool):
+        raise DurationError(f"not a duration: {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise DurationError(f"duration must not be negative: {value!r}")
+        return float(value)
+    text = str(value).strip()
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    if text == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    while pos < len(text):
+        m = _PART.match(text, pos)
+        if not m:
+            raise DurationError(f"not a duration: {value!r} (use e.g. 30s, 1m30s, 500ms)")
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if not text:
+        raise DurationError("not a duration: ''")
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """Go-style spelling of whole-second durations (`1m30s`), with `ms` below a second."""
+    if seconds < 1 and seconds != 0:
+        return f"{round(seconds * 1000)}ms"
+    s = int(round(seconds))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    out = (f"{h}h" if h else "") + (f"{m}m" if m or (h and sec) else "") + (f"{sec}s" if sec or not (h or m) else "")
+    return out
+
+
+def parse_time(value: str | datetime) -> datetime:
+    """An aware UTC datetime from RFC 3339 (`2026-01-01T00:09:45Z`)."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        raise DurationError(f"not an RFC 3339 time: {value!r}")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError as exc:
+        raise DurationError(f"not an RFC 3339 time: {value!r}") from exc
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def format_time(value: datetime) -> str:
+    """RFC 3339 in UTC with `Z`, seconds precision, as metav1.Time serializes."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def seconds(td: timedelta) -> float:
+    return td.total_seconds()

@@ -1,0 +1,123 @@
+"""Wire shapes of the three metrics APIs and of API discovery, as plain dicts.
+
+The adapter serves these, the sandbox API server serves metrics.k8s.io with them, and the
+autoscaler's metrics client reads them: one definition of each field name.
+Plain dicts (not models) because they sit on the hot path and go straight to orjson.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from promscaler.times import format_time
+
+CUSTOM_GROUP = "custom.metrics.k8s.io"
+EXTERNAL_GROUP = "external.metrics.k8s.io"
+RESOURCE_GROUP = "metrics.k8s.io"
+CUSTOM_VERSIONS = ("v1beta2", "v1beta1")  # preferred first
+EXTERNAL_VERSIONS = ("v1beta1",)
+
+Obj = dict[str, Any]
+
+
+def object_reference(kind: str, name: str, namespace: str | None, api_version: str = "/v1") -> Obj:
+    """`describedObject` (a core/v1 ObjectReference)."""
+    ref: Obj = {"kind": kind, "name": name, "apiVersion": api_version}
+    if namespace:
+        ref["namespace"] = namespace
+    return ref
+
+
+def custom_metric_value(
+    version: str,
+    described: Obj,
+    metric: str,
+    value: str,
+    timestamp: datetime | str,
+    window_seconds: int | None = None,
+    selector: Mapping[str, Any] | None = None,
+) -> Obj:
+    """One `MetricValue`, in the v1beta1 (`metricName`) or v1beta2 (`metric: {name, selector}`) shape."""
+    ts = timestamp if isinstance(timestamp, str) else format_time(timestamp)
+    if version == "v1beta1":
+        item: Obj = {"describedObject": described, "metricName": metric, "timestamp": ts}
+        if window_seconds is not None:
+            item["window"] = window_seconds
+        item["value"] = value
+        if selector:
+            item["selector"] = dict(selector)
+        return item
+    metric_id: Obj = {"name": metric}
+    if selector:
+        metric_id["selector"] = dict(selector)
+    item = {"describedObject": described, "metric": metric_id, "timestamp": ts}
+    if window_seconds is not None:
+        item["windowSeconds"] = window_seconds
+    item["value"] = value
+    return item
+
+
+def metric_value_list(version: str, items: Iterable[Obj]) -> Obj:
+    return {"kind": "MetricValueList", "apiVersion": f"{CUSTOM_GROUP}/{version}", "metadata": {}, "items": list(items)}
+
+
+def external_metric_value(
+    metric: str, labels: Mapping[str, str], value: str, timestamp: datetime | str, window_seconds: int | None = None
+) -> Obj:
+    item: Obj = {
+        "metricName": metric,
+        "metricLabels": dict(labels),
+        "timestamp": timestamp if isinstance(timestamp, str) else format_time(timestamp),
+    }
+    if window_seconds is not None:
+        item["window"] = window_seconds
+    item["value"] = value
+    return item
+
+
+def external_metric_value_list(items: Iterable[Obj]) -> Obj:
+    return {"kind": "ExternalMetricValueList", "apiVersion": f"{EXTERNAL_GROUP}/v1beta1", "metadata": {}, "items": list(items)}
+
+
+def pod_metrics(
+    name: str, namespace: str, timestamp: datetime | str, window: str, containers: Mapping[str, Mapping[str, str]],
+    labels: Mapping[str, str] | None = None,
+) -> Obj:
+    """metrics.k8s.io/v1beta1 PodMetrics; `containers` maps container name to usage quantities."""
+    meta: Obj = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {
+        "kind": "PodMetrics",
+        "apiVersion": f"{RESOURCE_GROUP}/v1beta1",
+        "metadata": meta,
+        "timestamp": timestamp if isinstance(timestamp, str) else format_time(timestamp),
+        "window": window,
+        "containers": [{"name": c, "usage": dict(u)} for c, u in containers.items()],
+    }
+
+
+def pod_metrics_list(items: Iterable[Obj]) -> Obj:
+    return {"kind": "PodMetricsList", "apiVersion": f"{RESOURCE_GROUP}/v1beta1", "metadata": {}, "items": list(items)}
+
+
+# --- discovery -------------------------------------------------------------------------------
+
+def api_group(group: str, versions: Iterable[str]) -> Obj:
+    """`APIGroup`; the first version is the preferred one."""
+    vs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": vs, "preferredVersion": vs[0]}
+
+
+def api_group_list(groups: Iterable[Obj]) -> Obj:
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": list(groups)}
+
+
+def api_resource(name: str, kind: str, namespaced: bool, verbs: Iterable[str] = ("get",)) -> Obj:
+    return {"name": name, "singularName": "", "namespaced": namespaced, "kind": kind, "verbs": list(verbs)}
+
+
+def api_resource_list(group_version: str, resources: Iterable[Obj]) -> Obj:
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": list(resources)}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh machine: Debian's Prometheus (only when missing), a virtual
+# environment, and the project installed into it with its test extras. Sourced by demo.sh and test.sh.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing Debian package prometheus" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq prometheus >/dev/null
+  # The package may start a system-wide Prometheus on :9090; the project never uses it.
+fi
+
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv" >&2
+  "$PY" -m venv .venv
+fi
+stamp=".venv/.installed-$(cat pyproject.toml | sha1sum | cut -c1-12)"
+if [ ! -f "$stamp" ]; then
+  echo "setup: pip install -e '.[test]'" >&2
+  .venv/bin/pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+export PATH="$ROOT/.venv/bin:$PATH"

@@ -1,0 +1,65 @@
+"""Quantities: parsing (the official client's) and apimachinery's canonical spelling."""
+
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, strategies as st
+
+from promscaler.quantity import QuantityError, format_milli, format_quantity, parse_quantity, to_milli
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("1500m", Decimal("1.5")),
+        ("1.5k", Decimal("1500")),
+        ("2Gi", Decimal(2 * 1024**3)),
+        ("100Mi", Decimal(100 * 1024**2)),
+        ("1e3", Decimal(1000)),
+        ("250m", Decimal("0.25")),
+        ("0", Decimal(0)),
+        ("12", Decimal(12)),
+    ],
+)
+def test_parse(text, value):
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("bad", ["", "abc", " 1", "1 ", "1.5.5", "5x", "m", "1mm", None, True, float("nan"), float("inf")])
+def test_parse_rejects(bad):
+    with pytest.raises(QuantityError):
+        parse_quantity(bad)
+
+
+@pytest.mark.parametrize(
+    "value, binary, canonical",
+    [
+        (Decimal("1.5"), False, "1500m"),    # fractional -> milli suffix
+        (Decimal("1500"), False, "1500"),    # not a whole number of thousands: no k
+        (Decimal("2000"), False, "2k"),
+        (Decimal("60"), False, "60"),
+        (Decimal("0.25"), False, "250m"),
+        (Decimal(0), False, "0"),
+        (Decimal("-1.5"), False, "-1500m"),
+        (Decimal(1536 * 1024**2), True, "1536Mi"),   # 1.5Gi is spelled in Mi
+        (Decimal(2 * 1024**3), True, "2Gi"),
+        (Decimal(1000), True, "1000"),               # not a multiple of 1024: plain
+        (Decimal(2 * 1024**3), False, "2147483648"),
+        (Decimal("3000000"), False, "3M"),
+    ],
+)
+def test_format(value, binary, canonical):
+    assert format_quantity(value, binary=binary) == canonical
+
+
+def test_milli_rounds_up_like_apimachinery():
+    # MilliValue() rounds up: 1/3 of a unit is 334m, never 333m.
+    assert to_milli("0.3333") == 334
+    assert format_quantity(1 / 3) == "334m"
+    assert to_milli("2") == 2000
+    assert format_milli(1500) == "1500m"
+
+
+@given(st.integers(min_value=-(10**15), max_value=10**15))
+def test_milli_round_trip(milli):
+    assert to_milli(format_milli(milli)) == milli

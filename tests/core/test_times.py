@@ -1,0 +1,28 @@
+from datetime import UTC, datetime
+
+import pytest
+
+from promscaler.times import DurationError, format_duration, format_time, parse_duration, parse_time
+
+
+@pytest.mark.parametrize("text, seconds", [("30s", 30), ("1m30s", 90), ("300ms", 0.3), ("1h", 3600), ("15", 15), (300, 300), ("0", 0)])
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("bad", ["", "1x", "m", "-5s", -1, "5 s"])
+def test_parse_duration_rejects(bad):
+    with pytest.raises(DurationError):
+        parse_duration(bad)
+
+
+def test_format_duration():
+    assert [format_duration(s) for s in (90, 300, 3600, 0.5, 0, 3661)] == ["1m30s", "5m", "1h", "500ms", "0s", "1h1m1s"]
+
+
+def test_times_round_trip():
+    t = parse_time("2026-01-01T00:09:45Z")
+    assert t == datetime(2026, 1, 1, 0, 9, 45, tzinfo=UTC)
+    assert format_time(parse_time("2026-01-01T01:09:45+01:00")) == "2026-01-01T00:09:45Z"
+    with pytest.raises(DurationError):
+        parse_time("yesterday")
