@@ -27,6 +27,28 @@ class PodInfo:
     ready_transition: datetime | None = None   # Ready condition's lastTransitionTime
     start_time: datetime | None = None         # status.startTime
     requests: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # container -> resource -> milli
+    # Added: the Ready condition's status as written ("True" | "False" | "Unknown"), or None when the pod
+    # has no Ready condition. Kubernetes' CPU readiness rule tests `== False` and "no condition" apart
+    # from "not ready"; when left at the default, it is derived from `ready`.
+    ready_condition: str | None = "derive"
+    # Added: pod-level requests (spec.resources.requests, KEP-2837), resource -> milli; None when unset.
+    pod_requests: Mapping[str, int] | None = None
+    # Derived once here so the calculator's per-sync loops only read them: requests summed over the
+    # containers for the resources every container requests (None: the pod has no containers), and
+    # whether the pod is ignored (deleted or Failed).
+    request_totals: Mapping[str, int] | None = field(init=False, repr=False, compare=False)
+    gone: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.ready_condition == "derive":
+            object.__setattr__(self, "ready_condition", "True" if self.ready else "False")
+        containers = list(self.requests.values())
+        totals: dict[str, int] | None = None
+        if containers:
+            common = set(containers[0]).intersection(*containers[1:])
+            totals = {r: sum(c[r] for c in containers) for r in common}
+        object.__setattr__(self, "request_totals", totals)
+        object.__setattr__(self, "gone", self.deleted or self.phase == "Failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +139,9 @@ class DecisionInput:
     config: ControllerConfig = ControllerConfig()
     history: History = History()
     scaled_to_zero: bool = False      # the autoscaler's ScaledToZero condition was True
+    # Added: set when the scale's status.selector is missing or invalid (the pods cannot be chosen);
+    # decide() then reports ScalingActive False / InvalidSelector with this message and does not scale.
+    selector_error: str | None = None
 
 
 # --- the decision ------------------------------------------------------------------------------
@@ -139,6 +164,20 @@ class Condition:
 
 
 @dataclass(frozen=True, slots=True)
+class MetricDetail:
+    """One spec metric as the calculator saw it, for people: the table row and the adjustments."""
+
+    type: str
+    name: str
+    target: str                       # e.g. "50% of request", "500m per pod", "30 (total)"
+    current: str | None               # raw average as reported in status, or None on error
+    ratio: float | None               # usage ratio before readiness/missing adjustments
+    replicas: int | None
+    error: str | None = None
+    notes: tuple[str, ...] = ()       # pod grouping, conservative recomputation, tolerance
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     desired_replicas: int
     current_replicas: int
@@ -148,6 +187,8 @@ class Decision:
     conditions: list[Condition]
     explanation: list[str]
     history: History                           # with this decision's recommendation recorded
+    details: tuple[MetricDetail, ...] = ()     # added: per-metric reasoning (simulate's table)
+    steps: tuple[str, ...] = ()                # added: normalization steps (stabilization, policies, limits)
 
     @property
     def scale(self) -> bool:

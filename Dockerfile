@@ -1,0 +1,41 @@
+# syntax=docker/dockerfile:1
+# One image for both components:
+#   promscaler-adapter ...           the custom/external metrics API server (apiservice/, chart)
+#   python -m autoscaler run ...     the autoscaler controller
+# Runs as an unprivileged user and works with a read-only root filesystem (only /tmp is written).
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+RUN python -m venv /opt/promscaler
+# Dependencies first (cached while only the sources change), then the package itself.
+COPY pyproject.toml README.md ./
+RUN mkdir -p promscaler && touch promscaler/__init__.py \
+    && /opt/promscaler/bin/pip install . \
+    && /opt/promscaler/bin/pip uninstall -y promscaler
+COPY promscaler/ promscaler/
+COPY adapter/ adapter/
+COPY autoscaler/ autoscaler/
+COPY apiservice/ apiservice/
+RUN /opt/promscaler/bin/pip install --no-deps . \
+    && /opt/promscaler/bin/python -m compileall -q /opt/promscaler/lib
+
+FROM ${PYTHON_IMAGE}
+LABEL org.opencontainers.image.title="promscaler" \
+      org.opencontainers.image.description="Autoscale Kubernetes workloads on Prometheus metrics" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.source="https://github.com/promscaler/promscaler"
+RUN groupadd --system --gid 10001 promscaler \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home \
+       --shell /usr/sbin/nologin promscaler
+COPY --from=build /opt/promscaler /opt/promscaler
+ENV PATH=/opt/promscaler/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    MPLCONFIGDIR=/tmp/matplotlib
+WORKDIR /tmp
+USER 10001:10001
+EXPOSE 6443
+CMD ["promscaler-adapter", "--help"]

@@ -1,0 +1,114 @@
+"""`python -m adapter` / `promscaler-adapter`: flags -> settings -> components -> serve."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+from adapter.app import create_app
+from adapter.discovery import Discovery, load_compiled
+from adapter.naming import CompiledRules
+from adapter.prometheus import PrometheusClient
+from adapter.provider import CustomMetricsProvider, ExternalMetricsProvider
+from adapter.rules import RuleError
+from adapter.selfmetrics import SelfMetrics
+from adapter.server import SecurityUnavailable, check_security, serve
+from adapter.settings import Settings, parse_settings
+
+log = logging.getLogger("adapter")
+
+
+def _fail(message: str) -> int:
+    print(f"promscaler-adapter: {message}", file=sys.stderr, flush=True)
+    return 1
+
+
+async def run(settings: Settings, rules: CompiledRules) -> int:
+    metrics = SelfMetrics()
+    prometheus = PrometheusClient(settings, metrics)
+    discovery = Discovery(rules, prometheus, settings.metrics_relist_interval, settings.metrics_max_age,
+                          settings.config, settings.config_check_interval, metrics)
+    labels = None
+    try:
+        if not await discovery.relist():
+            if settings.fail_on_prometheus_unavailable:
+                return _fail(f"Prometheus is unavailable: {discovery.last_error}")
+            log.warning("Prometheus is unavailable, starting anyway (not ready until it answers): %s",
+                        discovery.last_error)
+        if settings.kubeconfig or settings.in_cluster:
+            from adapter.kube import connect  # noqa: PLC0415  (kubernetes client only when a cluster is configured)
+
+            try:
+                labels = await connect(settings.kubeconfig, settings.in_cluster)
+            except Exception as exc:  # a bad kubeconfig is a start-up error, said in one line
+                return _fail(f"cannot use the Kubernetes configuration: {exc}")
+        custom = None if settings.disable_custom_metrics else CustomMetricsProvider(
+            discovery, prometheus, labels, settings.query_cache_ttl)
+        external = None if settings.disable_external_metrics else ExternalMetricsProvider(
+            discovery, prometheus, settings.query_cache_ttl)
+
+        async def readiness() -> tuple[bool, str]:
+            if not discovery.synced:
+                return False, f"discovery has not succeeded yet: {discovery.last_error or 'waiting'}"
+            if not await prometheus.cache.get(("readiness-probe",), 1.0, prometheus.ready):
+                return False, f"Prometheus at {settings.prometheus_url} is unreachable"
+            return True, ""
+
+        async def startup() -> None:
+            discovery.start()
+
+        async def shutdown() -> None:
+            await discovery.stop()
+
+        app = create_app(settings, custom, external, readiness, metrics, startup, shutdown)
+        listening = asyncio.Event()
+        announce = asyncio.create_task(_announce_ready(listening, discovery, settings))
+        try:
+            await serve(settings, app, listening.set)
+        except (OSError, SecurityUnavailable) as exc:
+            return _fail(str(exc))
+        finally:
+            announce.cancel()
+        return 0
+    finally:
+        await prometheus.aclose()
+        if labels is not None:
+            await labels.aclose()
+
+
+async def _announce_ready(listening: asyncio.Event, discovery: Discovery, settings: Settings) -> None:
+    """The one line that says the adapter is ready to serve."""
+    await listening.wait()
+    while not discovery.synced:
+        await asyncio.sleep(0.05)
+    scheme = "http" if settings.insecure else "https"
+    cat = discovery.catalogue
+    print(f"promscaler-adapter ready: serving {scheme}://{settings.listen_host}:{settings.listen_port} "
+          f"({len(cat.custom)} custom metrics, {len(cat.external)} external metrics)", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = parse_settings(argv)
+    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpcore", "aiohttp"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    if not settings.config:
+        return _fail("--config is required (a prometheus-adapter rules file)")
+    try:
+        check_security(settings)
+    except SecurityUnavailable as exc:
+        return _fail(str(exc))
+    try:
+        rules = load_compiled(settings.config)
+    except RuleError as exc:
+        return _fail(f"invalid rules file {settings.config}: {exc}")
+    try:
+        return asyncio.run(run(settings, rules))
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""Object labels from Kubernetes for `*` + `labelSelector`: a watch-based cache per resource.
+
+One informer per resource kind (started on first use): LIST, then WATCH from its
+resourceVersion with bookmarks, applying ADDED/MODIFIED/DELETED; a 410 Gone (or any broken
+watch) means LIST again. Requests read the in-memory index, never the API server.
+Only names, namespaces and labels are kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+
+import orjson
+from kubernetes.aio import client as kclient
+from kubernetes.aio import config as kconfig
+from kubernetes.aio import watch as kwatch
+from kubernetes.aio.client.exceptions import ApiException
+
+from adapter.naming import Resource
+from promscaler.selectors import Selector
+from promscaler.status import BadRequest, ServiceUnavailable
+
+__all__ = ["LabelCache", "connect"]
+
+log = logging.getLogger("adapter.kube")
+
+# resource api name -> (API class, cluster-wide list function)
+_LISTERS: dict[str, tuple[type, str]] = {
+    "pods": (kclient.CoreV1Api, "list_pod_for_all_namespaces"),
+    "services": (kclient.CoreV1Api, "list_service_for_all_namespaces"),
+    "nodes": (kclient.CoreV1Api, "list_node"),
+    "namespaces": (kclient.CoreV1Api, "list_namespace"),
+    "persistentvolumeclaims": (kclient.CoreV1Api, "list_persistent_volume_claim_for_all_namespaces"),
+    "deployments.apps": (kclient.AppsV1Api, "list_deployment_for_all_namespaces"),
+    "statefulsets.apps": (kclient.AppsV1Api, "list_stateful_set_for_all_namespaces"),
+    "replicasets.apps": (kclient.AppsV1Api, "list_replica_set_for_all_namespaces"),
+    "daemonsets.apps": (kclient.AppsV1Api, "list_daemon_set_for_all_namespaces"),
+    "jobs.batch": (kclient.BatchV1Api, "list_job_for_all_namespaces"),
+}
+
+Key = tuple[str, str]  # (namespace or "", name)
+
+
+def _entry(obj: Mapping) -> tuple[Key, dict[str, str]]:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or ""), dict(meta.get("labels") or {})
+
+
+class _Informer:
+    def __init__(self, api_client: kclient.ApiClient, resource: Resource, relist_backoff: float = 1.0,
+                 watch_timeout: int = 300) -> None:
+        api_cls, func = _LISTERS[resource.api_name]
+        self.api = api_cls(api_client)
+        self.func_name = func
+        self.resource = resource
+        self.items: dict[Key, dict[str, str]] = {}
+        self.synced = asyncio.Event()
+        self.last_error: str | None = None
+        self.backoff = relist_backoff
+        self.watch_timeout = watch_timeout
+        self.relists = 0
+        self.resource_version = ""  # the last one seen: where a watch resumes
+        self.task = asyncio.create_task(self._run(), name=f"informer-{resource.api_name}")
+
+    async def _list(self) -> str:
+        raw = getattr(self.api, f"{self.func_name}_without_preload_content")
+        resp = await raw()
+        body = await resp.read()
+        if resp.status >= 300:
+            raise ApiException(status=resp.status, reason=body[:200].decode("utf-8", "replace"))
+        doc = orjson.loads(body)
+        self.items = dict(_entry(o) for o in doc.get("items") or ())  # swapped whole
+        self.relists += 1
+        self.synced.set()
+        self.last_error = None
+        self.resource_version = (doc.get("metadata") or {}).get("resourceVersion") or ""
+        return self.resource_version
+
+    async def _watch(self, rv: str) -> str:
+        w = kwatch.Watch(return_type="object")
+        func = getattr(self.api, self.func_name)
+        async with w.stream(func, resource_version=rv, allow_watch_bookmarks=True,
+                            timeout_seconds=self.watch_timeout) as stream:
+            async for event in stream:
+                obj, kind = event["raw_object"], event["type"]
+                rv = self.resource_version = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                if kind == "BOOKMARK":
+                    continue
+                key, labels = _entry(obj)
+                if kind == "DELETED":
+                    self.items.pop(key, None)
+                else:
+                    self.items[key] = labels
+        return rv
+
+    async def _run(self, rv: str = "") -> None:
+        """List once, then watch from `rv` for ever; a broken or expired watch lists again."""
+        while True:
+            try:
+                if not rv:
+                    rv = await self._list()
+                rv = await self._watch(rv)  # returns at the server-side timeout: continue from rv
+            except asyncio.CancelledError:
+                raise
+            except ApiException as exc:
+                if exc.status == 410:
+                    log.info("watch on %s expired (410 Gone): relisting", self.resource.api_name)
+                else:
+                    self.last_error = f"HTTP {exc.status} {exc.reason}"
+                    log.warning("watch on %s failed: %s", self.resource.api_name, self.last_error)
+                    await asyncio.sleep(self.backoff)
+                rv = ""
+            except Exception as exc:  # connection loss and the like: relist after a pause
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.warning("watch on %s failed: %s", self.resource.api_name, self.last_error)
+                await asyncio.sleep(self.backoff)
+                rv = ""
+
+
+class LabelCache:
+    """`names(resource, namespace, selector)`: objects that exist now and match the selector."""
+
+    def __init__(self, api_client: kclient.ApiClient, sync_timeout: float = 5.0, watch_timeout: int = 300) -> None:
+        self.api_client = api_client
+        self.sync_timeout = sync_timeout
+        self.watch_timeout = watch_timeout
+        self._informers: dict[str, _Informer] = {}
+
+    def _informer(self, resource: Resource) -> _Informer:
+        inf = self._informers.get(resource.api_name)
+        if inf is None:
+            if resource.api_name not in _LISTERS:
+                raise BadRequest(f"labelSelector lookups are not supported for {resource.api_name}")
+            inf = self._informers[resource.api_name] = _Informer(self.api_client, resource,
+                                                                  watch_timeout=self.watch_timeout)
+        return inf
+
+    async def names(self, resource: Resource, namespace: str | None, selector: Selector) -> set[str]:
+        inf = self._informer(resource)
+        if not inf.synced.is_set():
+            try:
+                await asyncio.wait_for(asyncio.shield(inf.synced.wait()), timeout=self.sync_timeout)
+            except asyncio.TimeoutError:
+                raise ServiceUnavailable(f"the labels of {resource.api_name} are not available from Kubernetes yet"
+                                         + (f": {inf.last_error}" if inf.last_error else "")) from None
+        ns = namespace or ""
+        return {name for (obj_ns, name), labels in list(inf.items.items())
+                if (not resource.namespaced or not namespace or obj_ns == ns) and selector.matches(labels)}
+
+    def start(self, *resources: Resource) -> None:
+        for r in resources:
+            self._informer(r)
+
+    async def aclose(self) -> None:
+        tasks = [inf.task for inf in self._informers.values()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.api_client.close()
+
+
+async def connect(kubeconfig: str | None, in_cluster: bool) -> LabelCache:
+    """A label cache talking to the cluster in `kubeconfig`, or the in-cluster service account."""
+    cfg = kclient.Configuration()
+    if in_cluster:
+        kconfig.load_incluster_config(client_configuration=cfg)
+    else:
+        await kconfig.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    return LabelCache(kclient.ApiClient(configuration=cfg))

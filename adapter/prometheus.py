@@ -1,0 +1,208 @@
+"""The Prometheus HTTP API client: one shared `httpx.AsyncClient` for the whole process.
+
+Works against anything that speaks the API (Prometheus, Thanos Querier, Mimir, VictoriaMetrics):
+`--prometheus-url` may carry a path prefix, extra headers and query parameters are added to
+every call, and credentials come from the prometheus-adapter flags (bearer token file, CA file,
+client certificate, or a kubeconfig-style `--prometheus-auth-config`).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import ssl
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import yaml
+
+from adapter.querycache import QueryCache
+from adapter.settings import Settings
+
+__all__ = ["PrometheusError", "PrometheusUnavailable", "PrometheusQueryError", "Sample", "PrometheusClient"]
+
+
+class PrometheusError(Exception):
+    """Base: Prometheus could not answer."""
+
+
+class PrometheusUnavailable(PrometheusError):
+    """Unreachable, timed out, or a server-side failure: the answer is unknown (503)."""
+
+
+class PrometheusQueryError(PrometheusError):
+    """Prometheus rejected the query itself (HTTP 400/422 `bad_data`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    labels: Mapping[str, str]
+    timestamp: float
+    value: float
+
+
+class _TokenFile:
+    """A bearer token file re-read when it changes (projected service-account tokens rotate)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path)
+        self._token = ""
+        self._checked = 0.0
+        self._mtime = -1.0
+        self.get()
+
+    def get(self) -> str:
+        now = time.monotonic()
+        if now - self._checked > 30:
+            self._checked = now
+            mtime = self.path.stat().st_mtime
+            if mtime != self._mtime:
+                self._mtime, self._token = mtime, self.path.read_text().strip()
+        return self._token
+
+
+def _auth_config(path: str) -> dict[str, Any]:
+    """Credentials from a kubeconfig-style file (prometheus-adapter's `--prometheus-auth-config`)."""
+    doc = yaml.safe_load(Path(path).read_text()) or {}
+    cluster = ((doc.get("clusters") or [{}])[0] or {}).get("cluster") or {}
+    user = ((doc.get("users") or [{}])[0] or {}).get("user") or {}
+    out: dict[str, Any] = {"insecure": bool(cluster.get("insecure-skip-tls-verify"))}
+
+    def materialize(data_key: str, file_key: str, src: dict) -> str | None:
+        if src.get(file_key):
+            return src[file_key]
+        if src.get(data_key):
+            f = tempfile.NamedTemporaryFile("wb", prefix="promscaler-auth-", delete=False)
+            f.write(base64.b64decode(src[data_key]))
+            f.close()
+            return f.name
+        return None
+
+    out["ca"] = materialize("certificate-authority-data", "certificate-authority", cluster)
+    out["cert"] = materialize("client-certificate-data", "client-certificate", user)
+    out["key"] = materialize("client-key-data", "client-key", user)
+    out["token"] = user.get("token")
+    out["token_file"] = user.get("tokenFile")
+    if user.get("username"):
+        out["basic"] = (user["username"], user.get("password", ""))
+    return out
+
+
+class PrometheusClient:
+    """`query` (instant vector) and `series`, with single-flight and a short freshness cache."""
+
+    def __init__(self, settings: Settings, metrics: Any = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.base = settings.prometheus_url.rstrip("/")
+        self.timeout = settings.prometheus_timeout
+        self.post = settings.prometheus_verb == "POST"
+        self.extra_params = dict(settings.prometheus_query_params)
+        self.metrics = metrics
+        self.cache = QueryCache()
+        auth = _auth_config(settings.prometheus_auth_config) if settings.prometheus_auth_config else {}
+        ca = settings.prometheus_ca_file or auth.get("ca")
+        cert = settings.prometheus_client_tls_cert_file or auth.get("cert")
+        key = settings.prometheus_client_tls_key_file or auth.get("key")
+        insecure = settings.prometheus_insecure_skip_tls_verify or auth.get("insecure", False)
+        verify: ssl.SSLContext | bool = True
+        if self.base.startswith("https"):
+            ctx = ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
+            if insecure:
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+            if cert:
+                ctx.load_cert_chain(cert, key)
+            verify = ctx
+        token_file = settings.prometheus_token_file or auth.get("token_file")
+        self._token_file = _TokenFile(token_file) if token_file else None
+        self._static_token = auth.get("token")
+        headers = {"Accept": "application/json", "User-Agent": "promscaler-adapter"}
+        headers.update(dict(settings.prometheus_headers))
+        self.client = httpx.AsyncClient(
+            verify=verify,
+            headers=headers,
+            auth=httpx.BasicAuth(*auth["basic"]) if auth.get("basic") else None,
+            timeout=httpx.Timeout(self.timeout, connect=min(5.0, self.timeout)),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32, keepalive_expiry=60),
+            transport=transport,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def _auth_headers(self) -> dict[str, str]:
+        token = self._token_file.get() if self._token_file else self._static_token
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    async def _call(self, endpoint: str, params: Sequence[tuple[str, str]]) -> Any:
+        url = f"{self.base}/api/v1/{endpoint}"
+        params = [*params, *self.extra_params.items()]
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            try:
+                if self.post:
+                    resp = await self.client.post(url, data=dict(params), headers=self._auth_headers())
+                else:
+                    resp = await self.client.get(url, params=params, headers=self._auth_headers())
+            except httpx.TimeoutException:
+                outcome = "timeout"
+                raise PrometheusUnavailable(f"Prometheus at {self.base} did not answer within {self.timeout:g}s") from None
+            except httpx.HTTPError as exc:
+                raise PrometheusUnavailable(f"Prometheus at {self.base} is unreachable: {exc or type(exc).__name__}") from None
+            except OSError as exc:
+                raise PrometheusUnavailable(f"Prometheus at {self.base} is unreachable: {exc}") from None
+            try:
+                body = orjson.loads(resp.content)
+            except orjson.JSONDecodeError:
+                body = None
+            if not isinstance(body, dict):
+                raise PrometheusUnavailable(f"Prometheus at {self.base} answered HTTP {resp.status_code} without a JSON body")
+            if resp.status_code in (400, 422) or body.get("errorType") in ("bad_data", "execution"):
+                outcome = "bad_query"
+                raise PrometheusQueryError(f"Prometheus rejected the query: {body.get('error', resp.status_code)}")
+            if resp.status_code >= 300 or body.get("status") != "success":
+                raise PrometheusUnavailable(
+                    f"Prometheus at {self.base} failed: HTTP {resp.status_code} {body.get('error', '')}".rstrip())
+            outcome = "success"
+            return body.get("data")
+        finally:
+            if self.metrics is not None:
+                self.metrics.prometheus_query(endpoint, outcome, time.perf_counter() - started)
+
+    async def query(self, expr: str, ttl: float = 0.0) -> list[Sample]:
+        """Instant query at "now"; NaN and infinite results are dropped."""
+        return await self.cache.get(("query", expr), ttl, lambda: self._query(expr))
+
+    async def _query(self, expr: str) -> list[Sample]:
+        data = await self._call("query", [("query", expr), ("timeout", f"{self.timeout:g}s")])
+        kind, result = (data or {}).get("resultType"), (data or {}).get("result")
+        samples: list[Sample] = []
+        if kind == "vector":
+            for item in result or ():
+                ts, raw = item["value"]
+                samples.append(Sample(item.get("metric") or {}, float(ts), float(raw)))
+        elif kind == "scalar" and result:
+            samples.append(Sample({}, float(result[0]), float(result[1])))
+        elif kind == "matrix":
+            raise PrometheusQueryError("metricsQuery returned a range vector; it must return an instant vector")
+        return [s for s in samples if math.isfinite(s.value)]
+
+    async def series(self, match: str, start: float | None = None) -> list[dict[str, str]]:
+        params = [("match[]", match)]
+        if start is not None:
+            params.append(("start", f"{start:.3f}"))
+        return list(await self._call("series", params) or [])
+
+    async def ready(self) -> bool:
+        """Cheap reachability probe: the buildinfo endpoint, falling back to a trivial query."""
+        try:
+            await self._call("query", [("query", "1")])
+            return True
+        except PrometheusError:
+            return False

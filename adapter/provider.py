@@ -1,0 +1,185 @@
+"""The metrics providers: PromQL in, values out; nothing here knows URL paths or wire formats.
+
+The seam of kubernetes-sigs/custom-metrics-apiserver: `CustomMetricsProvider`
+(`list_all_metrics`, `get_metric_by_name`, `get_metric_by_selector`) and
+`ExternalMetricsProvider` (`list_all_external_metrics`, `get_external_metric`). Errors are
+`promscaler.status` exceptions, so the routes render them unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from adapter.discovery import CustomMetric, Discovery, ExternalMetric
+from adapter.naming import NAMESPACES, CompiledRule, Resource, resource_by_api_name
+from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable, Sample
+from adapter.promql import QueryBuildError, external_query, resource_query
+from promscaler.selectors import Selector
+from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavailable
+
+__all__ = ["CustomValue", "ExternalValue", "MetricInfo", "LabelLookup", "CustomMetricsProvider",
+           "ExternalMetricsProvider"]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricInfo:
+    resource: Resource
+    metric: str
+
+
+@dataclass(frozen=True, slots=True)
+class CustomValue:
+    resource: Resource
+    namespace: str | None
+    name: str
+    metric: str
+    value: float
+    timestamp: float
+    window_seconds: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalValue:
+    metric: str
+    labels: Mapping[str, str]
+    value: float
+    timestamp: float
+    window_seconds: int | None
+
+
+class LabelLookup(Protocol):
+    """Names of the objects of a resource that exist now and match a label selector."""
+
+    async def names(self, resource: Resource, namespace: str | None, selector: Selector) -> set[str]: ...
+
+
+def cache_ttl(setting: float | None, rule: CompiledRule) -> float:
+    """How long an answer may be reused: the flag, else 1/30 of the rate range (<= 5s), else 1s."""
+    if setting is not None:
+        return setting
+    if rule.window_seconds:
+        return min(rule.window_seconds / 30.0, 5.0)
+    return 1.0
+
+
+async def _run(prometheus: PrometheusClient, query: str, ttl: float) -> list[Sample]:
+    try:
+        return await prometheus.query(query, ttl)
+    except PrometheusUnavailable as exc:
+        raise ServiceUnavailable(f"unable to fetch metrics from Prometheus: {exc}") from None
+    except PrometheusQueryError as exc:
+        raise InternalError(f"the rule's metricsQuery failed in Prometheus: {exc} (query: {query})") from None
+
+
+def _not_discovered_yet(discovery: Discovery) -> None:
+    """Before the first successful discovery "unknown metric" is not known to be true: say so."""
+    if not discovery.synced:
+        raise ServiceUnavailable(f"metrics discovery has not completed yet: {discovery.last_error or 'in progress'}")
+
+
+class CustomMetricsProvider:
+    def __init__(self, discovery: Discovery, prometheus: PrometheusClient, labels: LabelLookup | None = None,
+                 query_cache_ttl: float | None = None) -> None:
+        self.discovery = discovery
+        self.prometheus = prometheus
+        self.labels = labels
+        self.query_cache_ttl = query_cache_ttl
+
+    def list_all_metrics(self) -> list[MetricInfo]:
+        return [MetricInfo(m.resource, m.metric) for m in self.discovery.catalogue.custom.values()]
+
+    def _lookup(self, resource_name: str, metric: str, namespace: str | None = None) -> CustomMetric:
+        resource = resource_by_api_name(resource_name)
+        if resource is not None and namespace is not None and not resource.namespaced:
+            raise NotFound(f"{resource.api_name} are not namespaced: ask /{resource.api_name}/{{name}}/{metric}",
+                           {"name": metric, "group": "custom.metrics.k8s.io", "kind": resource.api_name})
+        found = self.discovery.catalogue.custom.get((resource.api_name, metric)) if resource else None
+        if found is None:
+            _not_discovered_yet(self.discovery)
+            raise NotFound(f"the server could not find the metric {metric} for {resource_name}",
+                           {"name": metric, "group": "custom.metrics.k8s.io", "kind": resource_name})
+        return found
+
+    async def _query(self, found: CustomMetric, namespace: str | None, names: list[str],
+                     metric_selector: Selector) -> list[CustomValue]:
+        rule, res = found.rule, found.resource
+        label = rule.converter.label_for_resource(res)
+        ns_label = rule.converter.label_for_resource(NAMESPACES)
+        if label is None:
+            raise InternalError(f"{rule.rule.path}: no label maps to resource {res.api_name}")
+        if namespace is not None and res.namespaced and ns_label is None:
+            raise BadRequest(f"{rule.rule.path} has no label for namespaces, so it cannot answer namespaced requests")
+        try:
+            query = resource_query(rule, found.series, label, ns_label, namespace if res.namespaced else None,
+                                   names, metric_selector)
+        except QueryBuildError as exc:
+            raise BadRequest(str(exc)) from None
+        samples = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule))
+        out = []
+        for s in samples:
+            name = s.labels.get(label)
+            if name is None and len(names) == 1 and len(samples) == 1:
+                name = names[0]  # the template aggregated the resource label away; the answer is still this object
+            if not name:
+                continue
+            out.append(CustomValue(res, namespace if res.namespaced else None, name, found.metric, s.value,
+                                   s.timestamp, rule.window_seconds))
+        return out
+
+    async def get_metric_by_name(self, resource_name: str, namespace: str | None, name: str, metric: str,
+                                 metric_selector: Selector) -> CustomValue:
+        found = self._lookup(resource_name, metric, namespace)
+        for v in await self._query(found, namespace, [name], metric_selector):
+            if v.name == name:
+                return v
+        where = f"{namespace}/{name}" if namespace else name
+        raise NotFound(f"the server could not find the metric {metric} for {found.resource.api_name} {where}",
+                       {"name": name, "group": "custom.metrics.k8s.io", "kind": found.resource.api_name})
+
+    async def get_metric_by_selector(self, resource_name: str, namespace: str | None, selector: Selector,
+                                     metric: str, metric_selector: Selector) -> list[CustomValue]:
+        found = self._lookup(resource_name, metric, namespace)
+        if selector.empty():  # names come from Prometheus itself
+            values = await self._query(found, namespace, [], metric_selector)
+        else:
+            if self.labels is None:
+                raise BadRequest("labelSelector with '*' needs the objects' labels from Kubernetes, but the adapter "
+                                 "runs without a cluster (start it with --kubeconfig or --in-cluster)")
+            existing = await self.labels.names(found.resource, namespace if found.resource.namespaced else None,
+                                               selector)
+            if not existing:
+                return []
+            values = await self._query(found, namespace, sorted(existing), metric_selector)
+            # a deleted pod keeps its rate series for a while: answer only for objects that exist now
+            values = [v for v in values if v.name in existing]
+        return sorted(values, key=lambda v: v.name)
+
+
+class ExternalMetricsProvider:
+    def __init__(self, discovery: Discovery, prometheus: PrometheusClient, query_cache_ttl: float | None = None) -> None:
+        self.discovery = discovery
+        self.prometheus = prometheus
+        self.query_cache_ttl = query_cache_ttl
+
+    def list_all_external_metrics(self) -> list[str]:
+        return list(self.discovery.catalogue.external)
+
+    async def get_external_metric(self, namespace: str | None, metric: str, selector: Selector) -> list[ExternalValue]:
+        found: ExternalMetric | None = self.discovery.catalogue.external.get(metric)
+        if found is None:
+            _not_discovered_yet(self.discovery)
+            raise NotFound(f"the server could not find the external metric {metric}",
+                           {"name": metric, "group": "external.metrics.k8s.io"})
+        rule = found.rule
+        ns_label = rule.converter.label_for_resource(NAMESPACES)
+        if rule.namespaced and namespace is not None and ns_label is None:
+            ns_label = "namespace"  # a namespaced external rule without a mapping: the conventional label
+        try:
+            query = external_query(rule, found.series, ns_label, namespace, selector)
+        except QueryBuildError as exc:
+            raise BadRequest(str(exc)) from None
+        samples = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule))
+        return [ExternalValue(metric, {k: v for k, v in s.labels.items() if k != "__name__"}, s.value, s.timestamp,
+                              rule.window_seconds) for s in samples]

@@ -1,0 +1,175 @@
+"""The prometheus-adapter rules file (`rules`, `externalRules`, `resourceRules`), read as-is.
+
+Parsing checks the shape; `naming.compile_rules` then compiles regexes and templates. Every
+problem is reported as one line naming the rule and field: `rules[2].metricsQuery: ...`.
+Unknown fields are tolerated (newer prometheus-adapter versions add some) but logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["RuleError", "GroupResource", "RegexFilter", "NameMapping", "ResourceMapping", "DiscoveryRule",
+           "RulesConfig", "parse_rules", "load_rules"]
+
+log = logging.getLogger("adapter.rules")
+
+
+class RuleError(ValueError):
+    """An invalid rules file; the message names the rule index and field."""
+
+
+@dataclass(frozen=True)
+class GroupResource:
+    group: str = ""
+    resource: str = ""
+
+
+@dataclass(frozen=True)
+class RegexFilter:
+    is_: str = ""
+    is_not: str = ""
+
+
+@dataclass(frozen=True)
+class NameMapping:
+    matches: str = ""
+    as_: str = ""
+
+
+@dataclass(frozen=True)
+class ResourceMapping:
+    template: str = ""
+    overrides: Mapping[str, GroupResource] = field(default_factory=dict)
+    namespaced: bool | None = None
+
+
+@dataclass(frozen=True)
+class DiscoveryRule:
+    path: str  # e.g. "rules[0]", for error messages
+    series_query: str
+    metrics_query: str
+    series_filters: tuple[RegexFilter, ...] = ()
+    resources: ResourceMapping = ResourceMapping()
+    name: NameMapping = NameMapping()
+    namespaced: bool | None = None  # external rules: add the namespace matcher (default true)
+
+
+@dataclass(frozen=True)
+class RulesConfig:
+    rules: tuple[DiscoveryRule, ...] = ()
+    external_rules: tuple[DiscoveryRule, ...] = ()
+    resource_rules: Mapping[str, Any] | None = None
+
+
+def _str(value: Any, where: str, required: bool = False) -> str:
+    if value is None:
+        if required:
+            raise RuleError(f"{where}: required field is missing")
+        return ""
+    if not isinstance(value, str):
+        raise RuleError(f"{where}: must be a string, got {type(value).__name__}")
+    if required and not value.strip():
+        raise RuleError(f"{where}: must not be empty")
+    return value
+
+
+def _map(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise RuleError(f"{where}: must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _warn_unknown(obj: Mapping[str, Any], known: set[str], where: str) -> None:
+    for key in obj:
+        if key not in known:
+            log.warning("%s.%s: unknown field ignored", where, key)
+
+
+def _bool(value: Any, where: str) -> bool | None:
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        raise RuleError(f"{where}: must be true or false")
+    return value
+
+
+def _rule(raw: Any, where: str) -> DiscoveryRule:
+    if not isinstance(raw, Mapping):
+        raise RuleError(f"{where}: must be a mapping with seriesQuery and metricsQuery")
+    _warn_unknown(raw, {"seriesQuery", "seriesFilters", "resources", "name", "metricsQuery", "namespaced"}, where)
+    filters = []
+    raw_filters = raw.get("seriesFilters") or []
+    if not isinstance(raw_filters, list):
+        raise RuleError(f"{where}.seriesFilters: must be a list")
+    for i, f in enumerate(raw_filters):
+        fw = f"{where}.seriesFilters[{i}]"
+        f = _map(f, fw)
+        _warn_unknown(f, {"is", "isNot"}, fw)
+        is_, is_not = _str(f.get("is"), fw + ".is"), _str(f.get("isNot"), fw + ".isNot")
+        if bool(is_) == bool(is_not):
+            raise RuleError(f"{fw}: needs exactly one of 'is' or 'isNot'")
+        filters.append(RegexFilter(is_, is_not))
+    res = _map(raw.get("resources"), f"{where}.resources")
+    _warn_unknown(res, {"template", "overrides", "namespaced"}, f"{where}.resources")
+    overrides: dict[str, GroupResource] = {}
+    for label, gr in _map(res.get("overrides"), f"{where}.resources.overrides").items():
+        ow = f"{where}.resources.overrides.{label}"
+        gr = _map(gr, ow)
+        overrides[str(label)] = GroupResource(_str(gr.get("group"), ow + ".group"),
+                                              _str(gr.get("resource"), ow + ".resource", required=True))
+    name = _map(raw.get("name"), f"{where}.name")
+    _warn_unknown(name, {"matches", "as"}, f"{where}.name")
+    res_namespaced = _bool(res.get("namespaced"), f"{where}.resources.namespaced")
+    top_namespaced = _bool(raw.get("namespaced"), f"{where}.namespaced")
+    return DiscoveryRule(
+        path=where,
+        series_query=_str(raw.get("seriesQuery"), f"{where}.seriesQuery", required=True),
+        metrics_query=_str(raw.get("metricsQuery"), f"{where}.metricsQuery", required=True),
+        series_filters=tuple(filters),
+        resources=ResourceMapping(_str(res.get("template"), f"{where}.resources.template"), overrides,
+                                  res_namespaced),
+        name=NameMapping(_str(name.get("matches"), f"{where}.name.matches"), _str(name.get("as"), f"{where}.name.as")),
+        namespaced=top_namespaced if top_namespaced is not None else res_namespaced,
+    )
+
+
+def parse_rules(text: str, source: str = "rules file") -> RulesConfig:
+    """Parse the YAML text of a rules file (shape only)."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise RuleError(f"{source}: not valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, Mapping):
+        raise RuleError(f"{source}: must be a mapping with rules and/or externalRules")
+    _warn_unknown(doc, {"rules", "externalRules", "resourceRules"}, source)
+    out: dict[str, list[DiscoveryRule]] = {}
+    for key in ("rules", "externalRules"):
+        raw = doc.get(key) or []
+        if not isinstance(raw, list):
+            raise RuleError(f"{key}: must be a list")
+        out[key] = [_rule(r, f"{key}[{i}]") for i, r in enumerate(raw)]
+    resource_rules = doc.get("resourceRules")
+    if resource_rules is not None and not isinstance(resource_rules, Mapping):
+        raise RuleError("resourceRules: must be a mapping")
+    return RulesConfig(tuple(out["rules"]), tuple(out["externalRules"]), resource_rules)
+
+
+def load_rules(path: str | Path) -> RulesConfig:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise RuleError(f"cannot read rules file {path}: {exc.strerror or exc}") from None
+    return parse_rules(text, str(path))

@@ -1,0 +1,295 @@
+"""Authentication, in the order and with the rules of k8s.io/apiserver's delegating authenticator.
+
+1. Front proxy (request headers): `X-Remote-User`/`-Group`/`-Uid`/`-Extra-*` are believed only
+   when the TLS client certificate verifies against the request-header CA and its CN is one of
+   the allowed names (none listed = any CN from that CA). In every other case they are ignored,
+   and they are always removed from the request before the application sees it.
+2. x509: a client certificate verifying against `--client-ca-file`: user = CN, groups = O.
+3. Bearer token: a TokenReview against the cluster (results cached for a short TTL).
+4. Anonymous (`system:anonymous`) only when no credential was presented at all and
+   `--anonymous-auth` is on; a credential that fails is a 401, never anonymous.
+Every authenticated user gets the group `system:authenticated`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+from cryptography.x509.verification import VerificationError
+
+from adapter.security.cache import TTLCache
+from adapter.security.tls import CABundle
+
+__all__ = [
+    "UserInfo", "RequestHeaderConfig", "AuthResult", "TokenReviewer", "ReviewUnavailable",
+    "Authenticator", "read_authentication_configmap", "AUTHENTICATED", "ANONYMOUS",
+]
+
+log = logging.getLogger("adapter.security.authn")
+
+AUTHENTICATED = "system:authenticated"
+UNAUTHENTICATED = "system:unauthenticated"
+ANONYMOUS = "system:anonymous"
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    name: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def with_group(self, group: str) -> "UserInfo":
+        if group in self.groups:
+            return self
+        return UserInfo(self.name, self.uid, (*self.groups, group), self.extra)
+
+
+@dataclass
+class RequestHeaderConfig:
+    """Header names and allowed proxy CNs (flags, else the ConfigMap, else kubeadm's values)."""
+
+    username_headers: list[str] = field(default_factory=lambda: ["X-Remote-User"])
+    uid_headers: list[str] = field(default_factory=lambda: ["X-Remote-Uid"])
+    group_headers: list[str] = field(default_factory=lambda: ["X-Remote-Group"])
+    extra_prefixes: list[str] = field(default_factory=lambda: ["X-Remote-Extra-"])
+    allowed_names: list[str] = field(default_factory=list)
+
+    def all_header_names(self) -> tuple[set[bytes], tuple[bytes, ...]]:
+        """Exact names and prefixes (lowercase bytes) of every header this config trusts."""
+        exact = {h.lower().encode() for h in (*self.username_headers, *self.uid_headers, *self.group_headers)}
+        return exact, tuple(p.lower().encode() for p in self.extra_prefixes)
+
+
+@dataclass(frozen=True)
+class AuthResult:
+    user: UserInfo | None
+    method: str  # requestheader | x509 | token | anonymous | none
+    error: str = ""
+
+
+class ReviewUnavailable(Exception):
+    """The cluster could not answer a review; never treated as an allow."""
+
+
+def _cn(cert: x509.Certificate) -> str:
+    attrs = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(attrs[0].value) if attrs else ""
+
+
+def _orgs(cert: x509.Certificate) -> tuple[str, ...]:
+    return tuple(str(a.value) for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME))
+
+
+def _header_values(headers: list[tuple[bytes, bytes]], names: list[str]) -> list[str]:
+    wanted = [n.lower().encode() for n in names]
+    out: list[str] = []
+    for name in wanted:
+        out += [v.decode("latin-1") for k, v in headers if k == name and v]
+    return out
+
+
+def _first_header(headers: list[tuple[bytes, bytes]], names: list[str]) -> str:
+    for name in names:
+        key = name.lower().encode()
+        for k, v in headers:
+            if k == key and v.strip():
+                return v.decode("latin-1").strip()
+    return ""
+
+
+class TokenReviewer:
+    """Bearer tokens -> users through authentication.k8s.io/v1 TokenReview, cached by token hash."""
+
+    def __init__(self, api_client: Any, ttl: float = 10.0, timeout: float = 5.0, cache: TTLCache | None = None) -> None:
+        from kubernetes.aio import client
+
+        self._api = client.AuthenticationV1Api(api_client)
+        self._ttl, self._timeout = ttl, timeout
+        self.cache: TTLCache[tuple[UserInfo | None, str]] = cache or TTLCache()
+        self.calls = 0
+
+    async def review(self, token: str) -> tuple[UserInfo | None, str]:
+        """(user, "") when valid, (None, reason) when the cluster says no; raises ReviewUnavailable."""
+        key = hashlib.sha256(token.encode()).hexdigest()
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+        self.calls += 1
+        try:
+            resp = await self._api.create_token_review(body, _request_timeout=self._timeout)
+        except Exception as exc:  # ApiException, aiohttp errors, timeouts: all mean "could not ask"
+            raise ReviewUnavailable(f"TokenReview failed: {_short(exc)}") from None
+        status = resp.status
+        if status is None or not status.authenticated or status.user is None:
+            result: tuple[UserInfo | None, str] = (None, (status.error if status else "") or "token not authenticated")
+        else:
+            u = status.user
+            extra = {k: tuple(v or ()) for k, v in (u.extra or {}).items()}
+            result = (UserInfo(u.username or "", u.uid or "", tuple(u.groups or ()), extra), "")
+        self.cache.put(key, result, self._ttl)
+        return result
+
+
+def _short(exc: Exception) -> str:
+    status = getattr(exc, "status", None)
+    reason = getattr(exc, "reason", None)
+    if status:
+        return f"HTTP {status} {reason or ''}".strip()
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+
+
+class Authenticator:
+    """The union of the four authenticators above, evaluated per request scope."""
+
+    def __init__(
+        self,
+        *,
+        requestheader: RequestHeaderConfig | None = None,
+        requestheader_ca: CABundle | None = None,
+        client_ca: CABundle | None = None,
+        token_reviewer: TokenReviewer | None = None,
+        anonymous: bool = False,
+    ) -> None:
+        self.requestheader = requestheader or RequestHeaderConfig()
+        self.requestheader_ca = requestheader_ca
+        self.client_ca = client_ca
+        self.token_reviewer = token_reviewer
+        self.anonymous = anonymous
+
+    def strip_headers(self, headers: list[tuple[bytes, bytes]], drop_authorization: bool) -> list[tuple[bytes, bytes]]:
+        """The request headers without any front-proxy identity header (and Authorization)."""
+        exact, prefixes = self.requestheader.all_header_names()
+        return [
+            (k, v) for k, v in headers
+            if k not in exact and not k.startswith(prefixes) and not (drop_authorization and k == b"authorization")
+        ]
+
+    def _from_headers(self, headers: list[tuple[bytes, bytes]]) -> UserInfo | None:
+        rh = self.requestheader
+        name = _first_header(headers, rh.username_headers)
+        if not name:
+            return None
+        uid = _first_header(headers, rh.uid_headers)
+        groups = tuple(_header_values(headers, rh.group_headers))
+        extra: dict[str, list[str]] = {}
+        prefixes = [p.lower().encode() for p in rh.extra_prefixes]
+        for k, v in headers:
+            for prefix in prefixes:
+                if k.startswith(prefix) and len(k) > len(prefix):
+                    key = unquote(k[len(prefix):].decode("latin-1").lower())
+                    extra.setdefault(key, []).append(v.decode("latin-1"))
+        return UserInfo(name, uid, groups, {k: tuple(v) for k, v in extra.items()})
+
+    async def authenticate(self, headers: list[tuple[bytes, bytes]], chain: list[x509.Certificate]) -> AuthResult:
+        errors: list[str] = []
+        # 1. front proxy
+        if chain and self.requestheader_ca:
+            try:
+                leaf = self.requestheader_ca.verify_client(chain)
+            except VerificationError as exc:
+                errors.append(f"request-header client certificate: {exc}")
+            else:
+                allowed = self.requestheader.allowed_names
+                if allowed and _cn(leaf) not in allowed:
+                    errors.append(f"request-header client certificate: CN {_cn(leaf)!r} is not an allowed name")
+                else:
+                    user = self._from_headers(headers)
+                    if user is not None:
+                        return AuthResult(user.with_group(AUTHENTICATED), "requestheader")
+        # 2. x509 client certificate
+        if chain and self.client_ca:
+            try:
+                leaf = self.client_ca.verify_client(chain)
+            except VerificationError as exc:
+                errors.append(f"x509: {exc}")
+            else:
+                return AuthResult(UserInfo(_cn(leaf), "", _orgs(leaf)).with_group(AUTHENTICATED), "x509")
+        # 3. bearer token
+        token = _bearer(headers)
+        if token is not None and self.token_reviewer is not None:
+            try:
+                user, reason = await self.token_reviewer.review(token)
+            except ReviewUnavailable as exc:
+                return AuthResult(None, "token", str(exc))
+            if user is not None:
+                return AuthResult(user.with_group(AUTHENTICATED), "token")
+            errors.append(f"token: {reason}")
+        if errors:
+            return AuthResult(None, "none", "; ".join(errors))
+        # 4. anonymous
+        if self.anonymous:
+            return AuthResult(UserInfo(ANONYMOUS, "", (UNAUTHENTICATED,)), "anonymous")
+        return AuthResult(None, "none", "no credentials")
+
+    def apply_configmap(self, data: dict[str, str], *, flags_requestheader_ca: bool, flags_client_ca: bool,
+                        flags_headers: bool) -> bool:
+        """Take CAs and header names from extension-apiserver-authentication; True if a CA changed."""
+        changed = False
+        if not flags_requestheader_ca and data.get("requestheader-client-ca-file"):
+            if self.requestheader_ca is None:
+                self.requestheader_ca = CABundle("requestheader-client-ca-file (ConfigMap)")
+            changed |= self.requestheader_ca.set_pem(data["requestheader-client-ca-file"].encode())
+        if not flags_client_ca and data.get("client-ca-file"):
+            if self.client_ca is None:
+                self.client_ca = CABundle("client-ca-file (ConfigMap)")
+            changed |= self.client_ca.set_pem(data["client-ca-file"].encode())
+        if not flags_headers:
+            rh = self.requestheader
+            for key, attr in (
+                ("requestheader-username-headers", "username_headers"),
+                ("requestheader-uid-headers", "uid_headers"),
+                ("requestheader-group-headers", "group_headers"),
+                ("requestheader-extra-headers-prefix", "extra_prefixes"),
+                ("requestheader-allowed-names", "allowed_names"),
+            ):
+                if key in data:
+                    try:
+                        value = json.loads(data[key]) or []
+                    except ValueError:
+                        log.warning("ConfigMap extension-apiserver-authentication: %s is not a JSON list", key)
+                        continue
+                    if attr != "allowed_names" and not value:
+                        continue  # keep the defaults rather than trusting no header
+                    setattr(rh, attr, [str(v) for v in value])
+        return changed
+
+
+def _bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
+    for k, v in headers:
+        if k == b"authorization":
+            parts = v.decode("latin-1").strip().split(" ", 1)
+            if len(parts) == 2 and parts[0].lower() == "bearer" and parts[1].strip():
+                return parts[1].strip()
+            return None
+    return None
+
+
+async def read_authentication_configmap(api_client: Any) -> dict[str, str] | None:
+    """kube-system/extension-apiserver-authentication's data; None when it does not exist."""
+    from kubernetes.aio import client
+    from kubernetes.aio.client.exceptions import ApiException
+
+    try:
+        cm = await client.CoreV1Api(api_client).read_namespaced_config_map(
+            "extension-apiserver-authentication", "kube-system", _request_timeout=10
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise ReviewUnavailable(
+            f"cannot read configmap kube-system/extension-apiserver-authentication: {_short(exc)}"
+        ) from None
+    except Exception as exc:
+        raise ReviewUnavailable(
+            f"cannot read configmap kube-system/extension-apiserver-authentication: {_short(exc)}"
+        ) from None
+    return dict(cm.data or {})

@@ -1,0 +1,100 @@
+"""Pure ASGI middleware: authenticate, authorize, then hand the request to the app.
+
+The app sees `scope["user"]` (an `authn.UserInfo`) and never sees front-proxy identity headers or
+the Authorization header. Failures are `metav1.Status` bodies: 401 Unauthorized, 403 Forbidden
+(naming user, verb and resource), 503 ServiceUnavailable when a review could not be made.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+
+from adapter.security.authn import Authenticator, ReviewUnavailable
+from adapter.security.authz import Authorizer, forbidden_status, path_always_allowed
+from adapter.security.metrics import SecurityMetrics
+from adapter.security.peer import client_chain
+from adapter.security.requestinfo import request_info
+from promscaler.status import ServiceUnavailable, Unauthorized
+
+__all__ = ["SecurityMiddleware"]
+
+log = logging.getLogger("adapter.security")
+
+
+async def _send_status(send: Any, body: dict[str, Any], extra_headers: list[tuple[bytes, bytes]] = (),
+                       websocket: bool = False) -> None:
+    if websocket:  # no HTTP response on a websocket handshake: refuse it (policy violation)
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    data = orjson.dumps(body)
+    await send({
+        "type": "http.response.start",
+        "status": body["code"],
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+                    *extra_headers],
+    })
+    await send({"type": "http.response.body", "body": data})
+
+
+class SecurityMiddleware:
+    def __init__(
+        self,
+        app: Any,
+        authenticator: Authenticator,
+        authorizer: Authorizer,
+        *,
+        always_allow_paths: tuple[str, ...] | list[str] = ("/healthz", "/readyz", "/livez"),
+        metrics: SecurityMetrics | None = None,
+    ) -> None:
+        self.app = app
+        self.authenticator = authenticator
+        self.authorizer = authorizer
+        self.always_allow_paths = tuple(always_allow_paths)
+        self.metrics = metrics or SecurityMetrics()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        ws = scope["type"] == "websocket"
+        headers = list(scope.get("headers") or [])
+        path = scope.get("path", "")
+        if path_always_allowed(path, self.always_allow_paths):
+            # Probes carry no credentials (kubelet): no authentication needed for these paths.
+            self.metrics.authz.labels("allowed", "always-allow-path").inc()
+            scope = {**scope, "headers": self.authenticator.strip_headers(headers, drop_authorization=True)}
+            return await self.app(scope, receive, send)
+
+        try:
+            chain = client_chain(scope)
+        except ValueError:
+            chain = []
+        result = await self.authenticator.authenticate(headers, chain)
+        if result.user is None:
+            outcome = "error" if result.method == "token" else "failure"
+            self.metrics.authn.labels(outcome, result.method).inc()
+            log.info("authentication failed for %s %s: %s", scope.get("method"), path, result.error)
+            return await _send_status(send, Unauthorized("Unauthorized").to_status(), websocket=ws)
+        self.metrics.authn.labels("success", result.method).inc()
+
+        info = request_info(scope.get("method", "GET"), path, scope.get("query_string", b""))
+        try:
+            decision = await self.authorizer.authorize(result.user, info)
+        except ReviewUnavailable as exc:
+            self.metrics.authz.labels("error", "review").inc()
+            log.warning("authorization unavailable for %s %s: %s", scope.get("method"), path, exc)
+            body = ServiceUnavailable(f"authorization could not be checked: {exc}").to_status()
+            return await _send_status(send, body, [(b"retry-after", b"1")], websocket=ws)
+        if not decision.allowed:
+            self.metrics.authz.labels("denied", decision.source).inc()
+            return await _send_status(send, forbidden_status(result.user, info, decision.reason), websocket=ws)
+        self.metrics.authz.labels("allowed", decision.source).inc()
+
+        scope = {
+            **scope,
+            "headers": self.authenticator.strip_headers(headers, drop_authorization=True),
+            "user": result.user,
+        }
+        return await self.app(scope, receive, send)

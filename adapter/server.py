@@ -1,0 +1,82 @@
+"""Serving: uvicorn on `--port` with `--insecure` (plain HTTP, no authentication: local use and
+tests); `--secure-port` (TLS, authentication, authorization) comes from `adapter.security`.
+
+The seam for secure serving is `_serve_secure` below: it receives the Settings, the ASGI app
+and the `on_listening` callback, and must call `on_listening()` once it accepts connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import uvicorn
+
+from adapter.settings import Settings
+
+__all__ = ["SecurityUnavailable", "check_security", "serve"]
+
+
+class SecurityUnavailable(RuntimeError):
+    """Secure serving cannot start (unusable security flags or files); the message says why."""
+
+
+def check_security(settings: Settings) -> None:
+    """Fail fast (before connecting to anything) on security flags or files that cannot work."""
+    if not settings.insecure:
+        from adapter.security.serve import SecurityConfigError, check_flags  # noqa: PLC0415
+
+        try:
+            check_flags(settings)
+        except SecurityConfigError as exc:
+            raise SecurityUnavailable(str(exc)) from None
+
+
+class _Server(uvicorn.Server):
+    """uvicorn whose SIGTERM/SIGINT ends `serve()` after a graceful shutdown instead of re-raising
+    the signal, so the process cleans up and exits 0."""
+
+    def handle_exit(self, sig, frame) -> None:
+        super().handle_exit(sig, frame)
+        self._captured_signals.clear()
+
+
+async def _serve_insecure(settings: Settings, app, on_listening: Callable[[], None]) -> None:
+    server = _Server(uvicorn.Config(
+        app, host=settings.listen_host, port=settings.listen_port, log_level="warning", access_log=False,
+        server_header=False, lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=60,
+    ))
+
+    async def watch_started() -> None:
+        while not server.started:
+            await asyncio.sleep(0.02)
+        on_listening()
+
+    watcher = asyncio.create_task(watch_started())
+    try:
+        await server.serve()
+    finally:
+        watcher.cancel()
+    if not server.started:
+        raise OSError(f"could not listen on {settings.listen_host}:{settings.listen_port}")
+
+
+async def _serve_secure(settings: Settings, app, on_listening: Callable[[], None]) -> None:
+    from adapter.security.serve import SecurityConfigError, serve_secure  # noqa: PLC0415
+
+    metrics = getattr(app.state, "metrics", None)
+    try:
+        await serve_secure(
+            settings, app, on_listening, registry=getattr(metrics, "registry", None), access_log=False,
+            server_header=False, lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=60,
+        )
+    except SecurityConfigError as exc:
+        raise SecurityUnavailable(str(exc)) from None
+
+
+async def serve(settings: Settings, app, on_listening: Callable[[], None]) -> None:
+    """Serve `app` until SIGINT/SIGTERM; `on_listening` runs once connections are accepted."""
+    if settings.insecure:
+        await _serve_insecure(settings, app, on_listening)
+    else:
+        await _serve_secure(settings, app, on_listening)

@@ -1,0 +1,199 @@
+"""Command-line flags -> one typed `Settings`.
+
+Flag names are prometheus-adapter's and the Kubernetes apiserver libraries', so an existing
+deployment's arguments carry over; unknown flags are an error (argparse exits 2 naming it).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from promscaler.times import DurationError, parse_duration
+
+__all__ = ["Settings", "build_parser", "parse_settings"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Prometheus
+    prometheus_url: str = "http://127.0.0.1:9090"
+    prometheus_auth_config: str | None = None
+    prometheus_token_file: str | None = None
+    prometheus_ca_file: str | None = None
+    prometheus_client_tls_cert_file: str | None = None
+    prometheus_client_tls_key_file: str | None = None
+    prometheus_insecure_skip_tls_verify: bool = False
+    prometheus_headers: tuple[tuple[str, str], ...] = ()
+    prometheus_query_params: tuple[tuple[str, str], ...] = ()
+    prometheus_timeout: float = 10.0
+    prometheus_verb: str = "GET"
+    query_cache_ttl: float | None = None  # None: 1/30 of the rule's rate range (<= 5s), else 1s
+    # rules and discovery
+    config: str | None = None
+    metrics_relist_interval: float = 60.0
+    metrics_max_age: float | None = None
+    config_check_interval: float = 5.0
+    disable_custom_metrics: bool = False
+    disable_external_metrics: bool = False
+    fail_on_prometheus_unavailable: bool = False
+    # Kubernetes (object labels for `*` + labelSelector)
+    kubeconfig: str | None = None
+    in_cluster: bool = False
+    # serving
+    insecure: bool = False
+    port: int = 8080
+    secure_port: int = 6443
+    bind_address: str | None = None
+    request_timeout: float = 30.0
+    log_level: str = "info"
+    # security (implemented in adapter/security/; parsed and stored here)
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    cert_dir: str = "apiserver.local.config/certificates"
+    tls_min_version: str | None = None
+    tls_cipher_suites: tuple[str, ...] = ()
+    client_ca_file: str | None = None
+    requestheader_client_ca_file: str | None = None
+    requestheader_allowed_names: tuple[str, ...] = ()
+    requestheader_username_headers: tuple[str, ...] = ("X-Remote-User",)
+    requestheader_group_headers: tuple[str, ...] = ("X-Remote-Group",)
+    requestheader_extra_headers_prefix: tuple[str, ...] = ("X-Remote-Extra-",)
+    authentication_kubeconfig: str | None = None
+    authorization_kubeconfig: str | None = None
+    authentication_skip_lookup: bool = False
+    authentication_token_webhook_cache_ttl: float = 10.0
+    authorization_webhook_cache_authorized_ttl: float = 10.0
+    authorization_webhook_cache_unauthorized_ttl: float = 10.0
+    authorization_always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
+    authentication_tolerate_lookup_failure: bool = False
+    anonymous_auth: bool = True
+
+    @property
+    def listen_host(self) -> str:
+        if self.bind_address:
+            return self.bind_address
+        return "127.0.0.1" if self.insecure else "0.0.0.0"
+
+    @property
+    def listen_port(self) -> int:
+        return self.port if self.insecure else self.secure_port
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except DurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("true", "1", "yes", "t"):
+        return True
+    if low in ("false", "0", "no", "f"):
+        return False
+    raise argparse.ArgumentTypeError(f"not a boolean: {text!r}")
+
+
+def _pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key.strip(), value
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        self.exit(2, f"promscaler-adapter: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="promscaler-adapter", allow_abbrev=False,
+                description="Kubernetes custom/external metrics API server backed by Prometheus")
+    b = {"nargs": "?", "const": True, "type": _bool, "metavar": "BOOL"}  # --flag or --flag=false, Go style
+    g = p.add_argument_group("prometheus")
+    g.add_argument("--prometheus-url", default=Settings.prometheus_url)
+    g.add_argument("--prometheus-auth-config", help="kubeconfig-style file with credentials for Prometheus")
+    g.add_argument("--prometheus-auth-incluster", **b, default=False, help="accepted for compatibility; ignored")
+    g.add_argument("--prometheus-token-file")
+    g.add_argument("--prometheus-ca-file")
+    g.add_argument("--prometheus-client-tls-cert-file")
+    g.add_argument("--prometheus-client-tls-key-file")
+    g.add_argument("--prometheus-insecure-skip-tls-verify", **b, default=False)
+    g.add_argument("--prometheus-header", type=_pair, action="append", default=[], metavar="KEY=VALUE")
+    g.add_argument("--prometheus-query-param", type=_pair, action="append", default=[], metavar="KEY=VALUE",
+                   help="extra query parameter on every query, e.g. dedup=true, partial_response=false")
+    g.add_argument("--prometheus-timeout", type=_duration, default=Settings.prometheus_timeout)
+    g.add_argument("--prometheus-verb", choices=("GET", "POST"), default="GET")
+    g.add_argument("--query-cache-ttl", type=_duration, default=None,
+                   help="how long a query answer may be reused (0 disables); default: 1/30 of the "
+                        "rule's rate range (2s for [1m]), at most 5s, or 1s for rules without a range")
+    g = p.add_argument_group("rules and discovery")
+    g.add_argument("--config", "-c", help="prometheus-adapter rules file")
+    g.add_argument("--metrics-relist-interval", type=_duration, default=Settings.metrics_relist_interval)
+    g.add_argument("--metrics-max-age", type=_duration, default=None)
+    g.add_argument("--config-check-interval", type=_duration, default=Settings.config_check_interval,
+                   help="how often the rules file is checked for changes")
+    g.add_argument("--disable-custom-metrics", **b, default=False)
+    g.add_argument("--disable-external-metrics", **b, default=False)
+    g.add_argument("--fail-on-prometheus-unavailable", **b, default=False)
+    g = p.add_argument_group("kubernetes")
+    g.add_argument("--kubeconfig", "--lister-kubeconfig", dest="kubeconfig")
+    g.add_argument("--in-cluster", **b, default=False, help="use the in-cluster service account config")
+    g = p.add_argument_group("serving")
+    g.add_argument("--insecure", **b, default=False, help="plain HTTP without authentication (local use, tests)")
+    g.add_argument("--port", type=int, default=Settings.port, help="port for --insecure")
+    g.add_argument("--secure-port", type=int, default=Settings.secure_port)
+    g.add_argument("--bind-address")
+    g.add_argument("--request-timeout", type=_duration, default=Settings.request_timeout)
+    g.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    g.add_argument("--v", "-v", type=int, default=None, help="klog verbosity (>=4 means debug)")
+    g.add_argument("--logtostderr", **b, default=True, help="accepted for compatibility")
+    g = p.add_argument_group("security")
+    g.add_argument("--tls-cert-file")
+    g.add_argument("--tls-private-key-file")
+    g.add_argument("--cert-dir", default=Settings.cert_dir)
+    g.add_argument("--tls-min-version")
+    g.add_argument("--tls-cipher-suites", type=_csv, default=())
+    g.add_argument("--client-ca-file")
+    g.add_argument("--requestheader-client-ca-file")
+    g.add_argument("--requestheader-allowed-names", type=_csv, default=())
+    g.add_argument("--requestheader-username-headers", type=_csv, default=Settings.requestheader_username_headers)
+    g.add_argument("--requestheader-group-headers", type=_csv, default=Settings.requestheader_group_headers)
+    g.add_argument("--requestheader-extra-headers-prefix", type=_csv,
+                   default=Settings.requestheader_extra_headers_prefix)
+    g.add_argument("--authentication-kubeconfig")
+    g.add_argument("--authorization-kubeconfig")
+    g.add_argument("--authentication-skip-lookup", **b, default=False)
+    g.add_argument("--authentication-token-webhook-cache-ttl", type=_duration, default=10.0)
+    g.add_argument("--authorization-webhook-cache-authorized-ttl", type=_duration, default=10.0)
+    g.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=_duration, default=10.0)
+    g.add_argument("--authorization-always-allow-paths", type=_csv,
+                   default=Settings.authorization_always_allow_paths)
+    g.add_argument("--authentication-tolerate-lookup-failure", **b, default=False)
+    g.add_argument("--anonymous-auth", **b, default=True)
+    return p
+
+
+def parse_settings(argv: list[str] | None = None) -> Settings:
+    ns = build_parser().parse_args(argv)
+    d = vars(ns)
+    verbosity = d.pop("v")
+    d.pop("logtostderr")
+    d.pop("prometheus_auth_incluster")
+    if verbosity is not None and verbosity >= 4:
+        d["log_level"] = "debug"
+    d["prometheus_headers"] = tuple(d.pop("prometheus_header"))
+    d["prometheus_query_params"] = tuple(d.pop("prometheus_query_param"))
+    if d["prometheus_client_tls_cert_file"] and not d["prometheus_client_tls_key_file"] or (
+        d["prometheus_client_tls_key_file"] and not d["prometheus_client_tls_cert_file"]
+    ):
+        build_parser().error("--prometheus-client-tls-cert-file and --prometheus-client-tls-key-file go together")
+    if d["metrics_relist_interval"] <= 0:
+        build_parser().error("--metrics-relist-interval must be positive")
+    return Settings(**d)

@@ -1,0 +1,53 @@
+"""`python -m autoscaler` / `promscaler-autoscaler`: simulate | run | demo.
+
+Subcommands are imported lazily: `simulate` needs no cluster libraries, and a missing `run` or
+`demo` module is a one-line error rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+_COMMANDS = {
+    "simulate": ("autoscaler.simulate.cli", "main", "what the HPA controller would do with a scenario file"),
+    "run": ("autoscaler.controller.cli", "main", "run the autoscaler controller against a cluster"),
+    "demo": ("autoscaler.demo", "main", "a sandboxed demo: simulated cluster, Prometheus and workloads"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: autoscaler {simulate,run,demo} ...", "", "commands:"]
+    lines += [f"  {name:<9} {help_}" for name, (_, _, help_) in _COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0 if args else 2
+    name, rest = args[0], args[1:]
+    if name not in _COMMANDS:
+        print(f"autoscaler: unknown command {name!r} (use simulate, run or demo)", file=sys.stderr)
+        return 2
+    module_name, func, _ = _COMMANDS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            print(f"autoscaler: the {name!r} command is not available in this installation ({module_name} is missing)",
+                  file=sys.stderr)
+            return 2
+        raise
+    entry = getattr(module, func, None)
+    if entry is None:
+        print(f"autoscaler: the {name!r} command is not available ({module_name}.{func} is missing)", file=sys.stderr)
+        return 2
+    result = entry(rest)
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""`python -m autoscaler run`: flags (kube-controller-manager's names and defaults), logging,
+signals. Everything else lives in controller.py."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from autoscaler.decision.model import ControllerConfig
+from promscaler.times import DurationError, parse_duration
+
+from .controller import Controller, Settings
+from .kube import Kube, load_configuration
+
+SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+NATIVE_HELP = (
+    "also reconcile native autoscaling/v2 HorizontalPodAutoscalers. Off by default: kube-controller-manager's own "
+    "HPA controller already reconciles them, and two controllers writing the same /scale would fight. Enable only "
+    "where kube-controller-manager runs with the HPA controller disabled (--controllers=-horizontalpodautoscaling), "
+    "or together with --dry-run to compare decisions without writing anything"
+)
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except DurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "1", "yes", "t"):
+        return True
+    if value in ("false", "0", "no", "f"):
+        return False
+    raise argparse.ArgumentTypeError(f"not a boolean: {text!r} (use true or false)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return value
+
+
+def _default_lease_namespace() -> str:
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    try:
+        return SA_NAMESPACE.read_text().strip() or "kube-system"
+    except OSError:
+        return "kube-system"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m autoscaler run",
+                                description="Reconcile HorizontalAutoscalers (promscaler.io/v1alpha1) against a Kubernetes API server.")
+    p.add_argument("--kubeconfig", help="kubeconfig file; in-cluster service account config when omitted")
+    p.add_argument("--context", help="kubeconfig context (default: the current context)")
+    p.add_argument("--namespace", help="only watch autoscalers and pods in this namespace (default: all namespaces)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="shadow mode: decide but never write /scale; own autoscalers still get status and events, "
+                        "native HPAs get nothing written (their decision is exported on /metrics and logged next to the cluster's)")
+    p.add_argument("--reconcile-native-hpas", action="store_true", help=NATIVE_HELP)
+    g = p.add_argument_group("horizontal pod autoscaler (kube-controller-manager names and defaults)")
+    g.add_argument("--horizontal-pod-autoscaler-sync-period", type=_duration, default=15.0, metavar="DURATION",
+                   help="how often every autoscaler is re-synced (default 15s)")
+    g.add_argument("--concurrent-horizontal-pod-autoscaler-syncs", type=_positive_int, default=5, metavar="N",
+                   help="autoscalers synced concurrently (default 5)")
+    g.add_argument("--horizontal-pod-autoscaler-tolerance", type=_fraction, default=0.1, metavar="RATIO",
+                   help="minimum change in the desired-to-actual metric ratio to scale (default 0.1)")
+    g.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period", type=_duration, default=300.0, metavar="DURATION",
+                   help="after pod start, CPU samples may be skipped (default 5m)")
+    g.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay", type=_duration, default=30.0, metavar="DURATION",
+                   help="after pod start, readiness changes count as initial readiness (default 30s)")
+    g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=_duration, default=300.0, metavar="DURATION",
+                   help="scale-down looks back this far and takes the highest recommendation (default 5m)")
+    le = p.add_argument_group("leader election (kube-controller-manager names and defaults)")
+    le.add_argument("--leader-elect", type=_bool, default=True, nargs="?", const=True, metavar="BOOL",
+                    help="elect a leader on a Lease before syncing, so several replicas are safe (default true)")
+    le.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0, metavar="DURATION")
+    le.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0, metavar="DURATION")
+    le.add_argument("--leader-elect-retry-period", type=_duration, default=2.0, metavar="DURATION")
+    le.add_argument("--leader-elect-resource-name", default="promscaler-autoscaler")
+    le.add_argument("--leader-elect-resource-namespace", default=None,
+                    help="namespace of the Lease (default: the pod's namespace, else kube-system)")
+    o = p.add_argument_group("serving and logging")
+    o.add_argument("--http-address", default="0.0.0.0", help="bind address of /healthz, /readyz, /metrics")
+    o.add_argument("--http-port", type=int, default=8080, help="port of /healthz, /readyz, /metrics (0: any free port; -1: off)")
+    o.add_argument("--log-format", choices=("json", "text"), default="json")
+    o.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    return p
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    if not (args.leader_elect_lease_duration > args.leader_elect_renew_deadline > args.leader_elect_retry_period > 0):
+        raise ValueError("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, which must exceed --leader-elect-retry-period")
+    return Settings(
+        sync_period=args.horizontal_pod_autoscaler_sync_period,
+        workers=args.concurrent_horizontal_pod_autoscaler_syncs,
+        config=ControllerConfig(
+            tolerance=args.horizontal_pod_autoscaler_tolerance,
+            cpu_initialization_period=args.horizontal_pod_autoscaler_cpu_initialization_period,
+            initial_readiness_delay=args.horizontal_pod_autoscaler_initial_readiness_delay,
+            downscale_stabilization_window=args.horizontal_pod_autoscaler_downscale_stabilization,
+        ),
+        dry_run=args.dry_run,
+        reconcile_native_hpas=args.reconcile_native_hpas,
+        namespace=args.namespace,
+        leader_elect=args.leader_elect,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+        lease_name=args.leader_elect_resource_name,
+        lease_namespace=args.leader_elect_resource_namespace or _default_lease_namespace(),
+        http_host=args.http_address,
+        http_port=None if args.http_port < 0 else args.http_port,
+    )
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, and any `extra=` fields."""
+
+    _std = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {"ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname.lower(),
+               "logger": record.name, "msg": record.getMessage()}
+        out.update({k: v for k, v in vars(record).items() if k not in self._std})
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+def setup_logging(fmt: str, verbose: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    for noisy in ("aiohttp", "uvicorn"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("kubernetes").setLevel(logging.ERROR)
+
+
+async def run(settings: Settings, kubeconfig: str | None, context: str | None) -> int:
+    if kubeconfig and not Path(kubeconfig).is_file():
+        print(f"error: cannot load Kubernetes configuration from {kubeconfig}: no such file", file=sys.stderr)
+        return 1
+    try:
+        configuration = await load_configuration(kubeconfig, context)
+    except Exception as exc:
+        print(f"error: cannot load Kubernetes configuration{f' from {kubeconfig}' if kubeconfig else ' (in-cluster)'}: {exc}", file=sys.stderr)
+        return 1
+    kube = Kube(configuration)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await Controller(kube, settings).run(stop)
+    finally:
+        await kube.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    setup_logging(args.log_format, args.verbose)
+    return asyncio.run(run(settings, args.kubeconfig, args.context))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

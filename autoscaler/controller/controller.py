@@ -1,0 +1,234 @@
+"""The controller loop: informers -> work queue -> N workers -> reconcile, behind leader election.
+
+Every autoscaler is synced when it appears or its spec changes, and again every sync period
+(like the HPA controller, which re-queues each key after the resync period). Failed syncs are
+retried with per-key exponential backoff, never later than one sync period. Only the leader
+syncs (and so only the leader writes); standbys keep their caches warm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import uvicorn
+
+from autoscaler import objects
+from autoscaler.decision.model import ControllerConfig, PodInfo
+
+from .events import EventRecorder
+from .http import Telemetry, create_app
+from .informers import Informer, PodIndex, key_of
+from .kube import Kube, Obj, sleep_or_stop
+from .leader import LeaderElector
+from .metrics import MetricsClient
+from .queue import ShutDown, WorkQueue
+from .reconcile import CR, HPA, Reconciler, SyncError, WorkKey
+from .scale import Discovery, ScaleClient
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything `autoscaler run` can be told; flag names in cli.py."""
+
+    sync_period: float = 15.0
+    workers: int = 5
+    config: ControllerConfig = ControllerConfig()
+    dry_run: bool = False
+    reconcile_native_hpas: bool = False
+    namespace: str | None = None
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    lease_name: str = "promscaler-autoscaler"
+    lease_namespace: str = "kube-system"
+    identity: str = field(default_factory=lambda: f"{os.uname().nodename}_{uuid.uuid4()}")
+    http_host: str = "0.0.0.0"
+    http_port: int | None = 8080
+    watch_timeout: float = 300.0
+    shutdown_grace: float = 20.0
+
+
+def _path(group_version: str, resource: str, namespace: str | None) -> str:
+    root = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+    return f"{root}/namespaces/{namespace}/{resource}" if namespace else f"{root}/{resource}"
+
+
+def _spec_changed(old: Obj | None, new: Obj | None) -> bool:
+    if old is None or new is None:
+        return True
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    if om.get("generation") is not None and nm.get("generation") is not None:
+        return om.get("generation") != nm.get("generation")
+    return old.get("spec") != new.get("spec")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: the controller owns SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    def install_signal_handlers(self) -> None:
+        pass
+
+
+class Controller:
+    def __init__(self, kube: Kube, settings: Settings) -> None:
+        self.kube, self.settings = kube, settings
+        s = settings
+        self.telemetry = Telemetry()
+        self.queue: WorkQueue[WorkKey] = WorkQueue(max_delay=s.sync_period)
+        self.informers: dict[str, Informer] = {
+            CR: Informer(kube, _path("promscaler.io/v1alpha1", "horizontalautoscalers", s.namespace), name="horizontalautoscalers",
+                         watch_timeout=s.watch_timeout),
+        }
+        if s.reconcile_native_hpas:
+            self.informers[HPA] = Informer(kube, _path("autoscaling/v2", "horizontalpodautoscalers", s.namespace),
+                                           name="horizontalpodautoscalers", watch_timeout=s.watch_timeout)
+        self.pod_informer = Informer(kube, _path("v1", "pods", s.namespace), name="pods", watch_timeout=s.watch_timeout,
+                                     transform=objects.pod_info)
+        self.pods = PodIndex(self.pod_informer)
+        discovery = Discovery(kube)
+        self.reconciler = Reconciler(
+            kube=kube, informers=self.informers, pods=self.pods, pod_infos=self._pod_info,
+            scales=ScaleClient(kube, discovery), metrics=MetricsClient(kube, discovery), events=EventRecorder(kube),
+            observer=self.telemetry, config=s.config, dry_run=s.dry_run)
+        for kind, informer in self.informers.items():
+            informer.add_handler(self._handler(kind))
+        self.elector: LeaderElector | None = None
+        if s.leader_elect:
+            self.elector = LeaderElector(kube, namespace=s.lease_namespace, name=s.lease_name, identity=s.identity,
+                                         lease_duration=s.lease_duration, renew_deadline=s.renew_deadline,
+                                         retry_period=s.retry_period, on_change=self._leadership)
+        self._leading = asyncio.Event()
+        if self.elector is None:
+            self._leading.set()
+            self.telemetry.leader.set(1)
+        self._inflight: set[asyncio.Task[None]] = set()
+        self.syncs = 0
+        self.http_port: int | None = None
+
+    # --- wiring ------------------------------------------------------------------------------
+
+    def _pod_info(self, key: tuple[str, str]) -> PodInfo | None:
+        return self.pod_informer.derived.get(key)
+
+    def _handler(self, kind: str):  # type: ignore[no-untyped-def]
+        def on_event(event: str, old: Obj | None, new: Obj | None) -> None:
+            ns, name = key_of(new or old or {})
+            key = (kind, ns, name)
+            if event == "DELETED":
+                self.queue.cancel(key)
+                self.reconciler.forget(key)
+            elif _spec_changed(old, new):
+                self.queue.add(key)
+        return on_event
+
+    def _leadership(self, leading: bool) -> None:
+        self.telemetry.leader.set(1 if leading else 0)
+        if leading:
+            self._leading.set()
+            for kind, informer in self.informers.items():  # a new leader syncs everything now
+                for ns, name in list(informer.store):
+                    self.queue.add((kind, ns, name))
+        else:
+            self._leading.clear()
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leading.is_set()
+
+    def ready(self) -> bool:
+        return self.pod_informer.synced.is_set() and all(i.synced.is_set() for i in self.informers.values())
+
+    def _refresh_gauges(self) -> None:
+        self.telemetry.queue_depth.set(len(self.queue))
+
+    # --- workers -----------------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while True:
+            await self._leading.wait()
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            if not self.is_leader:
+                self.queue.done(key)
+                self.queue.add(key)
+                continue
+            task = asyncio.create_task(self._process(key))
+            self._inflight.add(task)
+            task.add_done_callback(self._inflight.discard)
+            await asyncio.shield(task)
+
+    async def _process(self, key: WorkKey) -> None:
+        try:
+            await self.reconciler.sync(key)
+            self.queue.forget(key)
+            self.queue.add_after(key, self.settings.sync_period)
+        except SyncError as exc:
+            log.warning("sync of %s %s/%s failed: %s", *key, exc)
+            self.queue.add_rate_limited(key)
+        except Exception:
+            log.exception("sync of %s %s/%s crashed", *key)
+            self.queue.add_rate_limited(key)
+        finally:
+            self.syncs += 1
+            self.queue.done(key)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run until `stop` is set, then finish in-flight syncs and release the lease."""
+        s = self.settings
+        inf_stop, lead_stop = asyncio.Event(), asyncio.Event()
+        informer_tasks = [asyncio.create_task(i.run(inf_stop)) for i in (*self.informers.values(), self.pod_informer)]
+        server, server_task = None, None
+        if s.http_port is not None:
+            server = _Server(uvicorn.Config(create_app(self.telemetry, self.ready, self._refresh_gauges), host=s.http_host,
+                                            port=s.http_port, log_level="warning", lifespan="off", access_log=False))
+            server_task = asyncio.create_task(server.serve())
+        log.info("controller starting", extra={"dry_run": s.dry_run, "native_hpas": s.reconcile_native_hpas,
+                                                "namespace": s.namespace or "*"})
+        while not self.ready() and not await sleep_or_stop(stop, 0.05):
+            pass
+        if server is not None:
+            while not server.started and not server_task.done() and not await sleep_or_stop(stop, 0.02):
+                pass
+            if server.servers:
+                self.http_port = server.servers[0].sockets[0].getsockname()[1]
+        workers = [asyncio.create_task(self._worker()) for _ in range(s.workers)]
+        elector_task = asyncio.create_task(self.elector.run(lead_stop)) if self.elector else None
+        children = [*informer_tasks, *workers, *([elector_task] if elector_task else []), *([server_task] if server_task else [])]
+        try:
+            await stop.wait()
+            log.info("stopping: finishing in-flight syncs")
+            await self.queue.shut_down()
+            for w in workers:
+                w.cancel()
+            if self._inflight:
+                await asyncio.wait(list(self._inflight), timeout=s.shutdown_grace)
+            lead_stop.set()
+            if elector_task is not None:
+                await elector_task
+            inf_stop.set()
+            for t in informer_tasks:
+                t.cancel()
+            if server is not None:
+                server.should_exit = True
+            await asyncio.gather(*children, return_exceptions=True)
+        finally:  # cancelled (not stopped): take every child down with us
+            for t in [*children, *self._inflight]:
+                t.cancel()
+        log.info("controller stopped")

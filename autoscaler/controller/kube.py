@@ -1,0 +1,149 @@
+"""A thin JSON client over the official `kubernetes.aio` ApiClient.
+
+Why not the generated typed APIs: the controller talks to many kinds (any `*/scale`, three
+metrics APIs, its own CRD) and needs raw dicts fast; model deserialization of 1,000 autoscalers'
+pods would dominate the CPU budget. This keeps the official client's configuration loading,
+authentication and aiohttp connection pool (one shared HTTP client), and speaks plain JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import orjson
+from kubernetes.aio import client as kclient
+from kubernetes.aio import config as kconfig
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+class ApiError(Exception):
+    """A non-2xx answer, carrying the metav1.Status reason when the server sent one."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def gone(self) -> bool:
+        return self.status == 410
+
+
+async def load_configuration(kubeconfig: str | None, context: str | None = None) -> kclient.Configuration:
+    """The kubeconfig file when given, else the in-cluster service account."""
+    cfg = kclient.Configuration()
+    if kubeconfig:
+        await kconfig.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+    else:
+        kconfig.load_incluster_config(client_configuration=cfg)
+    return cfg
+
+
+def _error(status: int, body: bytes, fallback: str) -> ApiError:
+    try:
+        obj = orjson.loads(body)
+        if isinstance(obj, dict) and obj.get("kind") == "Status":
+            return ApiError(status, str(obj.get("reason") or fallback), str(obj.get("message") or ""))
+    except orjson.JSONDecodeError:
+        pass
+    return ApiError(status, fallback, body[:200].decode("utf-8", "replace").strip())
+
+
+class Kube:
+    """JSON requests and watch streams against one API server."""
+
+    def __init__(self, configuration: kclient.Configuration, pool_size: int = 64) -> None:
+        configuration.connection_pool_maxsize = pool_size
+        self.api = kclient.ApiClient(configuration)
+        self.api.user_agent = "promscaler-autoscaler"
+
+    async def close(self) -> None:
+        await self.api.close()
+
+    async def _send(self, method: str, path: str, query: Sequence[tuple[str, Any]] | None,
+                    body: Any, content_type: str, timeout: float | None) -> Any:
+        _, url, headers, _, _ = await self.api.param_serialize(
+            method, path, query_params=list(query or ()),
+            header_params={"Accept": "application/json", "Content-Type": content_type},
+            auth_settings=["BearerToken"],
+        )
+        data = orjson.dumps(body) if body is not None else None
+        # Pre-serialized bytes pass through the REST client unchanged only for non-JSON content
+        # types, so hand the session the bytes ourselves.
+        if self.api.rest_client.pool_manager is None:
+            self.api.rest_client.pool_manager = self.api.rest_client._create_pool_manager()
+        session = self.api.rest_client.pool_manager
+        kwargs: dict[str, Any] = {"headers": headers, "data": data}
+        if timeout is not None:
+            kwargs["timeout"] = _timeout(timeout)
+        return await session.request(method, url, **kwargs)
+
+    async def request(self, method: str, path: str, query: Sequence[tuple[str, Any]] | None = None,
+                      body: Any = None, content_type: str = "application/json",
+                      timeout: float = 30.0) -> Obj:
+        """One request; the decoded JSON body, or ApiError."""
+        resp = await self._send(method, path, query, body, content_type, timeout)
+        async with resp:
+            raw = await resp.read()
+            if resp.status >= 300:
+                raise _error(resp.status, raw, resp.reason or "Error")
+        return orjson.loads(raw) if raw else {}
+
+    async def get(self, path: str, query: Sequence[tuple[str, Any]] | None = None) -> Obj:
+        return await self.request("GET", path, query)
+
+    async def watch(self, path: str, query: Sequence[tuple[str, Any]], timeout: float) -> AsyncIterator[Obj]:
+        """Watch events (`{"type", "object"}`) until the server ends the stream; ERROR events raise."""
+        q = [*query, ("watch", "1"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", int(timeout))]
+        resp = await self._send("GET", path, q, None, "application/json", None)
+        async with resp:
+            if resp.status >= 300:
+                raise _error(resp.status, await resp.read(), resp.reason or "Error")
+            async for line in resp.content:
+                line = line.strip()
+                if not line:
+                    continue
+                event = orjson.loads(line)
+                if event.get("type") == "ERROR":
+                    obj = event.get("object") or {}
+                    raise ApiError(int(obj.get("code") or 500), str(obj.get("reason") or "Error"), str(obj.get("message") or ""))
+                yield event
+
+
+def _timeout(total: float) -> Any:
+    import aiohttp
+
+    return aiohttp.ClientTimeout(total=total)
+
+
+def query(**params: Any) -> list[tuple[str, Any]]:
+    """Query parameters without the unset ones."""
+    return [(k, v) for k, v in params.items() if v is not None and v != ""]
+
+
+def label_selector_string(selector: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+
+
+async def sleep_or_stop(stop: asyncio.Event, seconds: float) -> bool:
+    """Sleep, waking early when `stop` is set; True when stopping."""
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+        return True
+    except TimeoutError:
+        return False

@@ -1,0 +1,137 @@
+"""The metrics client: the three metrics APIs, asked through the API server as the HPA asks them.
+
+- Resource / ContainerResource: `metrics.k8s.io/v1beta1` PodMetrics of the target's pods.
+- Pods / Object: `custom.metrics.k8s.io`, v1beta2 when the server offers it, else v1beta1.
+- External: `external.metrics.k8s.io/v1beta1`.
+Each answer becomes one of the decision model's readings (through `autoscaler.objects`); any
+failure becomes a `MetricFailure` whose message says what was asked and what went wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+from autoscaler import objects
+from autoscaler.decision.model import MetricFailure, Reading
+from autoscaler.decision.spec import MetricSpec
+
+from .kube import ApiError, Kube, query
+from .scale import Discovery, ScaleError
+
+CUSTOM = "custom.metrics.k8s.io"
+EXTERNAL = "external.metrics.k8s.io"
+
+
+class MetricsError(Exception):
+    pass
+
+
+class MetricsClient:
+    def __init__(self, kube: Kube, discovery: Discovery, version_ttl: float = 60.0) -> None:
+        self.kube = kube
+        self.discovery = discovery
+        self.version_ttl = version_ttl
+        self._custom_version: tuple[float, str] | None = None
+        self._version_lock = asyncio.Lock()
+
+    async def custom_version(self) -> str:
+        """The custom metrics version to use: v1beta2 if served, else v1beta1 (cached)."""
+        async with self._version_lock:
+            now = time.monotonic()
+            if self._custom_version is None or now - self._custom_version[0] > self.version_ttl:
+                try:
+                    group = await self.kube.get(f"/apis/{CUSTOM}")
+                    versions = {v.get("version") for v in group.get("versions") or []}
+                    version = "v1beta2" if "v1beta2" in versions or not versions else "v1beta1"
+                except ApiError as exc:
+                    if self._custom_version is not None:
+                        return self._custom_version[1]
+                    raise MetricsError(f"unable to discover {CUSTOM}: {exc.message or exc.reason}") from None
+                self._custom_version = (now, version)
+            return self._custom_version[1]
+
+    async def read_all(self, namespace: str, metrics: Sequence[MetricSpec], pod_selector: str,
+                       pod_names: Sequence[str]) -> list[Reading]:
+        """One reading per spec metric, fetched concurrently, in spec order."""
+        return list(await asyncio.gather(*(self.read(namespace, m, pod_selector, pod_names) for m in metrics)))
+
+    async def read(self, namespace: str, metric: MetricSpec, pod_selector: str, pod_names: Sequence[str]) -> Reading:
+        try:
+            if metric.type == "Resource":
+                return await self._resource(namespace, pod_selector, metric.name, None)
+            if metric.type == "ContainerResource":
+                return await self._resource(namespace, pod_selector, metric.name, metric.container)
+            if metric.type == "Pods":
+                return await self._pods(namespace, pod_selector, metric, pod_names)
+            if metric.type == "Object":
+                return await self._object(namespace, metric)
+            if metric.type == "External":
+                return await self._external(namespace, metric)
+            return MetricFailure(f"unknown metric source type {metric.type!r}")
+        except MetricsError as exc:
+            return MetricFailure(str(exc))
+        except ApiError as exc:
+            return MetricFailure(f"unable to get metric {metric.name}: {exc.reason}: {exc.message}")
+        except (ScaleError, ValueError, KeyError, TypeError) as exc:  # ObjectError is a ValueError
+            return MetricFailure(f"unable to get metric {metric.name}: {exc}")
+        except Exception as exc:  # network errors: the reading fails, the sync goes on
+            return MetricFailure(f"unable to get metric {metric.name}: {type(exc).__name__}: {exc}")
+
+    async def _resource(self, namespace: str, selector: str, resource: str, container: str | None) -> Reading:
+        try:
+            body = await self.kube.get(f"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods", query(labelSelector=selector))
+        except ApiError as exc:
+            raise MetricsError(f"unable to get metrics for resource {resource}: unable to fetch metrics from resource metrics API: {exc.message or exc.reason}") from None
+        reading = objects.pod_metrics_reading(body.get("items") or [], resource, container)
+        if isinstance(reading, MetricFailure):
+            return MetricFailure(f"unable to get metrics for resource {resource}: {reading.message}")
+        return reading
+
+    async def _pods(self, namespace: str, selector: str, metric: MetricSpec, pod_names: Sequence[str]) -> Reading:
+        version = await self.custom_version()
+        q = query(labelSelector=selector, metricLabelSelector=_selector_string(metric))
+        try:
+            body = await self.kube.get(f"/apis/{CUSTOM}/{version}/namespaces/{namespace}/pods/*/{metric.name}", q)
+        except ApiError as exc:
+            raise MetricsError(f"unable to get metric {metric.name}: unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
+        reading = objects.pods_metric_reading(body.get("items") or [], metric, pod_names)
+        if isinstance(reading, MetricFailure):
+            return MetricFailure(f"unable to get metric {metric.name}: {reading.message}")
+        return reading
+
+    async def _object(self, namespace: str, metric: MetricSpec) -> Reading:
+        described = metric.described_object
+        assert described is not None
+        version = await self.custom_version()
+        ref = await self.discovery.resolve(described.api_version or "v1", described.kind)
+        base = f"/apis/{CUSTOM}/{version}/namespaces/{namespace}" if ref.namespaced else f"/apis/{CUSTOM}/{version}"
+        try:
+            body = await self.kube.get(f"{base}/{ref.resource}/{described.name}/{metric.name}",
+                                       query(metricLabelSelector=_selector_string(metric)))
+        except ApiError as exc:
+            raise MetricsError(f"unable to get metric {metric.name}: {described.kind} on {namespace} {described.name}/unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
+        items = body.get("items") if "items" in body else [body]
+        reading = objects.object_metric_reading(items or [], metric)
+        if isinstance(reading, MetricFailure):
+            return MetricFailure(f"unable to get metric {metric.name}: {reading.message}")
+        return reading
+
+    async def _external(self, namespace: str, metric: MetricSpec) -> Reading:
+        q = query(labelSelector=_selector_string(metric))
+        try:
+            body = await self.kube.get(f"/apis/{EXTERNAL}/v1beta1/namespaces/{namespace}/{metric.name}", q)
+        except ApiError as exc:
+            raise MetricsError(f"unable to get external metric {namespace}/{metric.name}/{_selector_string(metric) or 'nil'}: unable to fetch metrics from external metrics API: {exc.message or exc.reason}") from None
+        reading = objects.external_metric_reading(body.get("items") or [], metric)
+        if isinstance(reading, MetricFailure):
+            return MetricFailure(f"unable to get external metric {namespace}/{metric.name}: {reading.message}")
+        return reading
+
+
+def _selector_string(metric: MetricSpec) -> str | None:
+    """The metric's label selector in the query-string form the metrics APIs take."""
+    if metric.selector is None or metric.selector.empty():
+        return None
+    return str(metric.selector)

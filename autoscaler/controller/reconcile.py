@@ -1,0 +1,251 @@
+"""One sync of one autoscaler: read the world, decide, write scale, status and events.
+
+The order and the reasons are the Kubernetes HPA controller's (`reconcileAutoscaler`): read the
+target's scale, select its pods from the cache, fetch every metric, decide, write `/scale`
+(unless dry-run), remember the scale event, then write status through the status subresource.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from autoscaler.decision import decide, record_scale
+from autoscaler.decision.model import Condition, ControllerConfig, Decision, DecisionInput, History, PodInfo
+from autoscaler.decision.spec import SpecError, parse_spec
+from promscaler.selectors import SelectorError, parse_selector
+
+from .events import EventRecorder
+from .informers import Informer, PodIndex
+from .kube import ApiError, Kube, Obj
+from .metrics import MetricsClient
+from .scale import ScaleClient, ScaleError
+from .status import build_status, replace_condition
+
+log = logging.getLogger(__name__)
+
+CR = "HorizontalAutoscaler"
+HPA = "HorizontalPodAutoscaler"
+PATHS = {
+    CR: "/apis/promscaler.io/v1alpha1/namespaces/{ns}/horizontalautoscalers/{name}",
+    HPA: "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{name}",
+}
+WorkKey = tuple[str, str, str]  # (kind, namespace, name)
+
+FAILED_GET = {
+    "Resource": "FailedGetResourceMetric",
+    "ContainerResource": "FailedGetContainerResourceMetric",
+    "Pods": "FailedGetPodsMetric",
+    "Object": "FailedGetObjectMetric",
+    "External": "FailedGetExternalMetric",
+}
+
+
+class SyncError(Exception):
+    """The sync failed in a way worth retrying with backoff (scale or status not readable/writable)."""
+
+
+class Observer(Protocol):
+    def synced(self, key: WorkKey, seconds: float, error: str | None) -> None: ...
+    def replicas(self, key: WorkKey, current: int, desired: int) -> None: ...
+    def shadow(self, key: WorkKey, ours: int, cluster: int | None) -> None: ...
+    def forget(self, key: WorkKey) -> None: ...
+
+
+@dataclass
+class Reconciler:
+    kube: Kube
+    informers: dict[str, Informer]
+    pods: PodIndex
+    pod_infos: Callable[[tuple[str, str]], PodInfo | None]
+    scales: ScaleClient
+    metrics: MetricsClient
+    events: EventRecorder
+    observer: Observer
+    config: ControllerConfig = ControllerConfig()
+    dry_run: bool = False
+    status_retries: int = 5
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+    def __post_init__(self) -> None:
+        self.histories: dict[WorkKey, History] = {}
+
+    def forget(self, key: WorkKey) -> None:
+        self.histories.pop(key, None)
+        self.observer.forget(key)
+
+    async def sync(self, key: WorkKey) -> Decision | None:
+        """Reconcile one autoscaler; raises SyncError when it should be retried with backoff."""
+        started, error = time.perf_counter(), None
+        try:
+            return await self._sync(key)
+        except SyncError as exc:
+            error = str(exc)
+            raise
+        finally:
+            self.observer.synced(key, time.perf_counter() - started, error)
+
+    async def _sync(self, key: WorkKey) -> Decision | None:
+        kind, ns, name = key
+        obj = self.informers[kind].get((ns, name))
+        if obj is None:
+            self.forget(key)
+            return None
+        obj = {"apiVersion": "promscaler.io/v1alpha1" if kind == CR else "autoscaling/v2", "kind": kind, **obj}
+        shadow = kind == HPA and self.dry_run  # native HPA in shadow mode: write nothing at all
+        now = self.clock()
+        spec_dict = obj.get("spec") or {}
+        prev_status = obj.get("status") or {}
+
+        async def fail(reason: str, message: str, condition: Condition, *, retry: bool) -> None:
+            if not shadow:
+                await self._event(obj, "Warning", reason, message, now)
+                current = int(prev_status.get("currentReplicas") or 0)
+                status = build_status(prev_status, generation=_generation(obj), current_replicas=current,
+                                      desired_replicas=int(prev_status.get("desiredReplicas") or current),
+                                      current_metrics=prev_status.get("currentMetrics"),
+                                      conditions=replace_condition(_conditions(prev_status), condition),
+                                      last_scale_time=None, now=now)
+                await self._write_status(kind, obj, status)
+            log.warning("%s %s/%s: %s: %s", kind, ns, name, reason, message)
+            if retry:
+                raise SyncError(f"{reason}: {message}")
+
+        try:
+            spec = parse_spec(spec_dict, "spec")
+        except SpecError as exc:
+            await fail("InvalidSpec", str(exc), Condition("ScalingActive", "False", "InvalidSpec", f"the spec is invalid: {exc}"), retry=False)
+            return None
+        target = spec_dict.get("scaleTargetRef") or {}
+        try:
+            scale = await self.scales.get(ns, target)
+        except ScaleError as exc:
+            msg = f"the HPA controller was unable to get the target's current scale: {exc}"
+            await fail("FailedGetScale", str(exc), Condition("AbleToScale", "False", "FailedGetScale", msg), retry=True)
+            return None
+        if not scale.selector:
+            msg = "the HPA target's scale is missing a selector"
+            await fail("SelectorRequired", "selector is required", Condition("ScalingActive", "False", "InvalidSelector", msg), retry=False)
+            return None
+        try:
+            selector = parse_selector(scale.selector)
+        except SelectorError as exc:
+            await fail("InvalidSelector", f"couldn't convert selector into a corresponding internal selector object: {exc}",
+                       Condition("ScalingActive", "False", "InvalidSelector", f"the HPA target's scale has an invalid selector: {exc}"), retry=False)
+            return None
+
+        pods = [info for info in map(self.pod_infos, self.pods.select(ns, selector)) if info is not None]
+        readings = await self.metrics.read_all(ns, spec.metrics, scale.selector, [p.name for p in pods])
+        history = self.histories.get(key) or History()
+        decision = decide(DecisionInput(
+            spec=spec, current_replicas=scale.replicas, status_replicas=scale.status_replicas, pods=pods,
+            readings=readings, now=now, config=self.config, history=history,
+            scaled_to_zero=any(c.get("type") == "ScaledToZero" and c.get("status") == "True" for c in prev_status.get("conditions") or ()),
+        ))
+        self.observer.replicas(key, scale.replicas, decision.desired_replicas)
+        if shadow:
+            self.histories[key] = decision.history
+            cluster = prev_status.get("desiredReplicas")
+            self.observer.shadow(key, decision.desired_replicas, None if cluster is None else int(cluster))
+            if cluster is not None and int(cluster) != decision.desired_replicas:
+                log.info("shadow decision differs for %s/%s: promscaler %d, cluster HPA %s", ns, name, decision.desired_replicas, cluster)
+            return decision
+
+        await self._metric_events(obj, decision, now)
+        conditions = list(decision.conditions)
+        last_scale: datetime | None = None
+        history = decision.history
+        if decision.scale and not self.dry_run:
+            reason = _rescale_reason(decision)
+            try:
+                await self.scales.update(ns, target, scale, decision.desired_replicas)
+            except ScaleError as exc:
+                await self._event(obj, "Warning", "FailedRescale", f"New size: {decision.desired_replicas}; reason: {reason}; error: {exc}", now)
+                conditions = replace_condition(conditions, Condition("AbleToScale", "False", "FailedUpdateScale", f"the HPA controller was unable to update the target scale: {exc}"))
+                self.histories[key] = history
+                await self._write_status(kind, obj, build_status(
+                    prev_status, generation=_generation(obj), current_replicas=scale.replicas,
+                    desired_replicas=scale.replicas, current_metrics=decision.current_metrics,
+                    conditions=conditions, last_scale_time=None, now=now))
+                raise SyncError(f"FailedRescale: {exc}") from None
+            await self._event(obj, "Normal", "SuccessfulRescale", f"New size: {decision.desired_replicas}; reason: {reason}", now)
+            log.info("scaled %s/%s %s from %d to %d: %s", ns, name, target.get("name"), scale.replicas, decision.desired_replicas, reason)
+            history = record_scale(history, now, scale.replicas, decision.desired_replicas, spec)
+            last_scale = now
+        self.histories[key] = history
+        await self._write_status(kind, obj, build_status(
+            prev_status, generation=_generation(obj), current_replicas=scale.replicas,
+            desired_replicas=decision.desired_replicas, current_metrics=decision.current_metrics,
+            conditions=conditions, last_scale_time=last_scale, now=now))
+        return decision
+
+    async def _metric_events(self, obj: Obj, decision: Decision, now: datetime) -> None:
+        failed = [p for p in decision.proposals if p.replicas is None]
+        for p in failed:
+            await self._event(obj, "Warning", FAILED_GET.get(p.type, "FailedGetMetric"), p.error or "metric unavailable", now)
+        if failed and decision.recommendation is None:
+            await self._event(obj, "Warning", "FailedComputeMetricsReplicas",
+                              f"invalid metrics ({len(failed)} invalid out of {len(decision.proposals)}), first error is: {failed[0].error}", now)
+
+    async def _event(self, obj: Obj, type_: str, reason: str, message: str, now: datetime) -> None:
+        await self.events.record(obj, type_, reason, message, now)
+
+    async def _write_status(self, kind: str, obj: Obj, status: Obj) -> None:
+        """PUT status through the status subresource; on 409 re-read and retry."""
+        if status == (obj.get("status") or {}):
+            return
+        meta = obj.get("metadata") or {}
+        path = PATHS[kind].format(ns=meta.get("namespace"), name=meta.get("name"))
+        body: Obj = {**obj, "status": status}
+        for attempt in range(self.status_retries):
+            try:
+                await self.kube.request("PUT", f"{path}/status", body=body)
+                return
+            except ApiError as exc:
+                if exc.not_found:
+                    return  # deleted meanwhile
+                if not exc.conflict or attempt == self.status_retries - 1:
+                    raise SyncError(f"failed to update status: {exc.reason}: {exc.message}") from None
+            try:
+                fresh = await self.kube.get(path)
+            except ApiError as exc:
+                if exc.not_found:
+                    return
+                raise SyncError(f"failed to re-read for status update: {exc.reason}: {exc.message}") from None
+            body = {**fresh, "status": status}
+        raise SyncError("failed to update status: too many conflicts")  # pragma: no cover
+
+
+def _generation(obj: Obj) -> int | None:
+    gen = (obj.get("metadata") or {}).get("generation")
+    return int(gen) if gen is not None else None
+
+
+def _conditions(status: Obj) -> list[Condition]:
+    return [Condition(c.get("type", ""), c.get("status", "Unknown"), c.get("reason", ""), c.get("message", ""))
+            for c in status.get("conditions") or ()]
+
+
+def _rescale_reason(decision: Decision) -> str:
+    """Which metric drove the change, in the Kubernetes controller's wording."""
+    if decision.desired_replicas < decision.current_replicas:
+        return "All metrics below target"
+    for p in decision.proposals:
+        if p.replicas is not None and p.replicas == decision.recommendation:
+            return f"{_metric_label(p.type, p.name)} above target"
+    return "Current number of replicas below Spec's minimum" if decision.current_replicas < decision.desired_replicas else ""
+
+
+def _metric_label(kind: str, name: str) -> str:
+    return {
+        "Resource": f"{name} resource",
+        "ContainerResource": f"{name} container resource",
+        "Pods": f"pods metric {name}",
+        "Object": f"{name} metric",
+        "External": f"external metric {name}",
+    }.get(kind, name)
+

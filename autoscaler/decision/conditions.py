@@ -1,0 +1,58 @@
+"""HPA status conditions with the Kubernetes controller's types, reasons and messages."""
+
+from __future__ import annotations
+
+from .model import Condition
+
+__all__ = [
+    "ABLE_TO_SCALE", "SCALING_ACTIVE", "SCALING_LIMITED", "SCALED_TO_ZERO", "CONDITION_ORDER",
+    "make", "ordered", "unable_to_compute",
+]
+
+ABLE_TO_SCALE = "AbleToScale"
+SCALING_ACTIVE = "ScalingActive"
+SCALING_LIMITED = "ScalingLimited"
+SCALED_TO_ZERO = "ScaledToZero"
+CONDITION_ORDER = (ABLE_TO_SCALE, SCALING_ACTIVE, SCALING_LIMITED, SCALED_TO_ZERO)
+
+# Reasons (pkg/controller/podautoscaler/horizontal.go)
+SUCCEEDED_GET_SCALE = "SucceededGetScale"
+SUCCEEDED_RESCALE = "SucceededRescale"
+READY_FOR_NEW_SCALE = "ReadyForNewScale"
+SCALE_UP_STABILIZED = "ScaleUpStabilized"
+SCALE_DOWN_STABILIZED = "ScaleDownStabilized"
+VALID_METRIC_FOUND = "ValidMetricFound"
+SCALING_DISABLED = "ScalingDisabled"
+INVALID_SELECTOR = "InvalidSelector"
+INVALID_METRIC_SOURCE_TYPE = "InvalidMetricSourceType"
+FAILED_GET_REASON = {
+    "Resource": "FailedGetResourceMetric",
+    "ContainerResource": "FailedGetContainerResourceMetric",
+    "Pods": "FailedGetPodsMetric",
+    "Object": "FailedGetObjectMetric",
+    "External": "FailedGetExternalMetric",
+}
+
+MSG_GOT_SCALE = "the HPA controller was able to get the target's current scale"
+MSG_DISABLED = "scaling is disabled since the replica count of the target is zero"
+MSG_MISSING_SELECTOR = "the HPA target's scale is missing a selector"
+MSG_SCALED_TO_ZERO = "the HPA controller scaled the workload to zero"
+MSG_NOT_SCALED_TO_ZERO = "the HPA controller did not scale the workload to zero"
+
+
+def make(ctype: str, status: bool | str, reason: str, message: str) -> Condition:
+    if isinstance(status, bool):
+        status = "True" if status else "False"
+    return Condition(ctype, status, reason, message)  # type: ignore[arg-type]
+
+
+def unable_to_compute(reason: str, error: str) -> Condition:
+    return make(SCALING_ACTIVE, False, reason, f"the HPA was unable to compute the replica count: {error}")
+
+
+def rescaled(desired: int) -> Condition:
+    return make(ABLE_TO_SCALE, True, SUCCEEDED_RESCALE, f"the HPA controller was able to update the target scale to {desired}")
+
+
+def ordered(conditions: dict[str, Condition]) -> list[Condition]:
+    return [conditions[t] for t in CONDITION_ORDER if t in conditions]

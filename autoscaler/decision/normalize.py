@@ -1,0 +1,222 @@
+"""From the metrics' recommendation to the replica count written: stabilization, rate limits, bounds.
+
+Two paths, as in Kubernetes `horizontal.go`:
+- legacy (no `behavior`): the highest recommendation of the downscale stabilization window, then
+  a scale-up limit of max(2 x current, 4) and [min, max] (`normalizeDesiredReplicas`);
+- behavior: per-direction stabilization windows over the recorded recommendations, then the
+  scaling policies over their periods using past scale events, with selectPolicy Max/Min/Disabled
+  (`normalizeDesiredReplicasWithBehaviors`).
+Both return the new recommendation list instead of mutating a shared map.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from .model import Recommendation, ScaleEvent
+from .spec import HPASpec, ScalingRules
+
+__all__ = ["Normalized", "normalize_legacy", "normalize_with_behavior", "scale_up_limit", "scale_down_limit",
+           "replicas_change_in_period", "LEGACY_SCALE_UP_FACTOR", "LEGACY_SCALE_UP_MINIMUM"]
+
+LEGACY_SCALE_UP_FACTOR = 2.0
+LEGACY_SCALE_UP_MINIMUM = 4.0
+_MIN_INT32 = -(2**31)
+_MAX_INT32 = 2**31 - 1
+
+MSG_READY = "recommended size matches current size"
+MSG_DOWN_STABILIZED = "recent recommendations were higher than current one, applying the highest recent recommendation"
+MSG_UP_STABILIZED = "recent recommendations were lower than current one, applying the lowest recent recommendation"
+MSG_SCALE_UP_LIMIT = "the desired replica count is increasing faster than the maximum scale rate"
+MSG_SCALE_DOWN_LIMIT = "the desired replica count is decreasing faster than the maximum scale rate"
+MSG_TOO_MANY = "the desired replica count is more than the maximum replica count"
+MSG_TOO_FEW = "the desired replica count is less than the minimum replica count"
+MSG_WITHIN = "the desired count is within the acceptable range"
+
+
+@dataclass(frozen=True, slots=True)
+class Normalized:
+    desired: int
+    stabilized: int
+    able_reason: str            # AbleToScale: ReadyForNewScale | ScaleUpStabilized | ScaleDownStabilized
+    able_message: str
+    limited: bool               # ScalingLimited status True?
+    limited_reason: str
+    limited_message: str
+    recommendations: tuple[Recommendation, ...]
+    steps: tuple[str, ...]
+
+
+# --- legacy -------------------------------------------------------------------------------------
+
+
+def normalize_legacy(
+    current: int, desired: int, min_replicas: int, max_replicas: int,
+    recommendations: tuple[Recommendation, ...], now: datetime, window_seconds: float,
+) -> Normalized:
+    steps: list[str] = []
+    cutoff = now - timedelta(seconds=window_seconds)
+    stabilized = desired
+    kept: list[Recommendation] = []
+    for rec in recommendations:
+        if rec.timestamp < cutoff:
+            continue  # outside the window: forgotten (Kubernetes reuses its slot)
+        kept.append(rec)
+        if rec.replicas > stabilized:
+            stabilized = rec.replicas
+    kept.append(Recommendation(now, desired))
+    if stabilized != desired:
+        able_reason, able_message = "ScaleDownStabilized", MSG_DOWN_STABILIZED
+        steps.append(f"downscale stabilization ({window_seconds:g}s): the highest recent recommendation is {stabilized}, so not below it")
+    else:
+        able_reason, able_message = "ReadyForNewScale", MSG_READY
+        steps.append(f"downscale stabilization ({window_seconds:g}s): no higher recommendation in the window, keep {desired}")
+
+    limit = int(max(LEGACY_SCALE_UP_FACTOR * current, LEGACY_SCALE_UP_MINIMUM))
+    if max_replicas > limit:
+        maximum, reason, message = limit, "ScaleUpLimit", MSG_SCALE_UP_LIMIT
+    else:
+        maximum, reason, message = max_replicas, "TooManyReplicas", MSG_TOO_MANY
+    if stabilized < min_replicas:
+        result, reason, message = min_replicas, "TooFewReplicas", MSG_TOO_FEW
+        steps.append(f"{stabilized} is below minReplicas: {min_replicas}")
+    elif stabilized > maximum:
+        result = maximum
+        if reason == "ScaleUpLimit":
+            steps.append(f"scale-up limit max(2 x {current}, 4) = {limit}: {stabilized} -> {limit}")
+        else:
+            steps.append(f"{stabilized} is above maxReplicas: {max_replicas}")
+    else:
+        result, reason, message = stabilized, "DesiredWithinRange", MSG_WITHIN
+        steps.append(f"within [minReplicas {min_replicas}, min(maxReplicas {max_replicas}, scale-up limit {limit})]: {stabilized}")
+    return Normalized(result, stabilized, able_reason, able_message, result != stabilized, reason, message,
+                      tuple(kept), tuple(steps))
+
+
+# --- behavior -----------------------------------------------------------------------------------
+
+
+def replicas_change_in_period(period_seconds: int, events: tuple[ScaleEvent, ...], now: datetime) -> int:
+    """Replicas added (or removed) by events strictly inside the last `period_seconds`."""
+    cutoff = now - timedelta(seconds=period_seconds)
+    return sum(e.replica_change for e in events if e.timestamp > cutoff)
+
+
+def scale_up_limit(current: int, up_events: tuple[ScaleEvent, ...], down_events: tuple[ScaleEvent, ...],
+                   rules: ScalingRules, now: datetime, steps: list[str] | None = None) -> int:
+    """`calculateScaleUpLimitWithScalingRules`: the most replicas the policies allow now."""
+    if rules.select_policy == "Disabled":
+        return current
+    pick_min = rules.select_policy == "Min"
+    result = _MAX_INT32 if pick_min else _MIN_INT32
+    for policy in rules.policies:
+        added = replicas_change_in_period(policy.period_seconds, up_events, now)
+        deleted = replicas_change_in_period(policy.period_seconds, down_events, now)
+        start = current - added + deleted
+        if policy.type == "Pods":
+            proposed = start + policy.value
+        else:
+            proposed = int(math.ceil(float(start) * (1 + float(policy.value) / 100)))
+        if steps is not None:
+            steps.append(f"  policy {policy.type} {policy.value} per {policy.period_seconds}s: "
+                         f"{start} at the period's start -> at most {proposed}")
+        result = min(result, proposed) if pick_min else max(result, proposed)
+    return result
+
+
+def scale_down_limit(current: int, up_events: tuple[ScaleEvent, ...], down_events: tuple[ScaleEvent, ...],
+                     rules: ScalingRules, now: datetime, steps: list[str] | None = None) -> int:
+    """`calculateScaleDownLimitWithBehaviors`: the fewest replicas the policies allow now."""
+    if rules.select_policy == "Disabled":
+        return current
+    pick_min_change = rules.select_policy == "Min"
+    result = _MIN_INT32 if pick_min_change else _MAX_INT32
+    for policy in rules.policies:
+        added = replicas_change_in_period(policy.period_seconds, up_events, now)
+        deleted = replicas_change_in_period(policy.period_seconds, down_events, now)
+        start = current - added + deleted
+        if policy.type == "Pods":
+            proposed = start - policy.value
+        else:
+            proposed = int(float(start) * (1 - float(policy.value) / 100))
+        if steps is not None:
+            steps.append(f"  policy {policy.type} {policy.value} per {policy.period_seconds}s: "
+                         f"{start} at the period's start -> at least {proposed}")
+        result = max(result, proposed) if pick_min_change else min(result, proposed)
+    return result
+
+
+def normalize_with_behavior(
+    spec: HPASpec, current: int, desired: int, min_replicas: int,
+    recommendations: tuple[Recommendation, ...], up_events: tuple[ScaleEvent, ...],
+    down_events: tuple[ScaleEvent, ...], now: datetime, default_down_window: float,
+) -> Normalized:
+    behavior = spec.behavior
+    assert behavior is not None
+    up_rules, down_rules = behavior.scale_up, behavior.scale_down
+    up_window = up_rules.stabilization_window_seconds or 0
+    down_window = down_rules.stabilization_window_seconds
+    if down_window is None:
+        down_window = int(default_down_window)
+    steps: list[str] = []
+
+    up_cutoff = now - timedelta(seconds=up_window)
+    down_cutoff = now - timedelta(seconds=down_window)
+    up_rec = down_rec = desired
+    kept: list[Recommendation] = []
+    for rec in recommendations:
+        ts = rec.timestamp
+        if ts > up_cutoff and rec.replicas < up_rec:
+            up_rec = rec.replicas
+        if ts > down_cutoff and rec.replicas > down_rec:
+            down_rec = rec.replicas
+        if not (ts < up_cutoff and ts < down_cutoff):
+            kept.append(rec)
+    kept.append(Recommendation(now, desired))
+    stabilized = current
+    if stabilized < up_rec:
+        stabilized = up_rec
+    if stabilized > down_rec:
+        stabilized = down_rec
+    steps.append(
+        f"stabilization: lowest recommendation in the scale-up window ({up_window}s) {up_rec}, "
+        f"highest in the scale-down window ({down_window}s) {down_rec}; from {current} -> {stabilized}"
+    )
+    if stabilized != desired:
+        if desired >= current:
+            able_reason, able_message = "ScaleUpStabilized", MSG_UP_STABILIZED
+        else:
+            able_reason, able_message = "ScaleDownStabilized", MSG_DOWN_STABILIZED
+    else:
+        able_reason, able_message = "ReadyForNewScale", MSG_READY
+
+    result, reason, message = stabilized, "DesiredWithinRange", MSG_WITHIN
+    max_replicas = spec.max_replicas
+    if stabilized > current:
+        steps.append(f"scale-up policies (selectPolicy {up_rules.select_policy}):")
+        limit = scale_up_limit(current, up_events, down_events, up_rules, now, steps)
+        if limit < current:
+            limit = current  # earlier scale-ups used the whole budget: wait for them to age out
+        if max_replicas > limit:
+            maximum, lim_reason, lim_message = limit, "ScaleUpLimit", MSG_SCALE_UP_LIMIT
+        else:
+            maximum, lim_reason, lim_message = max_replicas, "TooManyReplicas", MSG_TOO_MANY
+        if stabilized > maximum:
+            result, reason, message = maximum, lim_reason, lim_message
+        steps.append(f"allowed up to min(maxReplicas {max_replicas}, policy limit {limit}) = {maximum}: {result}")
+    elif stabilized < current:
+        steps.append(f"scale-down policies (selectPolicy {down_rules.select_policy}):")
+        limit = scale_down_limit(current, up_events, down_events, down_rules, now, steps)
+        if limit > current:
+            limit = current
+        if min_replicas < limit:
+            minimum, lim_reason, lim_message = limit, "ScaleDownLimit", MSG_SCALE_DOWN_LIMIT
+        else:
+            minimum, lim_reason, lim_message = min_replicas, "TooFewReplicas", MSG_TOO_FEW
+        if stabilized < minimum:
+            result, reason, message = minimum, lim_reason, lim_message
+        steps.append(f"allowed down to max(minReplicas {min_replicas}, policy limit {limit}) = {minimum}: {result}")
+    return Normalized(result, stabilized, able_reason, able_message, result != stabilized, reason, message,
+                      tuple(kept), tuple(steps))

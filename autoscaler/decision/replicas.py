@@ -1,0 +1,405 @@
+"""The replica calculator: metrics plus pods -> the replica count one metric asks for.
+
+Semantics of Kubernetes `pkg/controller/podautoscaler/replica_calculator.go` (and
+`metrics/utilization.go`): pod grouping, the CPU readiness rules, integer milli-unit arithmetic
+with Go's truncating division, the tolerance band, and the conservative recomputation that
+treats missing pods as at target (or 0 %) and unready pods as 0 % -- skipped when the direction
+would flip or the new ratio lands in tolerance. Errors are `CalcError` with the calculator's words.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from .model import ControllerConfig, PodInfo, PodSample
+
+__all__ = [
+    "CalcError", "Calc", "Tolerances", "group_pods", "pod_requests", "resource_utilization_replicas",
+    "plain_metric_replicas", "usage_ratio_replicas", "per_pod_total_replicas", "ready_pod_count",
+    "MAX_INT32", "MAX_INT64",
+]
+
+MAX_INT32 = 2**31 - 1
+MAX_INT64 = 2**63 - 1
+_GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
+
+
+class CalcError(Exception):
+    """The calculator could not produce a proposal (the message is Kubernetes')."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tolerances:
+    scale_down: float = 0.1
+    scale_up: float = 0.1
+
+    def is_within(self, ratio: float) -> bool:
+        # NaN compares false: never "within", as in Go.
+        return (1.0 - self.scale_down) <= ratio <= (1.0 + self.scale_up)
+
+    def __str__(self) -> str:
+        return f"[down:{self.scale_down * 100:.1f}%, up:{self.scale_up * 100:.1f}%]"
+
+
+@dataclass(slots=True)
+class Calc:
+    """One metric's proposal plus what status reports and why."""
+
+    replicas: int
+    usage: int                       # milli: raw average (pods), value/total or per-pod average (object/external)
+    ratio: float                     # the first usage ratio (before adjustments)
+    utilization: int | None = None   # percent of request, Utilization targets only
+    notes: list[str] = field(default_factory=list)
+
+
+def _div(a: int, b: int) -> int:
+    """Go's int64 division: truncates toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _ceil_int32(x: float) -> int:
+    if x != x:  # NaN: Go's conversion is undefined; nothing sane to scale to
+        return 0
+    if x > MAX_INT32:
+        return MAX_INT32
+    return int(math.ceil(x))
+
+
+def _ready_condition(pod: PodInfo) -> str | None:
+    cond = pod.ready_condition
+    if cond == "derive":  # PodInfo resolves this at construction; kept for safety
+        return "True" if pod.ready else "False"
+    return cond
+
+
+def _group(
+    pods: Sequence[PodInfo],
+    samples: Mapping[str, PodSample],
+    resource: str,
+    config: ControllerConfig,
+    now: datetime,
+) -> tuple[int, dict[str, int], list[str], list[str], list[str]]:
+    """One pass over the pods (`groupPods` + `removeMetricsForPods`): the ready count, the values
+    that count (ready pods' samples, plus samples of pods not in the list, as Kubernetes keeps
+    them), and the unready, missing and ignored pod names.
+
+    Deleted and Failed pods are ignored; Pending pods are unready for every metric; other
+    not-ready pods only count as unready for CPU, judged against start time, the Ready transition
+    and the sample's timestamp and window.
+    """
+    ready = 0
+    metrics: dict[str, int] = {}
+    unready: list[str] = []
+    missing: list[str] = []
+    ignored: list[str] = []
+    get = samples.get
+    seen = 0  # samples that belong to listed pods
+    if resource == "cpu":
+        init_cutoff = now - timedelta(seconds=config.cpu_initialization_period)
+        delay = timedelta(seconds=config.initial_readiness_delay)
+        windows: dict[float, timedelta] = {}
+        for pod in pods:
+            name = pod.name
+            if pod.gone or pod.phase == "Pending":
+                (ignored if pod.gone else unready).append(name)
+                if name in samples:
+                    seen += 1
+                continue
+            sample = get(name)
+            if sample is None:
+                missing.append(name)
+                continue
+            seen += 1
+            cond = pod.ready_condition
+            start = pod.start_time
+            if cond is None or start is None:
+                unready.append(name)
+                continue
+            if start > init_cutoff:
+                # Still within the CPU initialization period: ignore the sample if the pod is
+                # unready or one full metric window has not passed since the last transition.
+                if cond == "False":
+                    unready.append(name)
+                    continue
+                window = windows.get(sample.window)
+                if window is None:
+                    window = windows[sample.window] = timedelta(seconds=sample.window)
+                if sample.timestamp < (pod.ready_transition or _GO_ZERO_TIME) + window:
+                    unready.append(name)
+                    continue
+            elif cond == "False" and start + delay > (pod.ready_transition or _GO_ZERO_TIME):
+                # Past it: ignore only pods that are unready and have never been ready.
+                unready.append(name)
+                continue
+            ready += 1
+            metrics[name] = sample.milli
+    else:
+        for pod in pods:
+            name = pod.name
+            if pod.gone or pod.phase == "Pending":
+                (ignored if pod.gone else unready).append(name)
+                if name in samples:
+                    seen += 1
+                continue
+            sample = get(name)
+            if sample is None:
+                missing.append(name)
+                continue
+            seen += 1
+            ready += 1
+            metrics[name] = sample.milli
+    if seen < len(samples):
+        listed = {p.name for p in pods}
+        for name, sample in samples.items():
+            if name not in listed:
+                metrics[name] = sample.milli
+    return ready, metrics, unready, missing, ignored
+
+
+def group_pods(
+    pods: Sequence[PodInfo],
+    samples: Mapping[str, PodSample],
+    resource: str,
+    config: ControllerConfig,
+    now: datetime,
+) -> tuple[int, list[str], list[str], list[str]]:
+    """Ready count and the unready, missing and ignored pods (Kubernetes' `groupPods`)."""
+    ready, _, unready, missing, ignored = _group(pods, samples, resource, config, now)
+    return ready, unready, missing, ignored
+
+
+def _container_requests(pod: PodInfo, container: str | None, resource: str) -> int:
+    if not container and pod.pod_requests:
+        if resource not in pod.pod_requests:
+            raise CalcError(f"missing pod-level request for {resource} in Pod {pod.name}")
+        return pod.pod_requests[resource]
+    total = 0
+    for cname, reqs in pod.requests.items():
+        if not container or container == cname:
+            value = reqs.get(resource)
+            if value is None:
+                raise CalcError(f"missing request for {resource} in container {cname} of Pod {pod.name}")
+            total += value
+        if container == cname:
+            return total
+    if container:
+        raise CalcError(f"container {container} not found in Pod {pod.name}")
+    return total
+
+
+def pod_requests(pods: Sequence[PodInfo], container: str | None, resource: str) -> dict[str, int]:
+    """Requests per pod (`calculateRequests`): pod-level when set and no container is named, else
+    the containers' sum (or the named container's)."""
+    out: dict[str, int] = {}
+    if container:
+        for pod in pods:
+            out[pod.name] = _container_requests(pod, container, resource)
+        return out
+    for pod in pods:
+        totals = pod.request_totals
+        if pod.pod_requests or totals is None:
+            out[pod.name] = _container_requests(pod, container, resource)
+            continue
+        value = totals.get(resource)
+        if value is None:
+            value = _container_requests(pod, container, resource)  # raises with the container's name
+        out[pod.name] = value
+    return out
+
+
+def _utilization(metrics: Mapping[str, int], requests: Mapping[str, int], target: int) -> tuple[float, int, int]:
+    total = req_total = entries = 0
+    get = requests.get
+    for name, value in metrics.items():
+        request = get(name)
+        if request is None:  # extraneous metric: no known pod
+            continue
+        total += value
+        req_total += request
+        entries += 1
+    if req_total == 0:
+        raise CalcError("no metrics returned matched known pods")
+    utilization = _div(total * 100, req_total)
+    return utilization / target, utilization, _div(total, entries)
+
+
+def _average(metrics: Mapping[str, int], target: int) -> tuple[float, int]:
+    usage = _div(sum(metrics.values()), len(metrics))
+    return usage / target, usage
+
+
+def _grouping_note(ready: int, unready: list[str], missing: list[str], ignored: list[str]) -> str | None:
+    if not (unready or missing or ignored):
+        return None
+    parts = [f"{ready} ready"]
+    if unready:
+        parts.append(f"{len(unready)} not yet ready ({', '.join(sorted(unready))})")
+    if missing:
+        parts.append(f"{len(missing)} without a metric ({', '.join(sorted(missing))})")
+    if ignored:
+        parts.append(f"{len(ignored)} ignored as deleted or failed ({', '.join(sorted(ignored))})")
+    return "pods: " + ", ".join(parts)
+
+
+def resource_utilization_replicas(
+    current: int,
+    target_utilization: int,
+    resource: str,
+    tolerances: Tolerances,
+    pods: Sequence[PodInfo],
+    samples: Mapping[str, PodSample],
+    config: ControllerConfig,
+    now: datetime,
+    container: str | None = None,
+) -> Calc:
+    """`GetResourceReplicas`: a Utilization target (percent of the pods' requests)."""
+    if not pods:
+        raise CalcError("no pods returned by selector while calculating replica count")
+    ready, metrics, unready, missing, ignored = _group(pods, samples, resource, config, now)
+    if not metrics:
+        raise CalcError("did not receive metrics for targeted pods (pods might be unready)")
+    requests = pod_requests(pods, container, resource)
+    ratio, utilization, raw = _utilization(metrics, requests, target_utilization)
+    calc = Calc(current, raw, ratio, utilization)
+    note = _grouping_note(ready, unready, missing, ignored)
+    if note:
+        calc.notes.append(note)
+    scale_up_with_unready = bool(unready) and ratio > 1.0
+    if not scale_up_with_unready and not missing:
+        if tolerances.is_within(ratio):
+            calc.notes.append(f"ratio {ratio:.3f} is within tolerance {tolerances}: keep {current}")
+            return calc
+        calc.replicas = _ceil_int32(ratio * ready)
+        return calc
+    if missing:
+        if ratio < 1.0:
+            fallback = max(100, target_utilization)
+            for name in missing:
+                metrics[name] = _div(requests[name] * fallback, 100)
+            calc.notes.append(f"scale-down: pods without a metric counted at {fallback}% of their request")
+        elif ratio > 1.0:
+            for name in missing:
+                metrics[name] = 0
+            calc.notes.append("scale-up: pods without a metric counted at 0%")
+    if scale_up_with_unready:
+        for name in unready:
+            metrics[name] = 0
+        calc.notes.append("scale-up: not-yet-ready pods counted at 0%")
+    new_ratio, new_util, _ = _utilization(metrics, requests, target_utilization)
+    return _finish(calc, current, ratio, new_ratio, len(metrics), tolerances, f"{new_util}% of request")
+
+
+def _finish(calc: Calc, current: int, ratio: float, new_ratio: float, count: int, tolerances: Tolerances, what: str) -> Calc:
+    """The shared tail of the conservative recomputation."""
+    calc.notes.append(f"recomputed: {what}, ratio {new_ratio:.3f} over {count} pods")
+    if tolerances.is_within(new_ratio):
+        calc.notes.append(f"recomputed ratio is within tolerance {tolerances}: keep {current}")
+        return calc
+    if (ratio < 1.0 and new_ratio > 1.0) or (ratio > 1.0 and new_ratio < 1.0):
+        calc.notes.append(f"recomputed ratio would reverse the direction: keep {current}")
+        return calc
+    replicas = _ceil_int32(new_ratio * count)
+    if (new_ratio < 1.0 and replicas > current) or (new_ratio > 1.0 and replicas < current):
+        calc.notes.append(f"{replicas} pods would move against the ratio's direction: keep {current}")
+        return calc
+    calc.replicas = replicas
+    return calc
+
+
+def plain_metric_replicas(
+    current: int,
+    target_milli: int,
+    resource: str,
+    tolerances: Tolerances,
+    pods: Sequence[PodInfo],
+    samples: Mapping[str, PodSample],
+    config: ControllerConfig,
+    now: datetime,
+) -> Calc:
+    """`calcPlainMetricReplicas`: an AverageValue target over the pods (Pods metrics, and Resource
+    AverageValue where `resource` is the resource name so the CPU readiness rules apply)."""
+    if not pods:
+        raise CalcError("no pods returned by selector while calculating replica count")
+    ready, metrics, unready, missing, ignored = _group(pods, samples, resource, config, now)
+    if not metrics:
+        raise CalcError("did not receive metrics for targeted pods (pods might be unready)")
+    ratio, usage = _average(metrics, target_milli)
+    calc = Calc(current, usage, ratio)
+    note = _grouping_note(ready, unready, missing, ignored)
+    if note:
+        calc.notes.append(note)
+    scale_up_with_unready = bool(unready) and ratio > 1.0
+    if not scale_up_with_unready and not missing:
+        if tolerances.is_within(ratio):
+            calc.notes.append(f"ratio {ratio:.3f} is within tolerance {tolerances}: keep {current}")
+            return calc
+        calc.replicas = _ceil_int32(ratio * ready)
+        return calc
+    if missing:
+        if ratio < 1.0:
+            for name in missing:
+                metrics[name] = target_milli
+            calc.notes.append("scale-down: pods without a metric counted at exactly the target")
+        elif ratio > 1.0:
+            for name in missing:
+                metrics[name] = 0
+            calc.notes.append("scale-up: pods without a metric counted at 0")
+    if scale_up_with_unready:
+        for name in unready:
+            metrics[name] = 0
+        calc.notes.append("scale-up: not-yet-ready pods counted at 0")
+    new_ratio, new_usage = _average(metrics, target_milli)
+    return _finish(calc, current, ratio, new_ratio, len(metrics), tolerances, f"average {new_usage}m")
+
+
+def ready_pod_count(pods: Sequence[PodInfo]) -> int:
+    """Running pods whose Ready condition is True (`getReadyPodsCount`)."""
+    if not pods:
+        raise CalcError("unable to calculate ready pods: no pods returned by selector while calculating replica count")
+    return sum(1 for p in pods if p.phase == "Running" and _ready_condition(p) == "True")
+
+
+def usage_ratio_replicas(current: int, usage: int, target_milli: int, tolerances: Tolerances, pods: Sequence[PodInfo]) -> Calc:
+    """Object Value and External Value (`getUsageRatioReplicaCount`): the ratio times the ready
+    pods; from zero replicas, ceil(ratio) with no tolerance so a target can wake up."""
+    ratio = usage / target_milli
+    calc = Calc(current, usage, ratio)
+    if current != 0:
+        if tolerances.is_within(ratio):
+            calc.notes.append(f"ratio {ratio:.3f} is within tolerance {tolerances}: keep {current}")
+            return calc
+        ready = ready_pod_count(pods)
+        calc.replicas = _ceil_int32(ratio * ready)
+        calc.notes.append(f"{ratio:.3f} x {ready} ready pods")
+    else:
+        calc.replicas = _ceil_int32(ratio)
+        calc.notes.append(f"from zero replicas: ceil({ratio:.3f})")
+    return calc
+
+
+def per_pod_total_replicas(status_replicas: int, usage: int, target_milli: int, tolerances: Tolerances) -> Calc:
+    """Object and External AverageValue (`Get*PerPodMetricReplicas`): ceil(total / target per pod),
+    checked against the tolerance with the target's status.replicas."""
+    denominator = target_milli * status_replicas
+    if denominator:
+        ratio = usage / denominator
+    else:
+        ratio = math.inf if usage > 0 else math.nan
+    replicas = status_replicas
+    calc = Calc(replicas, 0, ratio)
+    if not tolerances.is_within(ratio):
+        replicas = _ceil_int32(usage / target_milli)
+    else:
+        calc.notes.append(f"ratio {ratio:.3f} (with status.replicas {status_replicas}) is within tolerance {tolerances}: keep {status_replicas}")
+    calc.replicas = replicas
+    if usage >= MAX_INT64:
+        calc.usage = MAX_INT64
+    elif status_replicas:
+        calc.usage = -(-usage // status_replicas) if usage >= 0 else _div(usage, status_replicas)
+    else:
+        calc.usage = usage  # Kubernetes divides by zero here; report the total instead
+    return calc

@@ -1,0 +1,181 @@
+"""One spec metric + its reading -> a proposal, the MetricStatus Kubernetes reports, and the reasons.
+
+The per-source dispatch of `computeReplicasForMetric` / `computeStatusFor*Metric` in horizontal.go:
+which calculator each target type uses, what `currentMetrics` echoes, and which condition reason a
+failure carries (FailedGetResourceMetric, FailedGetPodsMetric, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from promscaler.quantity import format_milli
+
+from . import conditions as C
+from .model import (
+    DecisionInput, ExternalReading, MetricDetail, MetricFailure, ObjectReading, PodReading, Proposal, Reading,
+)
+from .replicas import (
+    MAX_INT64, Calc, CalcError, Tolerances, per_pod_total_replicas, plain_metric_replicas,
+    resource_utilization_replicas, usage_ratio_replicas,
+)
+from .spec import MetricSpec
+
+__all__ = ["MetricOutcome", "compute_metric"]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricOutcome:
+    proposal: Proposal
+    status: dict[str, Any]            # MetricStatus; {"type": ""} on failure, as Kubernetes leaves it
+    detail: MetricDetail
+    label: str                        # "pods metric http_requests", for ValidMetricFound
+    failure: Any = None               # the ScalingActive condition a failure would set
+
+
+def _go_selector(raw: Any) -> str:
+    """`%+v` of a *metav1.LabelSelector, as Kubernetes prints it in messages."""
+    if raw is None:
+        return "nil"
+    labels = ",".join(f"{k}: {v}" for k, v in sorted((raw.get("matchLabels") or {}).items()))
+    exprs = ",".join(
+        f"LabelSelectorRequirement{{Key:{e.get('key')},Operator:{e.get('operator')},Values:[{' '.join(e.get('values') or [])}],}}"
+        for e in raw.get("matchExpressions") or []
+    )
+    label_part = f"map[string]string{{{labels},}}" if labels else "map[string]string{}"
+    return f"&LabelSelector{{MatchLabels:{label_part},MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}"
+
+
+def _q(milli: int) -> str:
+    return format_milli(milli)
+
+
+def _sum_capped(values: tuple[int, ...]) -> int:
+    total = 0
+    for v in values:
+        if v > 0 and total > MAX_INT64 - v:
+            return MAX_INT64
+        total += v
+    return total
+
+
+def _target_text(ms: MetricSpec) -> str:
+    t = ms.target
+    if t.type == "Utilization":
+        return f"{t.average_utilization}% of request"
+    if t.type == "AverageValue":
+        return f"{_q(t.average_value_milli or 0)} per pod"
+    return f"{_q(t.value_milli or 0)}"
+
+
+def _fail(ms: MetricSpec, reason: str, error: str) -> MetricOutcome:
+    return MetricOutcome(
+        Proposal(ms.type, ms.name, None, error),
+        {"type": ""},
+        MetricDetail(ms.type, ms.name, _target_text(ms), None, None, None, error),
+        "",
+        C.unable_to_compute(reason, error),
+    )
+
+
+def _ok(ms: MetricSpec, calc: Calc, status: dict[str, Any], label: str, current_text: str) -> MetricOutcome:
+    return MetricOutcome(
+        Proposal(ms.type, ms.name, calc.replicas),
+        status,
+        MetricDetail(ms.type, ms.name, _target_text(ms), current_text, calc.ratio, calc.replicas, None, tuple(calc.notes)),
+        label,
+    )
+
+
+def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: Tolerances) -> MetricOutcome:
+    mtype = ms.type
+    reason = C.FAILED_GET_REASON.get(mtype, C.INVALID_METRIC_SOURCE_TYPE)
+    current = inp.current_replicas
+    target = ms.target
+    try:
+        if mtype in ("Resource", "ContainerResource"):
+            return _resource(ms, reading, inp, tol, reason)
+        if mtype == "Pods":
+            if isinstance(reading, MetricFailure):
+                raise CalcError(f"unable to get metric {ms.name}: {reading.message}")
+            if not isinstance(reading, PodReading):
+                raise CalcError(f"unable to get metric {ms.name}: expected pod samples")
+            calc = plain_metric_replicas(current, target.average_value_milli or 0, "", tol, inp.pods,
+                                         reading.samples, inp.config, inp.now)
+            status = {"type": "Pods", "pods": {"metric": ms.identifier(), "current": {"averageValue": _q(calc.usage)}}}
+            return _ok(ms, calc, status, f"pods metric {ms.name}", _q(calc.usage))
+        if mtype == "Object":
+            if isinstance(reading, MetricFailure):
+                raise CalcError(f"unable to get metric {ms.name}: {reading.message}")
+            if not isinstance(reading, ObjectReading):
+                raise CalcError(f"unable to get metric {ms.name}: expected an object value")
+            described = ms.described_object
+            ref: dict[str, Any] = {"kind": described.kind, "name": described.name} if described else {}
+            if described and described.api_version:
+                ref["apiVersion"] = described.api_version
+            if target.type == "Value":
+                calc = usage_ratio_replicas(current, reading.milli, target.value_milli or 0, tol, inp.pods)
+                status = {"type": "Object", "object": {"describedObject": ref, "metric": ms.identifier(),
+                                                      "current": {"value": _q(calc.usage)}}}
+                return _ok(ms, calc, status, f"{ref.get('kind')} metric {ms.name}", _q(calc.usage))
+            calc = per_pod_total_replicas(inp.status_replicas, reading.milli, target.average_value_milli or 0, tol)
+            status = {"type": "Object", "object": {"describedObject": ref, "metric": ms.identifier(),
+                                                  "current": {"averageValue": _q(calc.usage)}}}
+            return _ok(ms, calc, status, f"external metric {ms.name}({_go_selector(ms.selector_raw)})",
+                       f"{_q(calc.usage)} per pod ({_q(reading.milli)} total)")
+        if mtype == "External":
+            if isinstance(reading, MetricFailure):
+                raise CalcError(f"unable to get external metric {ms.name}: {reading.message}")
+            if not isinstance(reading, ExternalReading):
+                raise CalcError(f"unable to get external metric {ms.name}: expected external values")
+            total = _sum_capped(reading.millis)
+            label = f"external metric {ms.name}({_go_selector(ms.selector_raw)})"
+            if target.type == "AverageValue":
+                calc = per_pod_total_replicas(inp.status_replicas, total, target.average_value_milli or 0, tol)
+                status = {"type": "External", "external": {"metric": ms.identifier(),
+                                                          "current": {"averageValue": _q(calc.usage)}}}
+                return _ok(ms, calc, status, label, f"{_q(calc.usage)} per pod ({_q(total)} total)")
+            calc = usage_ratio_replicas(current, total, target.value_milli or 0, tol, inp.pods)
+            status = {"type": "External", "external": {"metric": ms.identifier(), "current": {"value": _q(calc.usage)}}}
+            return _ok(ms, calc, status, label, _q(calc.usage))
+        return _fail(ms, C.INVALID_METRIC_SOURCE_TYPE, f'unknown metric source type "{mtype}"')
+    except CalcError as exc:
+        return _fail(ms, reason, str(exc))
+
+
+def _resource(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: Tolerances, reason: str) -> MetricOutcome:
+    res = ms.name
+    target = ms.target
+    utilization = target.type == "Utilization"
+    what = "utilization" if utilization else "usage"
+    try:
+        if isinstance(reading, MetricFailure):
+            raise CalcError(f"unable to get metrics for resource {res}: {reading.message}")
+        if not isinstance(reading, PodReading):
+            raise CalcError(f"unable to get metrics for resource {res}: expected pod samples")
+        if utilization:
+            calc = resource_utilization_replicas(inp.current_replicas, target.average_utilization or 0, res, tol,
+                                                 inp.pods, reading.samples, inp.config, inp.now, ms.container)
+        else:
+            calc = plain_metric_replicas(inp.current_replicas, target.average_value_milli or 0, res, tol,
+                                         inp.pods, reading.samples, inp.config, inp.now)
+    except CalcError as exc:
+        return _fail(ms, reason, f"failed to get {res} {what}: {exc}")
+    current: dict[str, Any] = {}
+    if utilization:
+        current["averageUtilization"] = calc.utilization
+        label = f"{res} resource utilization (percentage of request)"
+        if ms.type == "ContainerResource":
+            label = f"{res} container resource utilization (percentage of request)"
+        text = f"{calc.utilization}% ({_q(calc.usage)} avg)"
+    else:
+        label = f"{res} resource"
+        text = _q(calc.usage)
+    current["averageValue"] = _q(calc.usage)
+    if ms.type == "ContainerResource":
+        status = {"type": "ContainerResource",
+                  "containerResource": {"name": res, "container": ms.container, "current": current}}
+    else:
+        status = {"type": "Resource", "resource": {"name": res, "current": current}}
+    return _ok(ms, calc, status, label, text)

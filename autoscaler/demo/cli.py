@@ -1,0 +1,177 @@
+"""`python -m autoscaler demo`: both used-by cases, end to end, on this machine, in two minutes.
+
+Starts the sandbox (or uses a real cluster with `--kubeconfig`), samples what the autoscalers
+see and do once a second, shows it live, and writes a report directory at the end or on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+
+from autoscaler.controller.kube import Kube, load_configuration
+from autoscaler.demo import report, view
+from autoscaler.demo.monitor import Monitor
+from autoscaler.demo.scenario import WORKLOADS, Timings
+from autoscaler.demo.sandbox import Sandbox, StartupError
+from promscaler.times import format_time
+
+SAMPLE_INTERVAL = 1.0
+LOG_EVERY = 5.0
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m autoscaler demo", description=__doc__.split("\n\n")[0])
+    p.add_argument("--duration", type=float, default=120.0, metavar="SECONDS",
+                   help="how long to run (default 120; the load profile stretches to fit; at least 60)")
+    p.add_argument("--no-tui", action="store_true", help="plain log lines instead of the live view")
+    p.add_argument("--report", default="report", metavar="DIR", help="where to write summary.json and timeline.png")
+    p.add_argument("--kubeconfig", metavar="FILE",
+                   help="run against a real cluster (see examples/README.md) instead of the sandbox")
+    opts = p.parse_args(argv)
+    if not opts.duration >= 60:
+        p.error("--duration: at least 60 seconds (a scale-up and a scale-down need that long)")
+    if opts.kubeconfig and not Path(opts.kubeconfig).is_file():
+        p.error(f"--kubeconfig: no such file: {opts.kubeconfig}")
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    return asyncio.run(run(parse_args(argv)))
+
+
+def _install_signal_handlers(console: Console) -> dict[str, str]:
+    """SIGINT/SIGTERM cancel the demo (once); cleanup and the report follow in `finally`."""
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    got: dict[str, str] = {}
+
+    def on_signal(sig: signal.Signals) -> None:
+        if not got:
+            got["signal"] = sig.name
+            task.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal, sig)
+    return got
+
+
+async def sample_loop(monitor: Monitor, duration: float, clock, console: Console, no_tui: bool, render_args,
+                      check=lambda: None) -> None:
+    """Sample once a second until `duration`; show it live or as log lines."""
+    printed = {w.name: 0 for w in WORKLOADS}
+    next_log = 0.0
+
+    def show_plain() -> None:
+        nonlocal next_log
+        for w in WORKLOADS:
+            done = [c for c in monitor.changes[w.name] if c.reason]
+            for c in done[printed[w.name]:]:
+                print(view.change_line(w.name, c), flush=True)
+            printed[w.name] = len(done)
+        if t >= next_log:
+            for w in WORKLOADS:
+                if w.name in monitor.latest:
+                    print(view.log_line(w, monitor.latest[w.name]), flush=True)
+            next_log = t + LOG_EVERY
+
+    live = None if no_tui else Live(console=console, refresh_per_second=4, transient=False)
+    try:
+        if live:
+            live.start()
+        while True:
+            t = clock()
+            if t >= duration:
+                break
+            check()
+            await monitor.sample(t)
+            if live:
+                live.update(view.render(WORKLOADS, monitor.latest, monitor.changes, t, duration, render_args))
+            else:
+                show_plain()
+            await asyncio.sleep(max(0.0, t + SAMPLE_INTERVAL - clock()))
+    finally:
+        if live:
+            live.stop()
+
+
+async def run(opts: argparse.Namespace) -> int:
+    console = Console()
+    say = (lambda line: print(line, flush=True)) if opts.no_tui else (lambda line: console.print(f"[dim]•[/dim] {line}"))
+    got = _install_signal_handlers(console)
+    timings = Timings()
+    report_dir = Path(opts.report).resolve()
+    log_dir = report_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="promscaler-demo-"))
+    started_at = datetime.now(UTC)
+    if opts.kubeconfig:
+        from autoscaler.demo.cluster import ClusterStage
+
+        stage = ClusterStage(opts.kubeconfig, opts.duration, workdir, log_dir, say)
+        say("promscaler demo on a real cluster: the two example workloads, driven through the demo's load profiles")
+    else:
+        stage = Sandbox(timings, opts.duration, workdir, log_dir, say)
+        say("promscaler demo: real Prometheus, the adapter and the controller against an in-process Kubernetes API")
+    for line in stage.lines():
+        say(line)
+    kube: Kube | None = None
+    monitor: Monitor | None = None
+    error: str | None = None
+    try:
+        await stage.start()
+        kube = Kube(await load_configuration(stage.kubeconfig))
+        monitor = Monitor(kube, WORKLOADS, stage.load_of, stage.truth_of)
+        t0 = stage.t0
+        await sample_loop(monitor, opts.duration, lambda: time.monotonic() - t0, console, opts.no_tui,
+                          stage.lines(), stage.check_alive)
+    except asyncio.CancelledError:
+        say(f"{got.get('signal', 'cancelled')}: stopping and writing the report")
+    except StartupError as exc:
+        error = str(exc)
+    except Exception as exc:  # one line for the user; the details are in the logs
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        processes = stage.processes()
+        try:
+            await asyncio.shield(stage.stop())
+        finally:
+            if kube is not None:
+                await kube.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+    if error:
+        print(f"demo failed: {error}", file=sys.stderr)
+        print(f"logs: {log_dir}", file=sys.stderr)
+        return 1
+    if monitor is None or not any(monitor.timeline.values()):
+        print("demo stopped before the first sample; no report written", file=sys.stderr)
+        return 130 if got else 1
+    write_report(report_dir, monitor, stage, timings, opts, started_at, processes, interrupted=got.get("signal"))
+    print(f"report: {report_dir / 'timeline.png'}\n        {report_dir / 'summary.json'}\n        logs in {log_dir}")
+    return 130 if got else 0
+
+
+def write_report(report_dir: Path, monitor: Monitor, stage, timings: Timings, opts, started_at,
+                 processes, interrupted: str | None) -> None:
+    monitor.finish()
+    load_changes = {name: profile.changes() for name, profile in stage.profiles.items()}
+    settings = ({**{k: getattr(timings, k) for k in timings.__dataclass_fields__}, "description": stage.lines()}
+                if stage.mode == "sandbox" else {"description": stage.lines()})
+    meta = {
+        "started_at": format_time(started_at), "duration": opts.duration, "interrupted": interrupted,
+        "mode": stage.mode, "settings": settings, "processes": processes, "workdir": str(stage.workdir),
+    }
+    summary = report.summarize(WORKLOADS, monitor.timeline, monitor.changes, load_changes, timings.tolerance, meta)
+    report.write_summary(report_dir / "summary.json", summary)
+    where = "the sandbox" if stage.mode == "sandbox" else "a real cluster"
+    report.plot(report_dir / "timeline.png", WORKLOADS, monitor.timeline, monitor.changes, load_changes,
+                timings.tolerance, f"promscaler demo, {format_time(started_at)}: both used-by cases on {where}")

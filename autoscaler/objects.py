@@ -1,0 +1,273 @@
+"""Kubernetes API objects (camelCase dicts, as the API returns JSON) -> the decision model.
+
+Pure converters shared by the live controller and `simulate`, so both read pods and the three
+metrics APIs the same way. They follow the Kubernetes HPA metrics client
+(`pkg/controller/podautoscaler/metrics`): a pod whose containers lack the resource has no sample;
+a named container missing from a pod's metrics fails the whole metric; custom metrics without a
+window get one minute; an empty answer is an error ("no metrics returned from ... API").
+Bad input raises `ObjectError` with the field path relative to the object given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from promscaler.quantity import QuantityError, to_milli
+from promscaler.selectors import Selector, SelectorError, from_label_selector, parse_selector
+from promscaler.times import DurationError, parse_duration, parse_time
+
+from .decision.model import ExternalReading, MetricFailure, ObjectReading, PodInfo, PodReading, PodSample
+from .decision.spec import MetricSpec
+
+__all__ = [
+    "ObjectError", "pod_info", "pod_labels", "pod_metrics_reading", "custom_value", "pods_metric_reading",
+    "object_metric_reading", "external_metric_reading", "scale_selector", "DEFAULT_CUSTOM_WINDOW",
+]
+
+DEFAULT_CUSTOM_WINDOW = 60.0  # metricServerDefaultMetricWindow
+
+
+class ObjectError(ValueError):
+    """A field of an API object that cannot be read; `path` is relative to that object."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.reason = message
+
+
+def _map(value: Any, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ObjectError(path, "must be an object")
+    return value
+
+
+def _list(value: Any, path: str) -> Sequence[Any]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ObjectError(path, "must be a list")
+    return value
+
+
+def _time(value: Any, path: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_time(value)
+    except DurationError:
+        raise ObjectError(path, f"not an RFC 3339 time: {value!r}") from None
+
+
+def _milli(value: Any, path: str) -> int:
+    try:
+        return to_milli(value)
+    except QuantityError:
+        raise ObjectError(path, f"not a quantity: {value!r}") from None
+
+
+def _requests(container: Mapping[str, Any], path: str) -> dict[str, int]:
+    resources = _map(container.get("resources"), f"{path}.resources")
+    reqs = _map(resources.get("requests"), f"{path}.resources.requests")
+    return {str(k): _milli(v, f"{path}.resources.requests.{k}") for k, v in reqs.items()}
+
+
+def pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
+    return _map(_map(pod.get("metadata"), "metadata").get("labels"), "metadata.labels")
+
+
+def pod_info(pod: Mapping[str, Any]) -> PodInfo:
+    """A core/v1 Pod -> PodInfo. A missing `status.phase` is read as Running."""
+    meta = _map(pod.get("metadata"), "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ObjectError("metadata.name", "required")
+    spec = _map(pod.get("spec"), "spec")
+    status = _map(pod.get("status"), "status")
+    requests: dict[str, dict[str, int]] = {}
+    for i, c in enumerate(_list(spec.get("containers"), "spec.containers")):
+        c = _map(c, f"spec.containers[{i}]")
+        requests[str(c.get("name", f"#{i}"))] = _requests(c, f"spec.containers[{i}]")
+    for i, c in enumerate(_list(spec.get("initContainers"), "spec.initContainers")):
+        c = _map(c, f"spec.initContainers[{i}]")
+        if c.get("restartPolicy") == "Always":  # sidecars count, as in calculatePodRequestsFromContainers
+            requests[str(c.get("name", f"init#{i}"))] = _requests(c, f"spec.initContainers[{i}]")
+    pod_level = None
+    if spec.get("resources") is not None:
+        pod_level = _requests(spec, "spec") or None
+    ready_status: str | None = None
+    transition = None
+    for i, cond in enumerate(_list(status.get("conditions"), "status.conditions")):
+        cond = _map(cond, f"status.conditions[{i}]")
+        if cond.get("type") == "Ready":
+            ready_status = str(cond.get("status", "Unknown"))
+            transition = _time(cond.get("lastTransitionTime"), f"status.conditions[{i}].lastTransitionTime")
+            break
+    return PodInfo(
+        name=name,
+        phase=str(status.get("phase") or "Running"),
+        deleted=meta.get("deletionTimestamp") is not None,
+        ready=ready_status == "True",
+        ready_transition=transition,
+        start_time=_time(status.get("startTime"), "status.startTime"),
+        requests=requests,
+        ready_condition=ready_status,
+        pod_requests=pod_level,
+    )
+
+
+def scale_selector(scale: Mapping[str, Any]) -> tuple[Selector | None, str | None]:
+    """The scale subresource's `status.selector`, or the controller's error when unusable."""
+    text = _map(scale.get("status"), "status").get("selector")
+    if not text:
+        return None, "the HPA target's scale is missing a selector"
+    try:
+        return parse_selector(str(text)), None
+    except SelectorError as exc:
+        return None, f"couldn't convert selector into a corresponding internal selector object: {exc}"
+
+
+# --- metrics.k8s.io ------------------------------------------------------------------------------
+
+
+def pod_metrics_reading(
+    items: Iterable[Mapping[str, Any]], resource: str, container: str | None = None
+) -> PodReading | MetricFailure:
+    """metrics.k8s.io PodMetrics items -> one sample per pod (containers summed, or one container)."""
+    items = list(items)
+    if not items:
+        return MetricFailure("no metrics returned from resource metrics API")
+    samples: dict[str, PodSample] = {}
+    for i, item in enumerate(items):
+        meta = _map(item.get("metadata"), f"[{i}].metadata")
+        name = str(meta.get("name", ""))
+        ts = _time(item.get("timestamp"), f"[{i}].timestamp")
+        window = _window(item.get("window"), f"[{i}].window")
+        containers = _list(item.get("containers"), f"[{i}].containers")
+        if container:
+            found = False
+            for j, c in enumerate(containers):
+                c = _map(c, f"[{i}].containers[{j}]")
+                if c.get("name") == container:
+                    found = True
+                    usage = _map(c.get("usage"), f"[{i}].containers[{j}].usage")
+                    if resource in usage:
+                        samples[name] = PodSample(_milli(usage[resource], f"[{i}].containers[{j}].usage.{resource}"),
+                                                  ts or _EPOCH, window)
+                    break
+            if not found:
+                return MetricFailure(f"failed to get container metrics: container {container} not present in "
+                                     f"metrics for pod {meta.get('namespace', '')}/{name}")
+            continue
+        total, missing = 0, not containers
+        for j, c in enumerate(containers):
+            usage = _map(_map(c, f"[{i}].containers[{j}]").get("usage"), f"[{i}].containers[{j}].usage")
+            if resource not in usage:
+                missing = True
+                break
+            total += _milli(usage[resource], f"[{i}].containers[{j}].usage.{resource}")
+        if not missing:
+            samples[name] = PodSample(total, ts or _EPOCH, window)
+    return PodReading(samples)
+
+
+_EPOCH = parse_time("1970-01-01T00:00:00Z")
+
+
+def _window(value: Any, path: str, default: float = 0.0) -> float:
+    if value is None:
+        return default
+    try:
+        return parse_duration(value)
+    except DurationError:
+        raise ObjectError(path, f"not a duration: {value!r}") from None
+
+
+# --- custom.metrics.k8s.io -----------------------------------------------------------------------
+
+
+def custom_value(item: Mapping[str, Any], path: str = "") -> tuple[Mapping[str, Any], str, Selector, int, datetime, float]:
+    """One MetricValue (v1beta1 or v1beta2): (describedObject, metric name, selector, milli, timestamp, window)."""
+    described = _map(item.get("describedObject"), f"{path}.describedObject")
+    if "metric" in item:
+        ident = _map(item.get("metric"), f"{path}.metric")
+        name, raw_sel, window_raw = ident.get("name"), ident.get("selector"), item.get("windowSeconds")
+        sel_path = f"{path}.metric.selector"
+    else:
+        name, raw_sel, window_raw = item.get("metricName"), item.get("selector"), item.get("window")
+        sel_path = f"{path}.selector"
+    try:
+        selector = from_label_selector(raw_sel)
+    except SelectorError as exc:
+        raise ObjectError(sel_path, str(exc)) from None
+    if "value" not in item:
+        raise ObjectError(f"{path}.value", "required")
+    milli = _milli(item["value"], f"{path}.value")
+    ts = _time(item.get("timestamp"), f"{path}.timestamp") or _EPOCH
+    window = _window(window_raw, f"{path}.window", DEFAULT_CUSTOM_WINDOW)
+    return described, str(name or ""), selector, milli, ts, window
+
+
+def _same_selector(spec: MetricSpec, selector: Selector) -> bool:
+    return (spec.selector or Selector()) == selector
+
+
+def pods_metric_reading(
+    items: Iterable[Mapping[str, Any]], spec: MetricSpec, pod_names: Iterable[str] | None = None
+) -> PodReading | MetricFailure:
+    """custom.metrics.k8s.io values for a Pods metric: Pod items with the spec's name and selector."""
+    allowed = None if pod_names is None else set(pod_names)
+    samples: dict[str, PodSample] = {}
+    for i, item in enumerate(items):
+        described, name, selector, milli, ts, window = custom_value(item, f"[{i}]")
+        if described.get("kind") != "Pod" or name != spec.name or not _same_selector(spec, selector):
+            continue
+        pod = str(described.get("name", ""))
+        if allowed is not None and pod not in allowed:
+            continue
+        samples[pod] = PodSample(milli, ts, window)
+    if not samples:
+        return MetricFailure("no metrics returned from custom metrics API")
+    return PodReading(samples)
+
+
+def object_metric_reading(items: Iterable[Mapping[str, Any]], spec: MetricSpec) -> ObjectReading | MetricFailure:
+    """The custom.metrics.k8s.io value of an Object metric's described object."""
+    ref = spec.described_object
+    assert ref is not None
+    for i, item in enumerate(items):
+        described, name, selector, milli, ts, _ = custom_value(item, f"[{i}]")
+        if described.get("kind") != ref.kind or described.get("name") != ref.name:
+            continue
+        if ref.api_version and described.get("apiVersion") not in (None, ref.api_version):
+            continue
+        if name != spec.name or not _same_selector(spec, selector):
+            continue
+        return ObjectReading(milli, ts)
+    return MetricFailure(f'the server could not find the metric {spec.name} for {ref.kind.lower()} {ref.name}')
+
+
+def external_metric_reading(items: Iterable[Mapping[str, Any]], spec: MetricSpec) -> ExternalReading | MetricFailure:
+    """external.metrics.k8s.io values whose labels match the spec's selector; the calculator sums them."""
+    selector = spec.selector or Selector()
+    values: list[int] = []
+    latest = None
+    for i, item in enumerate(items):
+        if item.get("metricName") != spec.name:
+            continue
+        labels = _map(item.get("metricLabels"), f"[{i}].metricLabels")
+        if not selector.matches(labels):
+            continue
+        if "value" not in item:
+            raise ObjectError(f"[{i}].value", "required")
+        values.append(_milli(item["value"], f"[{i}].value"))
+        ts = _time(item.get("timestamp"), f"[{i}].timestamp")
+        if ts is not None and (latest is None or ts > latest):
+            latest = ts
+    if not values:
+        return MetricFailure("no metrics returned from external metrics API")
+    return ExternalReading(tuple(values), latest or _EPOCH)

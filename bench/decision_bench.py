@@ -1,0 +1,124 @@
+"""Benchmark: how many autoscaler decisions per second `decide()` makes on this machine.
+
+A realistic autoscaler: 100 pods (a few starting, one without metrics), 3 metrics (CPU
+utilization, a Pods metric, an External AverageValue), behavior with 2 policies per direction,
+30 past recommendations and some scale events. The spec is parsed once, as the controller does.
+Goal: at least 20,000 decisions/s. Writes bench/results/decision.json.
+
+    python bench/decision_bench.py [--seconds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from autoscaler.decision import (  # noqa: E402
+    ControllerConfig, DecisionInput, ExternalReading, History, PodInfo, PodReading, PodSample, Recommendation,
+    ScaleEvent, decide, parse_spec,
+)
+
+GOAL = 20_000
+NOW = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
+SPEC = {
+    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+    "minReplicas": 2, "maxReplicas": 300,
+    "metrics": [
+        {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}},
+        {"type": "Pods", "pods": {"metric": {"name": "http_requests"}, "target": {"type": "AverageValue", "averageValue": "2"}}},
+        {"type": "External", "external": {"metric": {"name": "queue_messages_ready", "selector": {"matchLabels": {"queue": "web"}}},
+                                          "target": {"type": "AverageValue", "averageValue": "30"}}},
+    ],
+    "behavior": {
+        "scaleUp": {"stabilizationWindowSeconds": 60, "policies": [
+            {"type": "Pods", "value": 10, "periodSeconds": 60}, {"type": "Percent", "value": 50, "periodSeconds": 60}]},
+        "scaleDown": {"stabilizationWindowSeconds": 300, "policies": [
+            {"type": "Pods", "value": 5, "periodSeconds": 60}, {"type": "Percent", "value": 10, "periodSeconds": 120}]},
+    },
+}
+
+
+def build_input() -> DecisionInput:
+    spec = parse_spec(SPEC)
+    long_ago = NOW - timedelta(hours=1)
+    pods, cpu, rps = [], {}, {}
+    for i in range(100):
+        starting = i % 25 == 0  # 4 pods still starting: inside the CPU initialization period, not Ready
+        start = NOW - timedelta(seconds=45) if starting else long_ago
+        pods.append(PodInfo(name=f"web-{i}", ready=not starting, ready_transition=start, start_time=start,
+                            requests={"app": {"cpu": 500, "memory": 256 * 2**20 * 1000}, "proxy": {"cpu": 100}},
+                            ready_condition="False" if starting else "True"))
+        if i == 7:
+            continue  # one pod without metrics
+        cpu[f"web-{i}"] = PodSample(420 + (i * 37) % 200, NOW - timedelta(seconds=10), 30.0)
+        rps[f"web-{i}"] = PodSample(2400 + (i * 53) % 900, NOW - timedelta(seconds=10), 60.0)
+    history = History(
+        recommendations=tuple(Recommendation(NOW - timedelta(seconds=10 * k), 100 + k % 7) for k in range(30)),
+        scale_up_events=(ScaleEvent(NOW - timedelta(seconds=40), 5),),
+        scale_down_events=(ScaleEvent(NOW - timedelta(seconds=100), 3),),
+    )
+    return DecisionInput(
+        spec=spec, current_replicas=100, status_replicas=100, pods=tuple(pods),
+        readings=(PodReading(cpu), PodReading(rps), ExternalReading((3_600_000, 400_000), NOW)),
+        now=NOW, config=ControllerConfig(), history=history,
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=3.0, help="measuring time per round")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "decision.json"))
+    args = ap.parse_args()
+    inp = build_input()
+    d = decide(inp)
+    for _ in range(200):  # warm up
+        decide(inp)
+    rates = []
+    for _ in range(args.rounds):
+        n, t0 = 0, time.perf_counter()
+        deadline = t0 + args.seconds / args.rounds
+        while True:
+            for _ in range(100):
+                decide(inp)
+            n += 100
+            t = time.perf_counter()
+            if t >= deadline:
+                break
+        rates.append(n / (t - t0))
+    best, median = max(rates), statistics.median(rates)
+    result = {
+        "benchmark": "decide() decisions per second",
+        "scenario": {"pods": 100, "metrics": 3, "policies_per_direction": 2, "past_recommendations": 30},
+        "decision": {"current": d.current_replicas, "recommendation": d.recommendation, "desired": d.desired_replicas,
+                     "proposals": [p.replicas for p in d.proposals]},
+        "rounds": [round(r) for r in rates],
+        "median_per_s": round(median),
+        "best_per_s": round(best),
+        "median_us_per_decision": round(1e6 / median, 1),
+        "goal_per_s": GOAL,
+        "goal_met": median >= GOAL,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "measured_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    verdict = "meets" if median >= GOAL else "misses"
+    print(f"decide(): {median:,.0f} decisions/s median ({1e6 / median:.1f} us each), best {best:,.0f}/s; "
+          f"{verdict} the goal of {GOAL:,}/s  -> {out}")
+    print(f"  (this decision: {d.current_replicas} -> {d.desired_replicas}, proposals {[p.replicas for p in d.proposals]})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

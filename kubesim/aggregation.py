@@ -1,0 +1,136 @@
+"""Aggregated APIs: `metrics.k8s.io` served from configured pod usages (what metrics-server
+would report), and APIService-style proxying of other groups (custom and external metrics) to a
+running adapter over one shared `httpx.AsyncClient`."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import Response
+
+from kubesim.cluster import Cluster
+from kubesim.fields import Filter
+from promscaler import wire
+from promscaler.status import NotFound, ServiceUnavailable
+
+__all__ = ["Backend", "Aggregator", "PodUsage"]
+
+Obj = dict[str, Any]
+_FORWARD_HEADERS = ("accept", "content-type", "user-agent")
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """An APIService: where a group is served. TLS backends get their own client (CA, client cert)."""
+
+    group: str
+    url: str
+    versions: tuple[str, ...]
+    verify: str | bool = True
+    cert: tuple[str, str] | None = None  # the front-proxy client certificate and key
+
+    @property
+    def needs_own_client(self) -> bool:
+        return self.url.startswith("https:")
+
+
+def default_versions(group: str) -> tuple[str, ...]:
+    if group == wire.CUSTOM_GROUP:
+        return wire.CUSTOM_VERSIONS
+    if group == wire.EXTERNAL_GROUP:
+        return wire.EXTERNAL_VERSIONS
+    return ("v1beta1",)
+
+
+class Aggregator:
+    def __init__(self, timeout: float = 10.0) -> None:
+        self.backends: dict[str, Backend] = {}
+        self._timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+        self._tls_clients: dict[str, httpx.AsyncClient] = {}
+
+    def set(self, group: str, url: str | None, versions: tuple[str, ...] | None = None,
+            verify: str | bool = True, cert: tuple[str, str] | None = None) -> None:
+        if url is None:
+            self.backends.pop(group, None)
+            return
+        self.backends[group] = Backend(group, url.rstrip("/"), tuple(versions or default_versions(group)), verify, cert)
+
+    def _client_for(self, b: Backend) -> httpx.AsyncClient:
+        if b.needs_own_client:
+            client = self._tls_clients.get(b.group)
+            if client is None:
+                client = self._tls_clients[b.group] = httpx.AsyncClient(verify=b.verify, cert=b.cert, timeout=self._timeout)
+            return client
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self._timeout)
+        return self._client
+
+    async def proxy(self, request: Request, group: str, user: Obj | None) -> Response:
+        b = self.backends[group]
+        headers = {k: v for k, v in request.headers.items() if k in _FORWARD_HEADERS}
+        if user is not None:  # what kube-aggregator asserts to the backend (trusted via the front-proxy cert)
+            headers["X-Remote-User"] = user["username"]
+            groups = list(user.get("groups", [])) + ["system:authenticated"]
+            headers["X-Remote-Group"] = ",".join(groups)
+        raw = request.scope.get("raw_path")  # keep the caller's escaping
+        url = b.url + (raw.decode("latin-1") if raw else request.url.path)
+        try:
+            r = await self._client_for(b).request(
+                request.method, url, params=request.url.query or None, headers=headers, content=await request.body())
+        except httpx.HTTPError as exc:
+            raise ServiceUnavailable(
+                f"the server is currently unable to handle the request: {group} backend {b.url} is unavailable "
+                f"({type(exc).__name__}: {exc or 'no answer'})"
+            ) from None
+        keep = {k: v for k, v in r.headers.items() if k.lower() in ("content-type", "cache-control")}
+        return Response(r.content, status_code=r.status_code, headers=keep)
+
+    async def aclose(self) -> None:
+        clients = [c for c in [self._client, *self._tls_clients.values()] if c is not None]
+        self._client, self._tls_clients = None, {}
+        for c in clients:
+            await c.aclose()
+
+
+class PodUsage:
+    """Per-pod container usage (`{"app": {"cpu": "250m", "memory": "200Mi"}}`), served as
+    PodMetrics for pods that exist, with the pods' labels, as metrics-server does."""
+
+    def __init__(self, window: str = "30s") -> None:
+        self.window = window
+        self._usage: dict[tuple[str, str], dict[str, dict[str, str]]] = {}
+        self._lock = threading.Lock()
+
+    def set(self, namespace: str, pod: str, containers: dict[str, dict[str, str]] | None) -> None:
+        with self._lock:
+            if containers is None:
+                self._usage.pop((namespace, pod), None)
+            else:
+                self._usage[(namespace, pod)] = {c: dict(u) for c, u in containers.items()}
+
+    def _metrics(self, pod: Obj, at: datetime) -> Obj | None:
+        meta = pod["metadata"]
+        with self._lock:
+            usage = self._usage.get((meta.get("namespace", ""), meta["name"]))
+        if usage is None:
+            return None
+        return wire.pod_metrics(meta["name"], meta.get("namespace", ""), at, self.window, usage, meta.get("labels"))
+
+    def get(self, cluster: Cluster, namespace: str, name: str) -> Obj:
+        pod = cluster.store.get(cluster.type("v1", "Pod"), namespace, name)
+        item = self._metrics(pod, datetime.now(UTC)) if pod is not None else None
+        if item is None:
+            raise NotFound(f'podmetrics.metrics.k8s.io "{namespace}/{name}" not found',
+                           {"name": name, "group": "metrics.k8s.io", "kind": "pods"})
+        return item
+
+    def list(self, cluster: Cluster, flt: Filter) -> Obj:
+        pods, _ = cluster.list(cluster.type("v1", "Pod"), flt)
+        at = datetime.now(UTC)
+        return wire.pod_metrics_list(m for m in (self._metrics(p, at) for p in pods) if m is not None)

@@ -1,0 +1,434 @@
+"""HTTP routes of the sandbox API server: discovery, the generic resource handler (list, watch,
+CRUD, status and scale subresources) over the resource table, the review APIs, metrics.k8s.io,
+and the aggregation proxy. Errors leave as `metav1.Status`."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import math
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import yaml
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from kubesim.cluster import scale_of
+from kubesim.fields import Filter
+from kubesim.resources import Registry, ResourceType
+from promscaler import wire
+from promscaler.selectors import SelectorError
+from promscaler.status import BadRequest, Gone, InternalError, MethodNotAllowed, NotFound, StatusError, Unauthorized
+from promscaler.times import parse_time
+
+if TYPE_CHECKING:
+    from kubesim.apiserver import KubeSim
+
+__all__ = ["create_app"]
+
+Obj = dict[str, Any]
+VERSION_INFO = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-kubesim", "gitCommit": "kubesim",
+                "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22",
+                "compiler": "gc", "platform": "linux/amd64"}
+
+
+def js(obj: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(obj), status_code=status, media_type="application/json")
+
+
+def status_response(exc: StatusError) -> Response:
+    return js(exc.to_status(), exc.code)
+
+
+def _success(t: ResourceType, obj: Obj) -> Obj:
+    meta = obj["metadata"]
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": meta["name"], "group": t.group, "kind": t.plural, "uid": meta.get("uid")}}
+
+
+def _as(t: ResourceType, obj: Obj) -> Obj:
+    """The object as served under the requested version (no conversion: same fields)."""
+    return obj if obj.get("apiVersion") == t.api_version else {**obj, "apiVersion": t.api_version}
+
+
+async def _body(request: Request) -> Any:
+    raw = await request.body()
+    ctype = request.headers.get("content-type", "application/json")
+    try:
+        if "yaml" in ctype:
+            return yaml.safe_load(raw)
+        return orjson.loads(raw) if raw else None
+    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+        raise BadRequest(f"request body is not valid {'YAML' if 'yaml' in ctype else 'JSON'}: {exc}") from None
+
+
+def _int_param(request: Request, name: str) -> int | None:
+    value = request.query_params.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise BadRequest(f"{name}: invalid value {value!r}: must be an integer") from None
+
+
+# --- tables (kubectl get) ----------------------------------------------------------------------
+
+def _age(ts: str | None) -> str:
+    if not ts:
+        return "<unknown>"
+    s = int((datetime.now(UTC) - parse_time(ts)).total_seconds())
+    if s < 120:
+        return f"{max(s, 0)}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 172800:
+        return f"{s // 3600}h"
+    return f"{s // 86400}d"
+
+
+def _pod_cells(o: Obj) -> list[Any]:
+    st = o.get("status") or {}
+    n = len((o.get("spec") or {}).get("containers") or [])
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in st.get("conditions") or [])
+    return [f"{n if ready else 0}/{n}", st.get("phase", "Pending"), 0]
+
+
+def _deploy_cells(o: Obj) -> list[Any]:
+    st, spec = o.get("status") or {}, o.get("spec") or {}
+    return [f"{st.get('readyReplicas', 0)}/{spec.get('replicas', 0)}", st.get("updatedReplicas", 0),
+            st.get("availableReplicas", 0)]
+
+
+_COLUMNS: dict[str, tuple[list[tuple[str, str]], Any]] = {
+    "Pod": ([("Ready", "string"), ("Status", "string"), ("Restarts", "integer")], _pod_cells),
+    "Deployment": ([("Ready", "string"), ("Up-to-date", "integer"), ("Available", "integer")], _deploy_cells),
+}
+
+
+def _table(t: ResourceType, items: list[Obj], list_meta: Obj) -> Obj:
+    extra, cells = _COLUMNS.get(t.kind, ([], lambda o: []))
+    cols = [("Name", "string")] + extra + [("Age", "string")]
+    return {
+        "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
+        "columnDefinitions": [{"name": n, "type": ty, "format": "name" if n == "Name" else "", "description": n,
+                               "priority": 0} for n, ty in cols],
+        "rows": [{"cells": [o["metadata"]["name"], *cells(o), _age(o["metadata"].get("creationTimestamp"))],
+                  "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}}
+                 for o in items],
+    }
+
+
+def openapi_document(registry: Registry, path: str) -> Obj:
+    """A permissive OpenAPI v3 document for one group/version: every kind accepts any fields
+    (the sandbox does no schema validation), which is what kubectl needs to apply manifests."""
+    parts = path.strip("/").split("/")
+    group, version = ("", parts[1]) if parts[0] == "api" and len(parts) == 2 else (
+        (parts[1], parts[2]) if parts[0] == "apis" and len(parts) == 3 else (None, None))
+    rows = registry.in_group_version(group, version) if group is not None else []
+    if not rows:
+        raise NotFound("the server could not find the requested resource")
+    schemas, paths = {}, {}
+    for t in rows:
+        gvk = {"group": t.group, "version": t.version, "kind": t.kind}
+        base = f"/{path.strip('/')}" + ("/namespaces/{namespace}" if t.namespaced else "") + f"/{t.plural}"
+        ops = {verb: {"x-kubernetes-action": verb, "x-kubernetes-group-version-kind": gvk, "responses": {},
+                      "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}]}
+               for verb in ("patch", "put")}
+        paths[base + "/{name}"] = ops
+        paths[base] = {"post": {**ops["put"], "x-kubernetes-action": "post"}}
+        schemas[f"{t.group or 'core'}.{t.version}.{t.kind}"] = {
+            "type": "object", "x-kubernetes-preserve-unknown-fields": True,
+            "x-kubernetes-group-version-kind": [{"group": t.group, "version": t.version, "kind": t.kind}],
+            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                           "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        }
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": VERSION_INFO["gitVersion"]}, "paths": paths,
+            "components": {"schemas": schemas}}
+
+
+def _wants_table(request: Request) -> bool:
+    return "as=Table" in request.headers.get("accept", "")
+
+
+# --- the app -----------------------------------------------------------------------------------
+
+def create_app(sim: KubeSim) -> FastAPI:
+    cluster, policy, aggregator = sim.cluster, sim.policy, sim.aggregator
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        cluster.store.close_watchers()
+        await aggregator.aclose()
+
+    app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
+
+    @app.exception_handler(StatusError)
+    async def on_status(request: Request, exc: StatusError) -> Response:
+        return status_response(exc)
+
+    @app.exception_handler(SelectorError)
+    async def on_selector(request: Request, exc: SelectorError) -> Response:
+        return status_response(BadRequest(str(exc)))
+
+    @app.exception_handler(Exception)
+    async def on_error(request: Request, exc: Exception) -> Response:
+        return status_response(InternalError(f"kubesim: {type(exc).__name__}: {exc}"))
+
+    def caller(request: Request) -> Obj | None:
+        auth = request.headers.get("authorization", "")
+        token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        user = policy.user_of(token)
+        if sim.authenticate and user is None:
+            raise Unauthorized("Unauthorized")
+        return user
+
+    @app.get("/version")
+    async def version() -> Response:
+        return js(VERSION_INFO)
+
+    @app.get("/healthz")
+    @app.get("/livez")
+    @app.get("/readyz")
+    async def healthz() -> Response:
+        return Response("ok", media_type="text/plain")
+
+    def gv_path(group: str, version: str) -> str:
+        return f"apis/{group}/{version}" if group else f"api/{version}"
+
+    @app.get("/openapi/v3")
+    async def openapi_index(request: Request) -> Response:
+        caller(request)
+        pairs = {(t.group, t.version) for t in cluster.registry.types.values()}
+        paths = {gv_path(g, v): {"serverRelativeURL": f"/openapi/v3/{gv_path(g, v)}?hash={sim.resource_version}"}
+                 for g, v in sorted(pairs)}
+        return js({"paths": paths})
+
+    @app.get("/openapi/v3/{path:path}")
+    async def openapi_group_version(request: Request, path: str) -> Response:
+        caller(request)
+        return js(openapi_document(cluster.registry, path))
+
+    @app.get("/api")
+    async def api_versions(request: Request) -> Response:
+        caller(request)
+        return js({"kind": "APIVersions", "versions": ["v1"],
+                   "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": request.url.netloc}]})
+
+    def group_versions() -> dict[str, list[str]]:
+        groups = {g: v for g, v in cluster.registry.groups().items() if g}
+        for b in aggregator.backends.values():
+            groups[b.group] = list(b.versions)
+        return groups
+
+    @app.get("/apis")
+    async def api_groups(request: Request) -> Response:
+        caller(request)
+        return js(wire.api_group_list(wire.api_group(g, vs) for g, vs in group_versions().items()))
+
+    @app.get("/apis/{group}")
+    async def api_group(request: Request, group: str) -> Response:
+        caller(request)
+        versions = group_versions().get(group)
+        if not versions:
+            raise NotFound("the server could not find the requested resource")
+        return js(wire.api_group(group, versions))
+
+    def resource_list(group: str, version: str) -> Response:
+        rows = cluster.registry.in_group_version(group, version)
+        if not rows:
+            raise NotFound("the server could not find the requested resource")
+        gv = f"{group}/{version}" if group else version
+        return js(wire.api_resource_list(gv, [r for t in rows for r in t.discovery()]))
+
+    @app.api_route("/api/v1", methods=["GET"])
+    async def core_resources(request: Request) -> Response:
+        caller(request)
+        return resource_list("", "v1")
+
+    @app.api_route("/api/v1/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+    async def core(request: Request, rest: str) -> Response:
+        return await handle(request, caller(request), "", "v1", rest)
+
+    @app.api_route("/apis/{group}/{version}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+    async def group_resources(request: Request, group: str, version: str) -> Response:
+        user = caller(request)
+        if group in aggregator.backends:
+            return await aggregator.proxy(request, group, user)
+        return resource_list(group, version)
+
+    @app.api_route("/apis/{group}/{version}/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+    async def grouped(request: Request, group: str, version: str, rest: str) -> Response:
+        user = caller(request)
+        if group in aggregator.backends:
+            return await aggregator.proxy(request, group, user)
+        return await handle(request, user, group, version, rest)
+
+    # --- the generic handler -------------------------------------------------------------
+
+    def resolve(group: str, version: str, rest: str) -> tuple[ResourceType, str | None, str | None, str | None]:
+        parts = [p for p in rest.split("/") if p]
+        ns = None
+        if len(parts) >= 3 and parts[0] == "namespaces":
+            t = cluster.registry.lookup(group, version, parts[2])
+            if t is not None and t.namespaced:
+                ns, parts = parts[1], parts[2:]
+        if not parts or len(parts) > 3:
+            raise NotFound("the server could not find the requested resource")
+        t = cluster.registry.lookup(group, version, parts[0])
+        if t is None or (ns is not None and not t.namespaced) or (ns is None and t.namespaced and len(parts) > 1):
+            raise NotFound("the server could not find the requested resource")
+        name = parts[1] if len(parts) > 1 else None
+        sub = parts[2] if len(parts) > 2 else None
+        if sub is not None and not ((sub == "status" and t.status) or (sub == "scale" and t.scale)):
+            raise NotFound("the server could not find the requested resource")
+        return t, ns, name, sub
+
+    async def handle(request: Request, user: Obj | None, group: str, version: str, rest: str) -> Response:
+        t, ns, name, sub = resolve(group, version, rest)
+        method = request.method
+        if t.plural in ("tokenreviews", "subjectaccessreviews") and t.group.startswith(("authentication.", "authorization.")):
+            if method != "POST" or name is not None:
+                raise MethodNotAllowed(f"{t.plural} only support create")
+            body = await _body(request)
+            review = policy.token_review if t.plural == "tokenreviews" else policy.subject_access_review
+            return js(review(body), 201)
+        if t.group == "metrics.k8s.io":
+            return metrics(request, t, ns, name)
+        if name is None:
+            if method == "GET":
+                if request.query_params.get("watch") in ("true", "1"):
+                    return watch(request, t, ns)
+                return list_(request, t, ns)
+            if method == "POST":
+                obj = cluster.create(t, await _body(request), ns)
+                return js(_as(t, obj), 201)
+            if method == "DELETE":
+                flt = Filter.parse(ns, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector"))
+                items, _ = cluster.list(t, flt)
+                for obj in items:
+                    with contextlib.suppress(NotFound):
+                        cluster.delete(t, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+                return js({"kind": f"{t.kind}List", "apiVersion": t.api_version, "metadata": {}, "items": items})
+            raise MethodNotAllowed(f"{method} is not supported on a collection")
+        ns = ns or ""
+        if sub == "scale":
+            if method == "GET":
+                return js(scale_of(t, cluster.get(t, ns, name)))
+            if method == "PUT":
+                return js(cluster.update_scale(t, ns, name, scale_body=await _body(request)))
+            if method == "PATCH":
+                return js(cluster.update_scale(t, ns, name, content_type=request.headers.get("content-type", ""),
+                                               patch_body=await _body(request)))
+            raise MethodNotAllowed(f"{method} is not supported on scale")
+        if method == "GET":
+            obj = _as(t, cluster.get(t, ns, name))
+            if _wants_table(request):
+                return js(_table(t, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}))
+            return js(obj)
+        if method == "PUT":
+            return js(_as(t, cluster.replace(t, ns, name, await _body(request), subresource=sub)))
+        if method == "PATCH":
+            ctype = request.headers.get("content-type", "")
+            body = await _body(request)
+            if "apply-patch" in ctype and sub is None and cluster.store.get(t, ns, name) is None:
+                return js(_as(t, cluster.create(t, body, ns or None)), 201)
+            return js(_as(t, cluster.patch(t, ns, name, ctype, body, subresource=sub)))
+        if method == "DELETE" and sub is None:
+            uid = None
+            if request.headers.get("content-length") not in (None, "0"):
+                opts = await _body(request) or {}
+                uid = ((opts.get("preconditions") or {}).get("uid")) if isinstance(opts, dict) else None
+            gone = cluster.delete(t, ns, name, uid)
+            return js(_as(t, gone) if t.kind == "Pod" else _success(t, gone))
+        raise MethodNotAllowed(f"{method} is not supported here")
+
+    def list_(request: Request, t: ResourceType, ns: str | None) -> Response:
+        q = request.query_params
+        items, rv = cluster.list(t, Filter.parse(ns, q.get("labelSelector"), q.get("fieldSelector")))
+        token = q.get("continue")
+        if token:
+            try:
+                after = tuple(orjson.loads(base64.urlsafe_b64decode(token.encode())))
+            except Exception:
+                raise BadRequest("continue: invalid continue token") from None
+            items = [o for o in items if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > after]
+        meta: Obj = {"resourceVersion": str(rv)}
+        limit = _int_param(request, "limit")
+        if limit and limit > 0 and len(items) > limit:
+            last = items[limit - 1]["metadata"]
+            meta["continue"] = base64.urlsafe_b64encode(orjson.dumps([last.get("namespace", ""), last["name"]])).decode()
+            meta["remainingItemCount"] = len(items) - limit
+            items = items[:limit]
+        items = [_as(t, o) for o in items]
+        if _wants_table(request):
+            return js(_table(t, items, meta))
+        return js({"kind": f"{t.kind}List", "apiVersion": t.api_version, "metadata": meta, "items": items})
+
+    def watch(request: Request, t: ResourceType, ns: str | None) -> Response:
+        q = request.query_params
+        flt = Filter.parse(ns, q.get("labelSelector"), q.get("fieldSelector"))
+        timeout = _int_param(request, "timeoutSeconds")
+        bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
+        initial_end = q.get("sendInitialEvents") in ("true", "1")
+        rv = None if initial_end else q.get("resourceVersion")
+        loop = asyncio.get_running_loop()
+        try:
+            w = cluster.store.watch(t, flt, rv, loop)
+        except Gone as exc:  # as the watch cache does: 200, then one ERROR event carrying the 410 Status
+            return Response(orjson.dumps({"type": "ERROR", "object": exc.to_status()}) + b"\n", media_type="application/json")
+
+        def bookmark(annotations: Obj | None = None) -> bytes:
+            meta: Obj = {"resourceVersion": str(w.seen_rv)}
+            if annotations:
+                meta["annotations"] = annotations
+            return orjson.dumps({"type": "BOOKMARK", "object": {"kind": t.kind, "apiVersion": t.api_version,
+                                                                "metadata": meta}}) + b"\n"
+
+        async def stream() -> AsyncIterator[bytes]:
+            deadline = loop.time() + timeout if timeout else math.inf
+            try:
+                if initial_end and bookmarks:
+                    while not w.queue.empty():
+                        item = w.queue.get_nowait()
+                        if item is None:
+                            return
+                        yield orjson.dumps({"type": item[0], "object": _as(t, item[1])}) + b"\n"
+                    yield bookmark({"k8s.io/initial-events-end": "true"})
+                while True:
+                    wait = min(deadline - loop.time(), sim.bookmark_interval if bookmarks else math.inf)
+                    if wait <= 0:
+                        return
+                    try:
+                        item = await asyncio.wait_for(w.queue.get(), None if wait == math.inf else wait)
+                    except TimeoutError:
+                        if bookmarks and loop.time() < deadline:
+                            yield bookmark()
+                        continue
+                    if item is None:
+                        return
+                    yield orjson.dumps({"type": item[0], "object": _as(t, item[1])}) + b"\n"
+            finally:
+                cluster.store.unwatch(w)
+
+        return StreamingResponse(stream(), media_type="application/json")
+
+    def metrics(request: Request, t: ResourceType, ns: str | None, name: str | None) -> Response:
+        if request.method != "GET":
+            raise MethodNotAllowed("metrics.k8s.io is read-only")
+        if t.plural == "nodes":
+            if name is not None:
+                raise NotFound(f'nodemetrics.metrics.k8s.io "{name}" not found')
+            return js({"kind": "NodeMetricsList", "apiVersion": "metrics.k8s.io/v1beta1", "metadata": {}, "items": []})
+        if name is not None:
+            return js(sim.usage.get(cluster, ns or "", name))
+        q = request.query_params
+        return js(sim.usage.list(cluster, Filter.parse(ns, q.get("labelSelector"), q.get("fieldSelector"))))
+
+    return app

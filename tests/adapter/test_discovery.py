@@ -1,0 +1,93 @@
+"""Discovery against a programmable Prometheus HTTP API: one call per distinct seriesQuery, per-query
+last-good fallback, atomic catalogue swap."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from adapter.discovery import Discovery, load_compiled
+from adapter.prometheus import PrometheusClient
+from adapter.settings import parse_settings
+from conftest import RULES
+
+
+class _SeriesAPI(BaseHTTPRequestHandler):
+    """Answers /api/v1/series per match[]; `failing` queries get a 503."""
+
+    series: dict[str, list[dict]] = {}
+    failing: set[str] = set()
+    calls: list[str] = []
+
+    def do_GET(self):  # noqa: N802
+        match = parse_qs(urlparse(self.path).query)["match[]"][0]
+        type(self).calls.append(match)
+        if match in self.failing:
+            code, body = 503, {"status": "error", "errorType": "unavailable", "error": "store gateway down"}
+        else:
+            code, body = 200, {"status": "success", "data": self.series.get(match, [])}
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def series_api():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SeriesAPI)
+    _SeriesAPI.series, _SeriesAPI.failing, _SeriesAPI.calls = {}, set(), []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+HTTP_Q = 'http_requests_total{namespace!="",pod!=""}'
+JOBS_Q = '{__name__=~"jobs_.*_total",namespace!="",pod!=""}'
+
+
+async def test_shared_queries_fallback_and_swap(series_api):
+    rules = load_compiled(RULES)
+    client = PrometheusClient(parse_settings(["--prometheus-url", f"http://127.0.0.1:{series_api.server_port}"]))
+    discovery = Discovery(rules, client, relist_interval=60)
+    _SeriesAPI.series = {
+        HTTP_Q: [{"__name__": "http_requests_total", "namespace": "web", "pod": "a"}],
+        JOBS_Q: [{"__name__": "jobs_processed_total", "namespace": "b", "pod": "w"},
+                 {"__name__": "jobs_processed_seconds_total", "namespace": "b", "pod": "w"}],
+    }
+    try:
+        assert await discovery.relist() is True and discovery.synced
+        distinct = {r.series_query for r in rules.all}
+        assert sorted(_SeriesAPI.calls) == sorted(distinct) and len(distinct) < len(rules.all)  # rules 1 and 2 share
+        before = discovery.catalogue
+        assert ("pods", "jobs_processed_per_second") in before.custom and ("pods", "busy_ratio") in before.custom
+
+        # the jobs query fails; http_requests gains a series: only the failed query's rules keep their old result
+        _SeriesAPI.failing = {JOBS_Q}
+        _SeriesAPI.series[HTTP_Q] = [{"__name__": "http_requests_total", "namespace": "web", "pod": "a"},
+                                     {"__name__": "http_errors_total", "namespace": "web", "pod": "a"}]
+        assert await discovery.relist() is False
+        after = discovery.catalogue
+        assert after is not before  # swapped whole
+        assert ("pods", "jobs_processed_per_second") in after.custom and ("pods", "busy_ratio") in after.custom
+        assert ("pods", "http_errors") in after.custom
+        assert "store gateway down" in discovery.last_error
+
+        # the query recovers with fewer series: the catalogue follows
+        _SeriesAPI.failing = set()
+        _SeriesAPI.series[JOBS_Q] = [{"__name__": "jobs_failed_total", "namespace": "b", "pod": "w"}]
+        assert await discovery.relist() is True
+        final = discovery.catalogue.custom
+        assert ("pods", "jobs_failed_per_second") in final and ("pods", "jobs_processed_per_second") not in final
+        assert ("pods", "busy_ratio") not in final
+    finally:
+        await client.aclose()

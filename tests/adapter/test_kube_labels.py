@@ -1,0 +1,130 @@
+"""`*` with labelSelector: object labels from a Kubernetes API (the in-process KubeSim) through
+the official asyncio client's watch-based cache; pods that no longer exist are not answered."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import pytest
+from kubernetes.aio import client as kclient
+
+from adapter.kube import LabelCache
+from adapter.naming import resource_by_api_name
+from conftest import RULES, AdapterProcess, approx
+from kubesim.apiserver import KubeSim
+from promscaler.selectors import parse_selector
+
+PATH = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/%2A/http_requests"
+RATE = 'sum(rate(http_requests_total{namespace="web"}[1m])) by (pod)'
+
+
+def pod(ns: str, name: str, **labels: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "spec": {"containers": [{"name": "app", "image": "app"}]}}
+
+
+@pytest.fixture(scope="module")
+def sim():
+    with KubeSim() as s:
+        s.apply(pod("web", "web-1", app="web"))
+        s.apply(pod("web", "web-2", app="web"))
+        s.apply(pod("web", "web-3", app="web", track="canary"))
+        s.apply(pod("shop", "shop-1", app="web"))  # same labels, other namespace
+        yield s
+
+
+@pytest.fixture(scope="module")
+def adapter_k8s(prometheus, sim):
+    a = AdapterProcess("--prometheus-url", prometheus.url, "--config", str(RULES), "--kubeconfig", sim.kubeconfig_path,
+                       "--query-cache-ttl", "0").wait_ready()
+    yield a
+    a.stop()
+
+
+def names(adapter, selector: str) -> dict[str, str]:
+    resp = adapter.get(PATH, params={"labelSelector": selector})
+    assert resp.status_code == 200, resp.text
+    return {i["describedObject"]["name"]: i["value"] for i in resp.json()["items"]}
+
+
+def test_only_existing_matching_pods_are_answered(adapter_k8s, promql):
+    got = names(adapter_k8s, "app=web")
+    expected = promql.by(RATE, "pod")
+    assert "web-old" in expected  # Prometheus still has the deleted pod's rate series...
+    assert set(got) == {"web-1", "web-2", "web-3"}  # ...but it does not exist now
+    assert all(approx(got[p], expected[p]) for p in got)
+
+
+@pytest.mark.parametrize("selector,expected", [
+    ("app=web,track notin (canary)", {"web-1", "web-2"}),
+    ("track", {"web-3"}),
+    ("!track", {"web-1", "web-2"}),
+    ("app in (web,api),track=canary", {"web-3"}),
+    ("app!=web", set()),
+])
+def test_selector_operators_on_object_labels(adapter_k8s, selector, expected):
+    assert set(names(adapter_k8s, selector)) == expected
+
+
+def test_watch_keeps_the_cache_current(adapter_k8s, sim):
+    def wait_until(expected: set[str]) -> set[str]:
+        deadline = time.monotonic() + 10
+        while (got := set(names(adapter_k8s, "app=web"))) != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return got
+
+    sim.delete("v1", "Pod", "web", "web-2")
+    assert wait_until({"web-1", "web-3"}) == {"web-1", "web-3"}
+    sim.apply(pod("web", "web-old", app="web"))  # the series exists in Prometheus: now it is answered
+    assert wait_until({"web-1", "web-3", "web-old"}) == {"web-1", "web-3", "web-old"}
+    sim.apply(pod("web", "web-2", app="web"))
+    sim.delete("v1", "Pod", "web", "web-old")
+    assert wait_until({"web-1", "web-2", "web-3"}) == {"web-1", "web-2", "web-3"}
+
+
+async def test_label_cache_relists_after_410(sim, caplog):
+    caplog.set_level(logging.INFO, logger="adapter.kube")
+    cache = LabelCache(kclient.ApiClient(configuration=sim.aio_client_configuration()))
+    pods = resource_by_api_name("pods")
+    try:
+        assert await cache.names(pods, "web", parse_selector("app=web")) == {"web-1", "web-2", "web-3"}
+        informer = cache._informers["pods"]
+        assert informer.relists == 1
+        # the watch drops; meanwhile a pod appears and the server compacts its history
+        informer.task.cancel()
+        await asyncio.gather(informer.task, return_exceptions=True)
+        stale = informer.resource_version
+        sim.apply(pod("web", "web-9", app="web"))
+        sim.compact()
+        informer.task = asyncio.create_task(informer._run(stale))  # resume from the old resourceVersion
+        deadline = time.monotonic() + 10
+        while informer.relists < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert informer.relists == 2 and "410 Gone" in caplog.text
+        assert await cache.names(pods, "web", parse_selector("app=web")) == {"web-1", "web-2", "web-3", "web-9"}
+    finally:
+        sim.delete("v1", "Pod", "web", "web-9")
+        await cache.aclose()
+
+
+def test_through_the_aggregation_layer_with_kubectl(adapter_k8s, sim, promql):
+    """kubectl -> KubeSim's aggregator (APIService-style proxy) -> adapter, as the HPA controller reaches it."""
+    import json
+    import subprocess
+
+    from conftest import ROOT
+
+    sim.set_aggregated_api("custom.metrics.k8s.io", adapter_k8s.url)
+    try:
+        out = subprocess.run(
+            [str(ROOT / ".venv" / "bin" / "kubectl"), "--kubeconfig", sim.kubeconfig_path, "get", "--raw",
+             "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/*/http_requests?labelSelector=app%3Dweb"],
+            capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        got = {i["describedObject"]["name"]: i["value"] for i in json.loads(out.stdout)["items"]}
+        expected = promql.by(RATE, "pod")
+        assert set(got) == {"web-1", "web-2", "web-3"} and all(approx(got[p], expected[p]) for p in got)
+    finally:
+        sim.set_aggregated_api("custom.metrics.k8s.io", None)

@@ -1,0 +1,120 @@
+"""The Prometheus client: path prefixes (as behind Thanos/Mimir), credentials, headers and extra
+query parameters on every call."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
+from adapter.settings import parse_settings
+from conftest import RULES, AdapterProcess, approx, start_prometheus
+
+
+@pytest.fixture(scope="module")
+def prefixed_prometheus():
+    prom = start_prometheus(route_prefix="/prom/api-gw")
+    yield prom
+    prom.close()
+
+
+def test_adapter_behind_a_path_prefix(prefixed_prometheus, promql):
+    adapter = AdapterProcess("--prometheus-url", prefixed_prometheus.url, "--config", str(RULES),
+                             "--prometheus-query-param", "dedup=true", "--prometheus-header", "X-Scope-OrgID=tenant-1",
+                             "--prometheus-verb", "POST").wait_ready()
+    try:
+        resp = adapter.get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/web-2/http_requests")
+        assert resp.status_code == 200, resp.text
+        expected = promql.by('sum(rate(http_requests_total{namespace="web"}[1m])) by (pod)', "pod")["web-2"]
+        assert approx(resp.json()["items"][0]["value"], expected)
+    finally:
+        adapter.stop()
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    seen: list[dict] = []
+    reply: tuple[int, dict] = (200, {"status": "success", "data": {"resultType": "vector", "result": []}})
+
+    def do_GET(self):  # noqa: N802
+        url = urlparse(self.path)
+        type(self).seen.append({"path": url.path, "params": parse_qs(url.query), "headers": dict(self.headers)})
+        code, body = type(self).reply
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def recorder():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    _Recorder.seen = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+async def test_credentials_headers_and_params_are_sent(recorder, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    settings = parse_settings([
+        "--prometheus-url", f"http://127.0.0.1:{recorder.server_port}/select/0/prometheus/",
+        "--prometheus-token-file", str(token), "--prometheus-header", "X-Scope-OrgID=t1",
+        "--prometheus-query-param", "partial_response=false", "--prometheus-timeout", "3s",
+    ])
+    client = PrometheusClient(settings)
+    try:
+        _Recorder.reply = (200, {"status": "success", "data": {"resultType": "vector", "result": [
+            {"metric": {"pod": "a"}, "value": [1700000000.5, "2.5"]},
+            {"metric": {"pod": "b"}, "value": [1700000000.5, "NaN"]},
+            {"metric": {"pod": "c"}, "value": [1700000000.5, "+Inf"]},
+        ]}})
+        samples = await client.query('up{job="x"}')
+        assert [(s.labels["pod"], s.value, s.timestamp) for s in samples] == [("a", 2.5, 1700000000.5)]  # NaN/Inf skipped
+        [req] = _Recorder.seen
+        assert req["path"] == "/select/0/prometheus/api/v1/query"
+        assert req["params"]["query"] == ['up{job="x"}'] and req["params"]["partial_response"] == ["false"]
+        assert req["params"]["timeout"] == ["3s"]
+        assert req["headers"]["Authorization"] == "Bearer s3cret" and req["headers"]["X-Scope-OrgID"] == "t1"
+
+        _Recorder.reply = (400, {"status": "error", "errorType": "bad_data", "error": "parse error"})
+        with pytest.raises(PrometheusQueryError, match="parse error"):
+            await client.query("bad(")
+        _Recorder.reply = (503, {"status": "error", "errorType": "unavailable", "error": "overloaded"})
+        with pytest.raises(PrometheusUnavailable, match="overloaded"):
+            await client.query("up")
+    finally:
+        await client.aclose()
+
+
+async def test_auth_config_kubeconfig_style(recorder, tmp_path):
+    """`--prometheus-auth-config`: prometheus-adapter's kubeconfig-style credentials file."""
+    auth = tmp_path / "prometheus-auth.yaml"
+    auth.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "prom", "cluster": {"server": f"http://127.0.0.1:{recorder.server_port}"}}],
+        "users": [{"name": "adapter", "user": {"token": "from-kubeconfig"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "prom", "user": "adapter"}}], "current-context": "c",
+    }))
+    settings = parse_settings(["--prometheus-url", f"http://127.0.0.1:{recorder.server_port}",
+                               "--prometheus-auth-config", str(auth)])
+    client = PrometheusClient(settings)
+    try:
+        _Recorder.reply = (200, {"status": "success", "data": []})
+        assert await client.series("up") == []
+        [req] = _Recorder.seen
+        assert req["path"] == "/api/v1/series" and req["params"]["match[]"] == ["up"]
+        assert req["headers"]["Authorization"] == "Bearer from-kubeconfig"
+    finally:
+        await client.aclose()

@@ -1,0 +1,133 @@
+"""Fixtures: a KubeSim cluster with the CRD, a fake metrics upstream behind its aggregation, and
+controllers run in the test's event loop against the sim through the real kubernetes client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from autoscaler.controller.controller import Controller, Settings
+from autoscaler.controller.kube import Kube, load_configuration
+from autoscaler.decision.model import ControllerConfig
+from kubesim.apiserver import KubeSim
+from promscaler.selectors import parse_selector
+
+from .fakemetrics import FakeMetrics
+
+ROOT = Path(__file__).resolve().parents[2]
+NS = "default"
+CR_API = ("promscaler.io/v1alpha1", "HorizontalAutoscaler")
+
+
+@pytest.fixture
+def sim():
+    with KubeSim(ready_delay=0.0) as s:
+        s.apply(yaml.safe_load((ROOT / "apiservice/horizontalautoscaler-crd.yaml").read_text()))
+        yield s
+
+
+def pods_matching(sim: KubeSim, ns: str, selector: str) -> list[str]:
+    sel = parse_selector(selector)
+    return sorted(p["metadata"]["name"] for p in sim.list("v1", "Pod", ns)
+                  if sel.matches(p["metadata"].get("labels") or {}) and not p["metadata"].get("deletionTimestamp"))
+
+
+@pytest.fixture
+def fake(sim):
+    f = FakeMetrics(lambda ns, sel: pods_matching(sim, ns, sel)).start()
+    sim.set_aggregated_api("custom.metrics.k8s.io", f.url)
+    sim.set_aggregated_api("external.metrics.k8s.io", f.url)
+    yield f
+    f.stop()
+
+
+def deployment(name: str, replicas: int, ns: str = NS) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels},
+                              "spec": {"containers": [{"name": "app", "image": "app:1", "resources": {"requests": {"cpu": "500m"}}}]}}},
+    }
+
+
+def autoscaler(name: str, target: str, metrics: list[dict[str, Any]], *, min_replicas: int = 1, max_replicas: int = 10,
+               behavior: dict[str, Any] | None = None, ns: str = NS, kind: str = "HorizontalAutoscaler") -> dict[str, Any]:
+    spec: dict[str, Any] = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+                            "minReplicas": min_replicas, "maxReplicas": max_replicas, "metrics": metrics}
+    if behavior is not None:
+        spec["behavior"] = behavior
+    api = "promscaler.io/v1alpha1" if kind == "HorizontalAutoscaler" else "autoscaling/v2"
+    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def pods_metric(name: str, average: str) -> dict[str, Any]:
+    return {"type": "Pods", "pods": {"metric": {"name": name}, "target": {"type": "AverageValue", "averageValue": average}}}
+
+
+def external_metric(name: str, average: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    metric: dict[str, Any] = {"name": name}
+    if labels:
+        metric["selector"] = {"matchLabels": labels}
+    return {"type": "External", "external": {"metric": metric, "target": {"type": "AverageValue", "averageValue": average}}}
+
+
+def settings(**overrides: Any) -> Settings:
+    base: dict[str, Any] = dict(
+        sync_period=0.3, workers=2, leader_elect=False, http_port=None, lease_namespace=NS,
+        config=ControllerConfig(downscale_stabilization_window=0.0, initial_readiness_delay=0.0, cpu_initialization_period=0.0),
+    )
+    base.update(overrides)
+    return Settings(**base)
+
+
+@contextlib.asynccontextmanager
+async def running(sim: KubeSim, s: Settings) -> AsyncIterator[Controller]:
+    """A controller running in this loop until the block exits (then stopped gracefully)."""
+    kube = Kube(await load_configuration(sim.kubeconfig_path))
+    controller = Controller(kube, s)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        yield controller
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)
+        await kube.close()
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05) -> Any:
+    """Poll `check` until it returns a truthy value; fail with its last value."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    value = None
+    while loop.time() < deadline:
+        value = check()
+        if value:
+            return value
+        await asyncio.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
+
+
+def replicas(sim: KubeSim, name: str, ns: str = NS) -> int:
+    return int(sim.get("apps/v1", "Deployment", ns, name)["spec"]["replicas"])
+
+
+def status(sim: KubeSim, name: str, ns: str = NS, api: tuple[str, str] = CR_API) -> dict[str, Any]:
+    obj = sim.get(api[0], api[1], ns, name) or {}
+    return obj.get("status") or {}
+
+
+def conditions(sim: KubeSim, name: str, ns: str = NS) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in status(sim, name, ns).get("conditions") or []}
+
+
+def events(sim: KubeSim, name: str, ns: str = NS) -> list[tuple[str, str, str]]:
+    return [(e.get("type"), e.get("reason"), e.get("message")) for e in sim.list("v1", "Event", ns)
+            if (e.get("involvedObject") or {}).get("name") == name]

@@ -1,0 +1,131 @@
+"""Informers against KubeSim: list+watch, resume after a broken stream without missing an update,
+relist after 410 Gone, and the pod index."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import aiohttp
+
+from autoscaler.controller.informers import Informer, PodIndex
+from autoscaler.controller.kube import Kube, load_configuration
+from promscaler.selectors import parse_selector
+
+from .conftest import NS, autoscaler, deployment, eventually, pods_metric
+
+PATH = f"/apis/promscaler.io/v1alpha1/namespaces/{NS}/horizontalautoscalers"
+API = ("promscaler.io/v1alpha1", "HorizontalAutoscaler")
+
+
+class BreakableWatch:
+    """Wraps Kube.watch: `arm()` makes the current stream break (as a dropped connection does)
+    after its next event, and holds the reconnect until `release()`."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.original = kube.watch
+        self.armed = False
+        self.broken = asyncio.Event()
+        self.resume = asyncio.Event()
+        self.resume.set()
+        self.resume_versions: list[str] = []
+        kube.watch = self.watch  # type: ignore[method-assign]
+
+    def arm(self) -> None:
+        self.armed, self.resume = True, asyncio.Event()
+
+    def release(self) -> None:
+        self.resume.set()
+
+    async def watch(self, path, query, timeout):
+        await self.resume.wait()
+        self.resume_versions.append(dict(query).get("resourceVersion", ""))
+        async for event in self.original(path, query, timeout):
+            yield event
+            if self.armed:
+                self.armed = False
+                self.broken.set()
+                raise aiohttp.ClientPayloadError("Response payload is not completed (test)")
+
+
+@contextlib.asynccontextmanager
+async def informer(sim, path=PATH, **kwargs):
+    kube = Kube(await load_configuration(sim.kubeconfig_path))
+    breaker = BreakableWatch(kube)
+    inf = Informer(kube, path, name="test", **kwargs)
+    stop = asyncio.Event()
+    task = asyncio.create_task(inf.run(stop))
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 10)
+        yield inf, breaker
+    finally:
+        stop.set()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await kube.close()
+
+
+def max_replicas(inf: Informer, name: str) -> int | None:
+    obj = inf.get((NS, name))
+    return obj and obj["spec"]["maxReplicas"]
+
+
+async def test_lists_then_follows_adds_updates_deletes(sim):
+    sim.apply(autoscaler("a", "web", [pods_metric("m", "1")]))
+    seen: list[tuple[str, str]] = []
+    async with informer(sim) as (inf, _):
+        inf.add_handler(lambda kind, old, new: seen.append((kind, (new or old)["metadata"]["name"])))
+        assert max_replicas(inf, "a") == 10
+        sim.apply(autoscaler("b", "web", [pods_metric("m", "1")]))
+        sim.apply(autoscaler("a", "web", [pods_metric("m", "1")], max_replicas=7))
+        sim.delete(*API, NS, "b")
+        await eventually(lambda: ("DELETED", "b") in seen)
+        assert max_replicas(inf, "a") == 7 and inf.get((NS, "b")) is None
+        assert seen == [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
+        assert inf.relists == 1
+
+
+async def test_broken_stream_resumes_from_resource_version_without_missing_an_update(sim):
+    sim.apply(autoscaler("a", "web", [pods_metric("m", "1")]))
+    async with informer(sim) as (inf, breaker):
+        breaker.arm()
+        sim.apply(autoscaler("a", "web", [pods_metric("m", "1")], max_replicas=5))  # delivered, then the stream breaks
+        await asyncio.wait_for(breaker.broken.wait(), 10)
+        last_seen = inf.resource_version
+        sim.apply(autoscaler("a", "web", [pods_metric("m", "1")], max_replicas=3))  # while disconnected
+        assert max_replicas(inf, "a") == 5
+        breaker.release()
+        await eventually(lambda: max_replicas(inf, "a") == 3)
+        assert inf.relists == 1  # resumed, not relisted
+        assert breaker.resume_versions[-1] == last_seen
+
+
+async def test_expired_resource_version_relists(sim):
+    sim.apply(autoscaler("a", "web", [pods_metric("m", "1")]))
+    sim.apply(autoscaler("gone-soon", "web", [pods_metric("m", "1")]))
+    async with informer(sim) as (inf, breaker):
+        breaker.arm()
+        sim.apply(autoscaler("a", "web", [pods_metric("m", "1")], max_replicas=5))
+        await asyncio.wait_for(breaker.broken.wait(), 10)
+        sim.apply(autoscaler("a", "web", [pods_metric("m", "1")], max_replicas=4))
+        sim.delete(*API, NS, "gone-soon")
+        sim.compact()  # the history is gone: resuming gets 410 Gone
+        breaker.release()
+        await eventually(lambda: max_replicas(inf, "a") == 4 and inf.get((NS, "gone-soon")) is None)
+        assert inf.relists == 2
+
+
+async def test_pod_index_selects_by_labels_within_namespace(sim):
+    sim.apply(deployment("web", 3))
+    sim.apply(deployment("api", 2))
+    sim.apply(deployment("web", 1, ns="other"))
+    async with informer(sim, path="/api/v1/pods") as (inf, _):
+        index = PodIndex(inf)
+        for obj in list(inf.store.values()):  # the index subscribes after the initial list here
+            index._on_event("ADDED", None, obj)
+        await eventually(lambda: len(index.select(NS, parse_selector("app=web"))) == 3)
+        assert len(index.select(NS, parse_selector("app in (web,api)"))) == 5
+        assert len(index.select("other", parse_selector("app=web"))) == 1
+        sim.apply(deployment("web", 1))
+        await eventually(lambda: len(index.select(NS, parse_selector("app=web"))) == 1)

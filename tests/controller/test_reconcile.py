@@ -1,0 +1,153 @@
+"""The controller against KubeSim over real HTTP: scaling through /scale, status, conditions,
+events, stabilization, failing metrics, conflicts and dry-run."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+from autoscaler.controller.kube import ApiError
+from autoscaler.decision.model import ControllerConfig
+
+from .conftest import (NS, autoscaler, conditions, deployment, events, eventually, external_metric, pods_metric, replicas,
+                       running, settings, status)
+
+
+def per_pod(total_milli: int):
+    """A workload whose per-pod rate is total load / replicas."""
+    return lambda names: f"{math.ceil(total_milli / max(1, len(names)))}m"
+
+
+async def test_scales_up_through_scale_and_writes_status_conditions_events(sim, fake):
+    sim.apply(deployment("web", 2))
+    fake.pods[(NS, "http_requests")] = per_pod(2000)  # 1 req/s per pod at 2 replicas; target 500m -> 4
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
+    async with running(sim, settings()):
+        await eventually(lambda: replicas(sim, "web") == 4)
+        st = await eventually(lambda: (s := status(sim, "web")).get("currentReplicas") == 4 and s)
+        await asyncio.sleep(1.0)  # several more sync periods: at 500m per pod it must stay at 4
+        assert replicas(sim, "web") == 4
+    st = status(sim, "web")
+    assert st["desiredReplicas"] == 4 and st["currentReplicas"] == 4
+    assert st["observedGeneration"] == sim.get("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, "web")["metadata"]["generation"]
+    assert "lastScaleTime" in st
+    metric = st["currentMetrics"][0]
+    assert metric["type"] == "Pods" and metric["pods"]["metric"]["name"] == "http_requests"
+    conds = conditions(sim, "web")
+    assert conds["AbleToScale"][0] == "True"
+    assert conds["ScalingActive"] == ("True", "ValidMetricFound")
+    assert conds["ScalingLimited"] == ("False", "DesiredWithinRange")
+    rescales = [e for e in events(sim, "web") if e[1] == "SuccessfulRescale"]
+    assert rescales == [("Normal", "SuccessfulRescale", "New size: 4; reason: pods metric http_requests above target")]
+
+
+async def test_scale_down_waits_out_the_stabilization_window(sim, fake):
+    sim.apply(deployment("web", 4))
+    fake.pods[(NS, "http_requests")] = "100m"  # far below the 500m target: wants 1
+    behavior = {"scaleDown": {"stabilizationWindowSeconds": 2}}
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")], behavior=behavior))
+    loop = asyncio.get_running_loop()
+    async with running(sim, settings()):
+        await eventually(lambda: conditions(sim, "web").get("AbleToScale", ("", ""))[1] == "ScaleDownStabilized")
+        held_from = loop.time()
+        assert replicas(sim, "web") == 4  # recommended 1, held at 4 by the window
+        await eventually(lambda: replicas(sim, "web") == 1)
+        assert loop.time() - held_from > 1.0  # the window (2 s from the first sync) was waited out
+    assert [e[2] for e in events(sim, "web") if e[1] == "SuccessfulRescale"] == ["New size: 1; reason: All metrics below target"]
+
+
+async def test_a_failing_metric_blocks_scale_down_but_not_scale_up(sim, fake):
+    sim.apply(deployment("web", 4))
+    fake.pods[(NS, "http_requests")] = "100m"  # wants 1
+    fake.failing.add("queue_messages_ready")
+    metrics = [pods_metric("http_requests", "500m"), external_metric("queue_messages_ready", "30", {"queue": "tasks"})]
+    sim.apply(autoscaler("web", "web", metrics))
+    async with running(sim, settings()):
+        await eventually(lambda: any(e[1] == "FailedGetExternalMetric" for e in events(sim, "web")))
+        await eventually(lambda: status(sim, "web").get("desiredReplicas") == 4)
+        await asyncio.sleep(0.8)
+        assert replicas(sim, "web") == 4  # no scale-down while one metric is unknown
+        assert conditions(sim, "web")["ScalingActive"][0] == "False"
+        fake.pods[(NS, "http_requests")] = "1"  # now wants 8: scale-up proceeds despite the failure
+        await eventually(lambda: replicas(sim, "web") == 8)
+    warning = next(e for e in events(sim, "web") if e[1] == "FailedGetExternalMetric")
+    assert warning[0] == "Warning" and "queue_messages_ready" in warning[2]
+
+
+async def test_missing_target_reports_failed_get_scale(sim, fake):
+    sim.apply(autoscaler("orphan", "nonexistent", [pods_metric("http_requests", "500m")]))
+    async with running(sim, settings()):
+        await eventually(lambda: conditions(sim, "orphan").get("AbleToScale") == ("False", "FailedGetScale"))
+        await eventually(lambda: any(e[1] == "FailedGetScale" for e in events(sim, "orphan")))
+
+
+async def test_status_conflict_is_retried(sim, fake):
+    sim.apply(deployment("web", 2))
+    fake.pods[(NS, "http_requests")] = per_pod(2000)
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
+    conflicts: list[int] = []
+    async with running(sim, settings()) as controller:
+        kube = controller.reconciler.kube
+        original = kube.request
+
+        async def racing(method, path, *args, **kwargs):
+            if method == "PUT" and path.endswith("/status") and not conflicts:
+                # someone else writes the object between our read and our write
+                obj = sim.get("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, "web")
+                obj["metadata"].setdefault("annotations", {})["touched"] = "yes"
+                sim.apply(obj)
+                try:
+                    return await original(method, path, *args, **kwargs)
+                except ApiError as exc:
+                    conflicts.append(exc.status)
+                    raise
+            return await original(method, path, *args, **kwargs)
+
+        kube.request = racing
+        await eventually(lambda: status(sim, "web").get("currentReplicas") == 4)
+    assert conflicts == [409]
+    obj = sim.get("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, "web")
+    assert obj["metadata"]["annotations"]["touched"] == "yes"  # the other writer's change survived
+
+
+async def test_dry_run_decides_and_reports_but_never_writes_scale(sim, fake):
+    sim.apply(deployment("web", 2))
+    fake.pods[(NS, "http_requests")] = per_pod(2000)
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
+    async with running(sim, settings(dry_run=True)):
+        await eventually(lambda: status(sim, "web").get("desiredReplicas") == 4)
+        await asyncio.sleep(0.8)
+    assert replicas(sim, "web") == 2
+    assert status(sim, "web")["currentReplicas"] == 2
+    assert not [e for e in events(sim, "web") if e[1] == "SuccessfulRescale"]
+
+
+async def test_spec_change_is_picked_up_from_the_watch(sim, fake):
+    sim.apply(deployment("web", 2))
+    fake.pods[(NS, "http_requests")] = "1"
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")], max_replicas=3))
+    async with running(sim, settings(sync_period=30.0)):  # no resync during the test: only watch events
+        await eventually(lambda: replicas(sim, "web") == 3)
+        await eventually(lambda: conditions(sim, "web").get("ScalingLimited") == ("True", "TooManyReplicas"))
+        sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")], max_replicas=5))
+        await eventually(lambda: replicas(sim, "web") == 5)
+
+
+async def test_controller_flags_reach_the_decision(sim, fake):
+    # a 0.5 tolerance: 1.4x the target is within tolerance, so no scale
+    sim.apply(deployment("web", 2))
+    fake.pods[(NS, "http_requests")] = per_pod(1400)  # 700m per pod at 2 replicas
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
+    cfg = ControllerConfig(tolerance=0.5, downscale_stabilization_window=0.0)
+    async with running(sim, settings(config=cfg)):
+        await eventually(lambda: status(sim, "web").get("desiredReplicas") == 2)
+        await asyncio.sleep(0.6)
+        assert replicas(sim, "web") == 2
+        # 3.2x at 2 pods -> 7 wanted, legacy scale-up limit max(2*2, 4) = 4; at 4 pods 1.6x -> 7;
+        # at 7 pods 0.91x is within tolerance: it stays.
+        fake.pods[(NS, "http_requests")] = per_pod(3200)
+        await eventually(lambda: replicas(sim, "web") == 7)
+        await asyncio.sleep(0.6)
+        assert replicas(sim, "web") == 7
+    sizes = [e[2].split(";")[0] for e in events(sim, "web") if e[1] == "SuccessfulRescale"]
+    assert sorted(sizes) == ["New size: 4", "New size: 7"]

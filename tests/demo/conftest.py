@@ -1,0 +1,1 @@
+"""Fixtures for the demo's tests (none shared yet: each test builds what it needs)."""

@@ -1,0 +1,184 @@
+"""TokenReview / SubjectAccessReview policy, metrics.k8s.io PodMetrics, and the APIService-style
+proxy to a real upstream server (a tiny FastAPI app on a free port)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubesim_objects import pod
+
+from kubesim.apiserver import KubeSim
+from kubesim.net import free_port, wait_http
+from promscaler import wire
+
+# --- auth reviews ----------------------------------------------------------------------------
+
+
+def test_token_review(sim: KubeSim, api: client.ApiClient) -> None:
+    sim.tokens["alice-token"] = {"username": "alice", "groups": ["team-a"]}
+    authn = client.AuthenticationV1Api(api)
+    ok = authn.create_token_review({"spec": {"token": "alice-token"}})
+    assert ok.status.authenticated is True
+    assert ok.status.user.username == "alice" and "team-a" in ok.status.user.groups
+    bad = authn.create_token_review({"spec": {"token": "wrong"}})
+    assert bad.status.authenticated is False and bad.status.error
+
+
+def test_subject_access_review(sim: KubeSim, api: client.ApiClient) -> None:
+    authz = client.AuthorizationV1Api(api)
+
+    def review(user: str, groups: list[str], verb: str, group: str, resource: str) -> bool:
+        spec = {"user": user, "groups": groups,
+                "resourceAttributes": {"verb": verb, "group": group, "resource": resource, "namespace": "default"}}
+        return authz.create_subject_access_review({"spec": spec}).status.allowed
+
+    assert review("bob", [], "get", "custom.metrics.k8s.io", "pods") is False
+    sim.allow("bob", "get", "custom.metrics.k8s.io", "*")
+    assert review("bob", [], "get", "custom.metrics.k8s.io", "pods") is True
+    assert review("bob", [], "list", "custom.metrics.k8s.io", "pods") is False
+    sim.allow("readers", "list", "*", "pods")
+    assert review("carol", ["readers"], "list", "custom.metrics.k8s.io", "pods") is True
+    assert review("carol", ["readers"], "list", "", "secrets") is False
+    assert review("root", ["system:masters"], "delete", "", "secrets") is True
+    non_resource = authz.create_subject_access_review({"spec": {"user": "dave", "nonResourceAttributes": {
+        "verb": "get", "path": "/metrics"}}})
+    assert non_resource.status.allowed is False and "dave" in non_resource.status.reason
+    sim.allow("dave", "get", "", "/metrics")
+    assert authz.create_subject_access_review({"spec": {"user": "dave", "nonResourceAttributes": {
+        "verb": "get", "path": "/metrics"}}}).status.allowed is True
+
+
+def test_review_apis_can_fail(sim: KubeSim, api: client.ApiClient) -> None:
+    before = sim.review_counts
+    sim.fail_auth_reviews = True
+    try:
+        for call, body in ((client.AuthenticationV1Api(api).create_token_review, {"spec": {"token": "x"}}),
+                           (client.AuthorizationV1Api(api).create_subject_access_review,
+                            {"spec": {"user": "x", "resourceAttributes": {"verb": "get"}}})):
+            with pytest.raises(ApiException) as exc:
+                call(body)
+            assert exc.value.status == 503 and json.loads(exc.value.body)["reason"] == "ServiceUnavailable"
+    finally:
+        sim.fail_auth_reviews = False
+    after = sim.review_counts
+    assert after["tokenreviews"] == before["tokenreviews"] + 1
+    assert after["subjectaccessreviews"] == before["subjectaccessreviews"] + 1
+
+
+def test_authenticate_option_rejects_unknown_tokens() -> None:
+    with KubeSim(authenticate=True) as strict:
+        r = httpx.get(f"{strict.url}/api/v1/namespaces")
+        assert r.status_code == 401 and r.json()["reason"] == "Unauthorized"
+        r = httpx.get(f"{strict.url}/api/v1/namespaces", headers={"Authorization": f"Bearer {strict.token}"})
+        assert r.status_code == 200
+
+
+# --- metrics.k8s.io --------------------------------------------------------------------------
+
+
+def test_pod_metrics(sim: KubeSim, ns: str, api: client.ApiClient) -> None:
+    sim.apply(pod("web-1", {"app": "web"}, phase="Running", namespace=ns))
+    sim.apply(pod("web-2", {"app": "web"}, phase="Running", namespace=ns))
+    sim.apply(pod("db-1", {"app": "db"}, phase="Running", namespace=ns))
+    sim.set_pod_usage(ns, "web-1", {"app": {"cpu": "250m", "memory": "200Mi"}})
+    sim.set_pod_usage(ns, "db-1", {"app": {"cpu": "1", "memory": "1Gi"}})
+    sim.set_pod_usage(ns, "gone", {"app": {"cpu": "1"}})  # no such pod: not reported
+    custom = client.CustomObjectsApi(api)
+    listed = custom.list_namespaced_custom_object("metrics.k8s.io", "v1beta1", ns, "pods", label_selector="app=web")
+    assert listed["kind"] == "PodMetricsList"
+    assert [(m["metadata"]["name"], m["containers"]) for m in listed["items"]] == [
+        ("web-1", [{"name": "app", "usage": {"cpu": "250m", "memory": "200Mi"}}])]
+    assert listed["items"][0]["metadata"]["labels"] == {"app": "web"} and listed["items"][0]["window"] == "30s"
+    all_pods = custom.list_namespaced_custom_object("metrics.k8s.io", "v1beta1", ns, "pods")
+    assert sorted(m["metadata"]["name"] for m in all_pods["items"]) == ["db-1", "web-1"]
+    one = custom.get_namespaced_custom_object("metrics.k8s.io", "v1beta1", ns, "pods", "db-1")
+    assert one["kind"] == "PodMetrics" and one["containers"][0]["usage"]["cpu"] == "1"
+    with pytest.raises(ApiException) as exc:
+        custom.get_namespaced_custom_object("metrics.k8s.io", "v1beta1", ns, "pods", "web-2")
+    assert exc.value.status == 404
+    resources = httpx.get(f"{sim.url}/apis/metrics.k8s.io/v1beta1").json()["resources"]
+    assert {r["name"]: r["kind"] for r in resources} == {"pods": "PodMetrics", "nodes": "NodeMetrics"}
+
+
+# --- aggregation -----------------------------------------------------------------------------
+
+
+def upstream_app() -> FastAPI:
+    app = FastAPI()
+
+    @app.get("/apis/custom.metrics.k8s.io/v1beta2")
+    async def discovery() -> dict:
+        return wire.api_resource_list("custom.metrics.k8s.io/v1beta2",
+                                      [wire.api_resource("pods/http_requests", "MetricValueList", True)])
+
+    @app.get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/{name}/{metric}")
+    async def metric(request: Request, ns: str, name: str, metric: str) -> JSONResponse:
+        if metric == "missing":
+            return JSONResponse({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                 "message": f'the server could not find the metric {metric} for pods', "reason": "NotFound",
+                                 "code": 404}, status_code=404)
+        item = wire.custom_metric_value("v1beta2", wire.object_reference("Pod", name, ns), metric, "500m",
+                                        "2026-01-01T00:00:00Z")
+        return JSONResponse(wire.metric_value_list("v1beta2", [item]) | {"query": str(request.url.query),
+                                                                        "user": request.headers.get("x-remote-user")})
+
+    return app
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[str]:
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(upstream_app(), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    wait_http(f"{url}/apis/custom.metrics.k8s.io/v1beta2")
+    yield url
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_aggregation_proxy(sim: KubeSim, upstream: str, api: client.ApiClient) -> None:
+    sim.set_aggregated_api("custom.metrics.k8s.io", upstream)
+    try:
+        groups = {g["name"]: g for g in httpx.get(f"{sim.url}/apis").json()["groups"]}
+        assert groups["custom.metrics.k8s.io"]["preferredVersion"]["version"] == "v1beta2"
+        assert httpx.get(f"{sim.url}/apis/custom.metrics.k8s.io").json()["kind"] == "APIGroup"
+        # through the aggregator to the upstream, query string and caller passed on
+        r = httpx.get(f"{sim.url}/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/web-1/http_requests",
+                      params={"metricLabelSelector": "verb=GET"}, headers={"Authorization": f"Bearer {sim.token}"})
+        body = r.json()
+        assert r.status_code == 200 and body["kind"] == "MetricValueList"
+        assert body["items"][0]["value"] == "500m" and body["query"] == "metricLabelSelector=verb%3DGET"
+        assert body["user"] == "kubesim-admin"  # the caller, asserted as the aggregator does
+        custom = client.CustomObjectsApi(api)
+        got = custom.get_namespaced_custom_object("custom.metrics.k8s.io", "v1beta2", "default", "pods", "web-1/http_requests")
+        assert got["items"][0]["describedObject"]["name"] == "web-1"
+        # the upstream's status codes and Status bodies come back unchanged
+        r = httpx.get(f"{sim.url}/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/web-1/missing")
+        assert r.status_code == 404 and r.json()["message"] == "the server could not find the metric missing for pods"
+        assert httpx.get(f"{sim.url}/apis/custom.metrics.k8s.io/v1beta2").json()["resources"][0]["name"] == "pods/http_requests"
+    finally:
+        sim.set_aggregated_api("custom.metrics.k8s.io", None)
+    assert httpx.get(f"{sim.url}/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/web-1/x").status_code == 404
+
+
+def test_aggregation_backend_down_is_503(sim: KubeSim) -> None:
+    sim.set_aggregated_api("external.metrics.k8s.io", f"http://127.0.0.1:{free_port()}")
+    try:
+        r = httpx.get(f"{sim.url}/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready")
+        assert r.status_code == 503
+        body = r.json()
+        assert (body["kind"], body["reason"], body["code"]) == ("Status", "ServiceUnavailable", 503)
+        assert "external.metrics.k8s.io" in body["message"]
+    finally:
+        sim.set_aggregated_api("external.metrics.k8s.io", None)

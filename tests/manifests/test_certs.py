@@ -1,0 +1,134 @@
+"""`python -m apiservice.certs`: a CA and serving certificate for the Service's DNS names, the
+Secret manifest, and the caBundle written into the APIService files (comments kept)."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.x509.verification import PolicyBuilder, Store
+
+from .conftest import APISERVICE, ROOT
+
+SVC_DNS = "promscaler-adapter.promscaler.svc"
+
+
+def run_certs(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "apiservice.certs", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.fixture
+def api_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "apiservice"
+    shutil.copytree(APISERVICE, d, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    return d
+
+
+def _bundles(d: Path) -> dict[str, str]:
+    out = {}
+    for path in d.glob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc["kind"] == "APIService":
+                out[doc["metadata"]["name"]] = doc["spec"].get("caBundle")
+    return out
+
+
+def test_creates_a_verifying_chain_and_patches_cabundle(tmp_path: Path, api_dir: Path) -> None:
+    before = {p.name: p.read_text() for p in api_dir.glob("*.yaml")}
+    out = tmp_path / "certs"
+    r = run_certs("--namespace", "promscaler", "--service", "promscaler-adapter", "--out", str(out),
+                  "--apiservice-dir", str(api_dir))
+    assert r.returncode == 0, r.stderr
+    assert "caBundle set in v1beta1.custom.metrics.k8s.io, v1beta2.custom.metrics.k8s.io" in r.stdout
+
+    ca_pem = (out / "ca.crt").read_bytes()
+    bundles = _bundles(api_dir)
+    assert len(bundles) == 3 and all(base64.b64decode(b) == ca_pem for b in bundles.values())
+
+    ca = x509.load_pem_x509_certificate(ca_pem)
+    leaf = x509.load_pem_x509_certificate((out / "tls.crt").read_bytes())
+    for name in ("promscaler-adapter", "promscaler-adapter.promscaler", SVC_DNS, SVC_DNS + ".cluster.local"):
+        verifier = PolicyBuilder().store(Store([ca])).build_server_verifier(x509.DNSName(name))
+        chain = verifier.verify(leaf, [])
+        assert chain[-1] == ca
+    other = PolicyBuilder().store(Store([ca])).build_server_verifier(x509.DNSName("evil.example.com"))
+    with pytest.raises(Exception):
+        other.verify(leaf, [])
+    key = serialization.load_pem_private_key((out / "tls.key").read_bytes(), None)
+    assert key.public_key().public_numbers() == leaf.public_key().public_numbers()
+    assert (out / "tls.key").stat().st_mode & 0o077 == 0 and (out / "ca.key").stat().st_mode & 0o077 == 0
+
+    # only the caBundle lines changed: comments and the rest of every file are kept
+    for path in api_dir.glob("*.yaml"):
+        old, new = before[path.name].splitlines(), path.read_text().splitlines()
+        assert len(old) == len(new), path.name
+        changed = [(a, b) for a, b in zip(old, new) if a != b]
+        assert all("caBundle:" in a and "caBundle:" in b for a, b in changed), path.name
+    assert "# Set by `python -m apiservice.certs`" in (api_dir / "apiservices.yaml").read_text()
+
+    # the Secret is a valid kubernetes.io/tls Secret that the Deployment mounts
+    secret = yaml.safe_load((out / "secret.yaml").read_text())
+    kubernetes_validate.validate(secret, "1.36", strict=True)
+    assert secret["type"] == "kubernetes.io/tls" and secret["metadata"]["name"] == "promscaler-adapter-tls"
+    assert base64.b64decode(secret["data"]["tls.crt"]) == (out / "tls.crt").read_bytes()
+    assert base64.b64decode(secret["data"]["ca.crt"]) == ca_pem
+
+
+def test_rerun_keeps_the_ca_and_renews_the_serving_cert(tmp_path: Path, api_dir: Path) -> None:
+    out = tmp_path / "certs"
+    assert run_certs("--out", str(out), "--apiservice-dir", str(api_dir)).returncode == 0
+    first_bundles, first_leaf = _bundles(api_dir), (out / "tls.crt").read_bytes()
+    assert run_certs("--out", str(out), "--apiservice-dir", str(api_dir), "--days", "30").returncode == 0
+    assert _bundles(api_dir) == first_bundles
+    leaf = x509.load_pem_x509_certificate((out / "tls.crt").read_bytes())
+    assert (out / "tls.crt").read_bytes() != first_leaf
+    life = leaf.not_valid_after_utc - leaf.not_valid_before_utc
+    assert dt.timedelta(days=29) < life < dt.timedelta(days=31)
+
+
+def test_wrong_service_is_an_error(tmp_path: Path, api_dir: Path) -> None:
+    r = run_certs("--service", "nope", "--out", str(tmp_path / "c"), "--apiservice-dir", str(api_dir))
+    assert r.returncode == 1
+    assert r.stderr.strip() == (f"apiservice.certs: no APIService in {api_dir} points at service promscaler/nope")
+    assert "Traceback" not in r.stderr
+
+
+def test_served_pair_passes_a_real_handshake_as_the_aggregator_checks_it(tmp_path: Path, api_dir: Path) -> None:
+    """A TLS server with tls.crt/tls.key; a client trusting only the caBundle, checking the Service DNS name."""
+    out = tmp_path / "certs"
+    assert run_certs("--out", str(out), "--apiservice-dir", str(api_dir)).returncode == 0
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(out / "tls.crt", out / "tls.key")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def accept() -> None:
+        conn, _ = listener.accept()
+        try:
+            with server_ctx.wrap_socket(conn, server_side=True) as s:
+                s.sendall(b"ok")
+        except ssl.SSLError:
+            pass
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    ca_bundle = base64.b64decode(next(iter(_bundles(api_dir).values())))
+    client = ssl.create_default_context(cadata=ca_bundle.decode())
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+        with client.wrap_socket(raw, server_hostname=SVC_DNS) as s:
+            assert s.recv(2) == b"ok"
+    t.join(5)
+    listener.close()

@@ -1,0 +1,229 @@
+"""The real adapter process (`python -m adapter --secure-port ...`) behind real TLS, with real
+Prometheus and KubeSim answering TokenReviews and SubjectAccessReviews: what kube-apiserver's
+aggregator and the HPA controller do, end to end."""
+
+from __future__ import annotations
+
+import datetime as dt
+import select
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+from cryptography.hazmat.primitives.serialization import Encoding
+
+from adapter.security import pki
+from kubesim.net import free_port
+from kubesim.prometheus import PrometheusServer, backfill
+
+ROOT = Path(__file__).resolve().parents[2]
+HPA = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
+METRIC = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/%2A/http_requests?labelSelector=app%3Dweb"
+RULES = """
+rules:
+- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      pod: {resource: pod}
+  name:
+    matches: "^(.*)_total$"
+    as: "${1}"
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'
+"""
+
+
+def _openmetrics(now: int) -> str:
+    lines = ["# TYPE http_requests counter"]
+    for pod, rate in (("web-1", 2.0), ("web-2", 4.0)):
+        for t in range(now - 900, now + 900, 15):
+            lines.append(f'http_requests_total{{namespace="web",pod="{pod}"}} {rate * (t - now + 900)} {t}')
+    return "\n".join([*lines, "# EOF"]) + "\n"
+
+
+class Env:
+    def __init__(self, tmp: Path, sim, prom_url: str) -> None:
+        self.tmp, self.sim = tmp, sim
+        self.server_ca = pki.new_ca("server-ca")
+        self.front_proxy_ca = pki.new_ca("front-proxy-ca")
+        (tmp / "server-ca.crt").write_bytes(self.server_ca.cert_pem)
+        (tmp / "front-proxy-ca.crt").write_bytes(self.front_proxy_ca.cert_pem)
+        self.serving = pki.issue(self.server_ca, "adapter", dns=["localhost"], ips=["127.0.0.1"], server=True)
+        pki.write_pair(self.serving, tmp / "tls.crt", tmp / "tls.key")
+        (tmp / "rules.yaml").write_text(RULES)
+        self.port = free_port()
+        self.url = f"https://127.0.0.1:{self.port}"
+        kubeconfig = str(sim.kubeconfig_path)
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="adapter-secure-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "adapter", "--prometheus-url", prom_url, "--config", str(tmp / "rules.yaml"),
+             "--secure-port", str(self.port), "--bind-address", "127.0.0.1",
+             "--tls-cert-file", str(tmp / "tls.crt"), "--tls-private-key-file", str(tmp / "tls.key"),
+             "--requestheader-client-ca-file", str(tmp / "front-proxy-ca.crt"),
+             "--requestheader-allowed-names", "front-proxy-client",
+             "--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig,
+             "--authorization-kubeconfig", kubeconfig, "--anonymous-auth=false",
+             "--authorization-webhook-cache-unauthorized-ttl", "0s"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log, text=True,
+        )
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        readable, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if readable else ""
+        if f"ready: serving https://127.0.0.1:{self.port}" not in line:
+            raise RuntimeError(f"adapter not ready: {line!r}\n{Path(self.log.name).read_text()}")
+
+    def ctx(self, cert: pki.KeyPair | None = None) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.tmp / "server-ca.crt"))
+        if cert is not None:
+            crt, key = self.tmp / f"client-{cert.cert.serial_number}.crt", self.tmp / f"client-{cert.cert.serial_number}.key"
+            pki.write_pair(cert, crt, key)
+            ctx.load_cert_chain(crt, key)
+        return ctx
+
+    def aggregator(self) -> ssl.SSLContext:
+        return self.ctx(pki.issue(self.front_proxy_ca, "front-proxy-client", client=True))
+
+    def get(self, path: str, ctx: ssl.SSLContext, headers=None) -> httpx.Response:
+        with httpx.Client(verify=ctx, timeout=15) as c:
+            return c.get(self.url + path, headers=headers)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory) -> Iterator[Env]:
+    from kubesim.apiserver import KubeSim
+
+    tmp = tmp_path_factory.mktemp("adapter-secure")
+    prom = PrometheusServer()
+    backfill(_openmetrics(int(time.time())), prom.data_dir)
+    with prom.start(), KubeSim() as sim:
+        for pod in ("web-1", "web-2"):
+            sim.apply({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": pod, "namespace": "web", "labels": {"app": "web"}},
+                       "spec": {"containers": [{"name": "app", "image": "web"}]}})
+        sim.allow(HPA, "get", "custom.metrics.k8s.io", "pods/http_requests")
+        for path in ("/apis", "/apis/custom.metrics.k8s.io", "/apis/custom.metrics.k8s.io/v1beta2", "/openapi/v2"):
+            sim.allow("system:authenticated", "get", "", path)
+        sim.allow("monitoring", "get", "", "/metrics")
+        e = Env(tmp, sim, prom.url)
+        try:
+            e.wait_ready()
+            yield e
+        finally:
+            e.stop()
+
+
+def _as(user: str, *groups: str) -> list[tuple[str, str]]:
+    return [("X-Remote-User", user), *[("X-Remote-Group", g) for g in groups]]
+
+
+def test_hpa_through_the_aggregator(env: Env) -> None:
+    r = env.get(METRIC, env.aggregator(), _as(HPA, "system:serviceaccounts", "system:serviceaccounts:kube-system"))
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["kind"] == "MetricValueList"
+    assert sorted(i["describedObject"]["name"] for i in body["items"]) == ["web-1", "web-2"]
+
+
+def test_spoofed_headers_without_the_aggregator_cert(env: Env) -> None:
+    r = env.get(METRIC, env.ctx(), _as(HPA, "system:masters"))
+    assert r.status_code == 401 and r.json()["reason"] == "Unauthorized"
+
+
+@pytest.mark.parametrize("which", ["other CA", "expired", "CN not allowed"])
+def test_untrusted_proxy_certs(env: Env, which: str) -> None:
+    if which == "other CA":
+        cert = pki.issue(pki.new_ca("other"), "front-proxy-client", client=True)
+    elif which == "expired":
+        cert = pki.issue(env.front_proxy_ca, "front-proxy-client", client=True, days=1,
+                         not_before=dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=5))
+    else:
+        cert = pki.issue(env.front_proxy_ca, "someone-else", client=True)
+    try:
+        r = env.get(METRIC, env.ctx(cert), _as(HPA, "system:masters"))
+    except (httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError):
+        assert which != "CN not allowed"  # refused in the handshake
+        return
+    assert which == "CN not allowed" and r.status_code == 401
+
+
+def test_forbidden_names_user_verb_resource(env: Env) -> None:
+    r = env.get(METRIC, env.aggregator(), _as("bob", "devs"))
+    assert r.status_code == 403
+    assert r.json()["message"].startswith(
+        'pods.custom.metrics.k8s.io "*" is forbidden: User "bob" cannot get resource "pods/http_requests" '
+        'in API group "custom.metrics.k8s.io" in the namespace "web"')
+
+
+def test_aggregator_discovery_and_openapi(env: Env) -> None:
+    for path in ("/apis", "/apis/custom.metrics.k8s.io", "/apis/custom.metrics.k8s.io/v1beta2", "/openapi/v2"):
+        r = env.get(path, env.aggregator(), _as("system:kube-aggregator"))
+        assert r.status_code == 200, (path, r.text)
+
+
+def test_bearer_token(env: Env) -> None:
+    env.sim.tokens["hpa-token"] = {"username": HPA, "groups": ["system:serviceaccounts"]}
+    r = env.get(METRIC, env.ctx(), {"Authorization": "Bearer hpa-token"})
+    assert r.status_code == 200, r.text
+    assert env.get(METRIC, env.ctx(), {"Authorization": "Bearer nope"}).status_code == 401
+
+
+def test_probes_without_credentials(env: Env) -> None:
+    assert env.get("/livez", env.ctx()).status_code == 200
+    assert env.get("/readyz", env.ctx()).status_code == 200
+    assert env.get("/metrics", env.ctx()).status_code == 401
+
+
+def test_review_api_down_is_503(env: Env) -> None:
+    env.sim.fail_auth_reviews = True
+    try:
+        r = env.get(METRIC, env.aggregator(), _as("carol"))
+    finally:
+        env.sim.fail_auth_reviews = False
+    assert r.status_code == 503 and r.json()["reason"] == "ServiceUnavailable"
+
+
+def test_security_counters_on_the_adapters_metrics(env: Env) -> None:
+    env.get("/apis", env.ctx(), _as("spoof"))  # at least one failure
+    r = env.get("/metrics", env.aggregator(), _as("monitoring"))
+    assert r.status_code == 200
+    assert 'promscaler_adapter_authentication_attempts_total{authenticator="none",result="failure"}' in r.text
+    assert 'promscaler_adapter_authorization_decisions_total{decision="allowed",source="review"}' in r.text
+    assert "promscaler_adapter_requests_total" in r.text  # the adapter's own registry
+
+
+def test_serving_cert_rotation(env: Env) -> None:
+    """Runs last in this module: the rotated certificate is signed by a CA the clients also trust."""
+    rotated = pki.issue(env.server_ca, "adapter-rotated", dns=["localhost"], ips=["127.0.0.1"], server=True)
+    with httpx.Client(verify=env.ctx(), timeout=10) as kept:
+        assert kept.get(env.url + "/livez").status_code == 200
+        pki.write_pair(rotated, env.tmp / "tls.crt", env.tmp / "tls.key")
+        deadline = time.monotonic() + 10
+        seen = None
+        while time.monotonic() < deadline:
+            with socket.create_connection(("127.0.0.1", env.port)) as raw:
+                with env.ctx().wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                    seen = s.getpeercert(binary_form=True)
+            if seen == rotated.cert.public_bytes(Encoding.DER):
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the adapter kept serving the old certificate")
+        assert kept.get(env.url + "/livez").status_code == 200  # the old connection was not dropped
