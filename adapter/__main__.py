@@ -88,6 +88,15 @@ async def _announce_ready(listening: asyncio.Event, discovery: Discovery, settin
           f"({len(cat.custom)} custom metrics, {len(cat.external)} external metrics)", flush=True)
 
 
+def _runner() -> asyncio.Runner:
+    """uvloop when installed (a faster event loop on the hot path), else asyncio's own."""
+    try:
+        import uvloop  # noqa: PLC0415
+    except ImportError:
+        return asyncio.Runner()
+    return asyncio.Runner(loop_factory=uvloop.new_event_loop)
+
+
 def main(argv: list[str] | None = None) -> int:
     settings = parse_settings(argv)
     logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
@@ -105,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     except RuleError as exc:
         return _fail(f"invalid rules file {settings.config}: {exc}")
     try:
-        return asyncio.run(run(settings, rules))
+        with _runner() as runner:
+            return runner.run(run(settings, rules))
     except KeyboardInterrupt:
         return 0
 

@@ -7,12 +7,10 @@ Responses are serialized with orjson; every error, including unexpected ones, le
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -21,14 +19,13 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import PlainTextResponse, Response
 
+from adapter.metricroutes import MetricRoutes
 from adapter.openapi import openapi_v2, openapi_v3_document, openapi_v3_index
-from adapter.provider import CustomMetricsProvider, CustomValue, ExternalMetricsProvider
+from adapter.provider import CustomMetricsProvider, ExternalMetricsProvider
 from adapter.selfmetrics import CONTENT_TYPE_LATEST, SelfMetrics
 from adapter.settings import Settings
 from promscaler import wire
-from promscaler.quantity import format_quantity
-from promscaler.selectors import Operator, Selector, SelectorError, parse_selector
-from promscaler.status import BadRequest, MethodNotAllowed, NotFound, ServiceUnavailable, StatusError, status_body
+from promscaler.status import BadRequest, MethodNotAllowed, NotFound, StatusError, status_body
 
 __all__ = ["create_app", "JSONBytes"]
 
@@ -37,7 +34,7 @@ Readiness = Callable[[], Awaitable[tuple[bool, str]]]
 
 
 class JSONBytes(Response):
-    """orjson-serialized JSON (the hot path)."""
+    """orjson-serialized JSON."""
 
     media_type = "application/json"
 
@@ -47,45 +44,6 @@ class JSONBytes(Response):
 
 def _status_response(exc: StatusError) -> JSONBytes:
     return JSONBytes(exc.to_status(), status_code=exc.code)
-
-
-def _selector(request: Request, name: str) -> Selector:
-    raw = request.query_params.get(name)
-    try:
-        return parse_selector(raw)
-    except SelectorError as exc:
-        raise BadRequest(f"invalid {name} {raw!r}: {exc}") from None
-
-
-def _label_selector_obj(sel: Selector) -> dict[str, Any] | None:
-    """A parsed selector as `metav1.LabelSelector` (echoed in v1beta2 `metric.selector`)."""
-    if sel.empty():
-        return None
-    match_labels, exprs = {}, []
-    names = {Operator.IN: "In", Operator.NOT_IN: "NotIn", Operator.EXISTS: "Exists", Operator.DOES_NOT_EXIST: "DoesNotExist"}
-    for r in sel.requirements:
-        if r.operator is Operator.EQUALS:
-            match_labels[r.key] = r.values[0]
-        elif r.operator is Operator.NOT_EQUALS:
-            exprs.append({"key": r.key, "operator": "NotIn", "values": list(r.values)})
-        elif r.operator in names:
-            exprs.append({"key": r.key, "operator": names[r.operator], **({"values": list(r.values)} if r.values else {})})
-    out: dict[str, Any] = {}
-    if match_labels:
-        out["matchLabels"] = match_labels
-    if exprs:
-        out["matchExpressions"] = exprs
-    return out
-
-
-def _timestamp(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _custom_item(version: str, v: CustomValue, metric_selector: dict | None) -> dict[str, Any]:
-    described = wire.object_reference(v.resource.kind, v.name, v.namespace, v.resource.api_version)
-    return wire.custom_metric_value(version, described, v.metric, format_quantity(v.value), _timestamp(v.timestamp),
-                                    v.window_seconds, metric_selector)
 
 
 class _RequestMetrics:
@@ -113,6 +71,20 @@ class _RequestMetrics:
             self.metrics.request(path, code, time.perf_counter() - started)
 
 
+class _App(FastAPI):
+    """FastAPI, except that the metrics API groups' hot paths skip its per-request machinery."""
+
+    hot: Any = None
+
+    async def __call__(self, scope, receive, send) -> None:
+        if self.hot is not None and scope["type"] == "http" and MetricRoutes.claims(scope["path"]):
+            return await self.hot(scope, receive, send)
+        await super().__call__(scope, receive, send)
+
+    async def fallback(self, scope, receive, send) -> None:
+        await super().__call__(scope, receive, send)
+
+
 def create_app(
     settings: Settings,
     custom: CustomMetricsProvider | None,
@@ -135,15 +107,8 @@ def create_app(
             if on_shutdown:
                 await on_shutdown()
 
-    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, lifespan=lifespan, default_response_class=JSONBytes)
+    app = _App(openapi_url=None, docs_url=None, redoc_url=None, lifespan=lifespan, default_response_class=JSONBytes)
     app.state.settings, app.state.metrics = settings, metrics
-    deadline = settings.request_timeout
-
-    async def within_deadline(coro):
-        try:
-            return await asyncio.wait_for(coro, timeout=deadline)
-        except asyncio.TimeoutError:
-            raise ServiceUnavailable(f"the request did not complete within {deadline:g}s") from None
 
     # -- errors --------------------------------------------------------------------------------
     @app.exception_handler(StatusError)
@@ -218,69 +183,13 @@ def create_app(
         async def custom_group():
             return groups[0]
 
-        @app.get(f"/apis/{wire.CUSTOM_GROUP}/{{version}}")
-        async def custom_resources(version: str):
-            _check_version(version, wire.CUSTOM_VERSIONS, wire.CUSTOM_GROUP)
-            resources = sorted(
-                (wire.api_resource(f"{m.resource.api_name}/{m.metric}", "MetricValueList", m.resource.namespaced)
-                 for m in custom.list_all_metrics()), key=lambda r: r["name"])
-            return wire.api_resource_list(f"{wire.CUSTOM_GROUP}/{version}", resources)
-
-        @app.get(f"/apis/{wire.CUSTOM_GROUP}/{{version}}/{{rest:path}}")
-        async def custom_values(version: str, rest: str, request: Request):
-            _check_version(version, wire.CUSTOM_VERSIONS, wire.CUSTOM_GROUP)
-            parts = rest.split("/")
-            if len(parts) == 4 and parts[0] == "namespaces" and parts[2] == "metrics":
-                namespace, resource, name, metric = None, "namespaces", parts[1], parts[3]
-            elif len(parts) == 5 and parts[0] == "namespaces":
-                namespace, resource, name, metric = parts[1], parts[2], parts[3], parts[4]
-            elif len(parts) == 3:
-                namespace, resource, name, metric = None, parts[0], parts[1], parts[2]
-            else:
-                raise BadRequest(f"malformed path /apis/{wire.CUSTOM_GROUP}/{version}/{rest}: expected "
-                                 "[namespaces/{namespace}/]{resource}/{name|*}/{metric} or namespaces/{namespace}/metrics/{metric}")
-            if not all(parts):
-                raise BadRequest(f"malformed path /apis/{wire.CUSTOM_GROUP}/{version}/{rest}: empty segment")
-            metric_selector = _selector(request, "metricLabelSelector")
-            echo = _label_selector_obj(metric_selector)
-            if name == "*":
-                selector = _selector(request, "labelSelector")
-                values = await within_deadline(
-                    custom.get_metric_by_selector(resource, namespace, selector, metric, metric_selector))
-            else:
-                values = [await within_deadline(
-                    custom.get_metric_by_name(resource, namespace, name, metric, metric_selector))]
-            return wire.metric_value_list(version, [_custom_item(version, v, echo) for v in values])
-
     if external is not None:
         @app.get(f"/apis/{wire.EXTERNAL_GROUP}")
         async def external_group():
             return groups[-1]
 
-        @app.get(f"/apis/{wire.EXTERNAL_GROUP}/{{version}}")
-        async def external_resources(version: str):
-            _check_version(version, wire.EXTERNAL_VERSIONS, wire.EXTERNAL_GROUP)
-            resources = [wire.api_resource(m, "ExternalMetricValueList", True)
-                         for m in sorted(external.list_all_external_metrics())]
-            return wire.api_resource_list(f"{wire.EXTERNAL_GROUP}/{version}", resources)
-
-        @app.get(f"/apis/{wire.EXTERNAL_GROUP}/{{version}}/{{rest:path}}")
-        async def external_values(version: str, rest: str, request: Request):
-            _check_version(version, wire.EXTERNAL_VERSIONS, wire.EXTERNAL_GROUP)
-            parts = rest.split("/")
-            if len(parts) != 3 or parts[0] != "namespaces" or not all(parts):
-                raise BadRequest(f"malformed path /apis/{wire.EXTERNAL_GROUP}/{version}/{rest}: expected "
-                                 "namespaces/{namespace}/{metric}")
-            selector = _selector(request, "labelSelector")
-            values = await within_deadline(external.get_external_metric(parts[1], parts[2], selector))
-            return wire.external_metric_value_list(
-                wire.external_metric_value(v.metric, v.labels, format_quantity(v.value), _timestamp(v.timestamp),
-                                           v.window_seconds) for v in values)
-
     app.add_middleware(_RequestMetrics, metrics=metrics)
+    # below the group documents: raw ASGI (adapter.metricroutes), ahead of Starlette's middleware stack
+    app.hot = _RequestMetrics(MetricRoutes(app.fallback, custom, external, settings.request_timeout), metrics)
     return app
 
-
-def _check_version(version: str, versions: tuple[str, ...], group: str) -> None:
-    if version not in versions:
-        raise NotFound(f"the server could not find the requested resource: {group}/{version} is not served")

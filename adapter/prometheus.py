@@ -1,4 +1,4 @@
-"""The Prometheus HTTP API client: one shared `httpx.AsyncClient` for the whole process.
+"""The Prometheus HTTP API client: one shared HTTP session for the whole process.
 
 Works against anything that speaks the API (Prometheus, Thanos Querier, Mimir, VictoriaMetrics):
 `--prometheus-url` may carry a path prefix, extra headers and query parameters are added to
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import aiohttp
 import orjson
 import yaml
 
@@ -95,9 +95,16 @@ def _auth_config(path: str) -> dict[str, Any]:
 
 
 class PrometheusClient:
-    """`query` (instant vector) and `series`, with single-flight and a short freshness cache."""
+    """`query` (instant vector), `series`, `labels` and `label_values`, with single-flight and a
+    short freshness cache.
 
-    def __init__(self, settings: Settings, metrics: Any = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    One shared aiohttp session (pooled keep-alive connections): its C HTTP parser costs ~0.15 ms
+    per query where httpx costs ~0.8 ms (measured on loopback, issue 7), and that difference is
+    most of the adapter's overhead over the PromQL query itself. Created on first use, inside the
+    event loop that will use it.
+    """
+
+    def __init__(self, settings: Settings, metrics: Any = None) -> None:
         self.base = settings.prometheus_url.rstrip("/")
         self.timeout = settings.prometheus_timeout
         self.post = settings.prometheus_verb == "POST"
@@ -109,7 +116,7 @@ class PrometheusClient:
         cert = settings.prometheus_client_tls_cert_file or auth.get("cert")
         key = settings.prometheus_client_tls_key_file or auth.get("key")
         insecure = settings.prometheus_insecure_skip_tls_verify or auth.get("insecure", False)
-        verify: ssl.SSLContext | bool = True
+        self._ssl: ssl.SSLContext | bool = True
         if self.base.startswith("https"):
             ctx = ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
             if insecure:
@@ -117,27 +124,37 @@ class PrometheusClient:
                 ctx.verify_mode = ssl.CERT_NONE
             if cert:
                 ctx.load_cert_chain(cert, key)
-            verify = ctx
+            self._ssl = ctx
         token_file = settings.prometheus_token_file or auth.get("token_file")
         self._token_file = _TokenFile(token_file) if token_file else None
         self._static_token = auth.get("token")
-        headers = {"Accept": "application/json", "User-Agent": "promscaler-adapter"}
-        headers.update(dict(settings.prometheus_headers))
-        self.client = httpx.AsyncClient(
-            verify=verify,
-            headers=headers,
-            auth=httpx.BasicAuth(*auth["basic"]) if auth.get("basic") else None,
-            timeout=httpx.Timeout(self.timeout, connect=min(5.0, self.timeout)),
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32, keepalive_expiry=60),
-            transport=transport,
-        )
+        self._headers = {"Accept": "application/json", "User-Agent": "promscaler-adapter"}
+        self._headers.update(dict(settings.prometheus_headers))
+        self._basic = aiohttp.BasicAuth(*auth["basic"]) if auth.get("basic") else None
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                headers=self._headers,
+                auth=self._basic,
+                timeout=aiohttp.ClientTimeout(total=self.timeout, connect=min(5.0, self.timeout)),
+                connector=aiohttp.TCPConnector(limit=64, keepalive_timeout=60, ssl=self._ssl),
+            )
+        return self._session
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        if self._session is not None:
+            await self._session.close()
 
-    def _auth_headers(self) -> dict[str, str]:
+    def _request_headers(self, endpoint: str) -> dict[str, str]:
+        # Instant-query answers are small: gzip costs Prometheus more than the bytes it saves (half
+        # of a 0.7 ms one-series query on loopback). Discovery answers can be megabytes: gzip stays.
+        headers = {"Accept-Encoding": "identity"} if endpoint == "query" else {}
         token = self._token_file.get() if self._token_file else self._static_token
-        return {"Authorization": f"Bearer {token}"} if token else {}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
 
     async def _call(self, endpoint: str, params: Sequence[tuple[str, str]]) -> Any:
         url = f"{self.base}/api/v1/{endpoint}"
@@ -145,30 +162,33 @@ class PrometheusClient:
         started = time.perf_counter()
         outcome = "error"
         try:
+            client = self._client()
             try:
                 if self.post:
-                    resp = await self.client.post(url, data=dict(params), headers=self._auth_headers())
+                    request = client.post(url, data=params, headers=self._request_headers(endpoint))
                 else:
-                    resp = await self.client.get(url, params=params, headers=self._auth_headers())
-            except httpx.TimeoutException:
+                    request = client.get(url, params=params, headers=self._request_headers(endpoint))
+                async with request as resp:
+                    status, content = resp.status, await resp.read()
+            except TimeoutError:
                 outcome = "timeout"
                 raise PrometheusUnavailable(f"Prometheus at {self.base} did not answer within {self.timeout:g}s") from None
-            except httpx.HTTPError as exc:
+            except aiohttp.ClientError as exc:
                 raise PrometheusUnavailable(f"Prometheus at {self.base} is unreachable: {exc or type(exc).__name__}") from None
             except OSError as exc:
                 raise PrometheusUnavailable(f"Prometheus at {self.base} is unreachable: {exc}") from None
             try:
-                body = orjson.loads(resp.content)
+                body = orjson.loads(content)
             except orjson.JSONDecodeError:
                 body = None
             if not isinstance(body, dict):
-                raise PrometheusUnavailable(f"Prometheus at {self.base} answered HTTP {resp.status_code} without a JSON body")
-            if resp.status_code in (400, 422) or body.get("errorType") in ("bad_data", "execution"):
+                raise PrometheusUnavailable(f"Prometheus at {self.base} answered HTTP {status} without a JSON body")
+            if status in (400, 422) or body.get("errorType") in ("bad_data", "execution"):
                 outcome = "bad_query"
-                raise PrometheusQueryError(f"Prometheus rejected the query: {body.get('error', resp.status_code)}")
-            if resp.status_code >= 300 or body.get("status") != "success":
+                raise PrometheusQueryError(f"Prometheus rejected the query: {body.get('error', status)}")
+            if status >= 300 or body.get("status") != "success":
                 raise PrometheusUnavailable(
-                    f"Prometheus at {self.base} failed: HTTP {resp.status_code} {body.get('error', '')}".rstrip())
+                    f"Prometheus at {self.base} failed: HTTP {status} {body.get('error', '')}".rstrip())
             outcome = "success"
             return body.get("data")
         finally:
@@ -198,6 +218,16 @@ class PrometheusClient:
         if start is not None:
             params.append(("start", f"{start:.3f}"))
         return list(await self._call("series", params) or [])
+
+    async def labels(self, match: str, start: float | None = None) -> list[str]:
+        """Label names present on the series `match` selects (`/api/v1/labels?match[]=`)."""
+        params = [("match[]", match)] + ([("start", f"{start:.3f}")] if start is not None else [])
+        return list(await self._call("labels", params) or [])
+
+    async def label_values(self, label: str, match: str, start: float | None = None) -> list[str]:
+        """Values of `label` on the series `match` selects (`/api/v1/label/<label>/values?match[]=`)."""
+        params = [("match[]", match)] + ([("start", f"{start:.3f}")] if start is not None else [])
+        return list(await self._call(f"label/{label}/values", params) or [])
 
     async def ready(self) -> bool:
         """Cheap reachability probe: the buildinfo endpoint, falling back to a trivial query."""

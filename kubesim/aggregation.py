@@ -4,6 +4,7 @@ running adapter over one shared `httpx.AsyncClient`."""
 
 from __future__ import annotations
 
+import ssl
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,10 +34,25 @@ class Backend:
     versions: tuple[str, ...]
     verify: str | bool = True
     cert: tuple[str, str] | None = None  # the front-proxy client certificate and key
+    timeout: float = 10.0
 
     @property
     def needs_own_client(self) -> bool:
         return self.url.startswith("https:")
+
+
+def _tls_context(b: Backend) -> ssl.SSLContext | bool:
+    """Server verification against the APIService's CA bundle, plus the front-proxy client cert."""
+    if b.verify is False:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    elif isinstance(b.verify, str):
+        ctx = ssl.create_default_context(cafile=b.verify)
+    else:
+        ctx = ssl.create_default_context()
+    if b.cert:
+        ctx.load_cert_chain(*b.cert)
+    return ctx
 
 
 def default_versions(group: str) -> tuple[str, ...]:
@@ -48,27 +64,31 @@ def default_versions(group: str) -> tuple[str, ...]:
 
 
 class Aggregator:
-    def __init__(self, timeout: float = 10.0) -> None:
+    def __init__(self) -> None:
         self.backends: dict[str, Backend] = {}
-        self._timeout = timeout
         self._client: httpx.AsyncClient | None = None
         self._tls_clients: dict[str, httpx.AsyncClient] = {}
+        self._stale: list[httpx.AsyncClient] = []
 
     def set(self, group: str, url: str | None, versions: tuple[str, ...] | None = None,
-            verify: str | bool = True, cert: tuple[str, str] | None = None) -> None:
+            verify: str | bool = True, cert: tuple[str, str] | None = None, timeout: float = 10.0) -> None:
+        stale = self._tls_clients.pop(group, None)  # its TLS settings may change: closed at shutdown
+        if stale is not None:
+            self._stale.append(stale)
         if url is None:
             self.backends.pop(group, None)
             return
-        self.backends[group] = Backend(group, url.rstrip("/"), tuple(versions or default_versions(group)), verify, cert)
+        self.backends[group] = Backend(group, url.rstrip("/"), tuple(versions or default_versions(group)), verify, cert,
+                                       timeout)
 
     def _client_for(self, b: Backend) -> httpx.AsyncClient:
         if b.needs_own_client:
             client = self._tls_clients.get(b.group)
             if client is None:
-                client = self._tls_clients[b.group] = httpx.AsyncClient(verify=b.verify, cert=b.cert, timeout=self._timeout)
+                client = self._tls_clients[b.group] = httpx.AsyncClient(verify=_tls_context(b))
             return client
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout)
+            self._client = httpx.AsyncClient()
         return self._client
 
     async def proxy(self, request: Request, group: str, user: Obj | None) -> Response:
@@ -82,7 +102,8 @@ class Aggregator:
         url = b.url + (raw.decode("latin-1") if raw else request.url.path)
         try:
             r = await self._client_for(b).request(
-                request.method, url, params=request.url.query or None, headers=headers, content=await request.body())
+                request.method, url, params=request.url.query or None, headers=headers, content=await request.body(),
+                timeout=b.timeout)
         except httpx.HTTPError as exc:
             raise ServiceUnavailable(
                 f"the server is currently unable to handle the request: {group} backend {b.url} is unavailable "
@@ -92,8 +113,8 @@ class Aggregator:
         return Response(r.content, status_code=r.status_code, headers=keep)
 
     async def aclose(self) -> None:
-        clients = [c for c in [self._client, *self._tls_clients.values()] if c is not None]
-        self._client, self._tls_clients = None, {}
+        clients = [c for c in [self._client, *self._tls_clients.values(), *self._stale] if c is not None]
+        self._client, self._tls_clients, self._stale = None, {}, []
         for c in clients:
             await c.aclose()
 

@@ -82,7 +82,9 @@ class KubeSim:
 
     def _bind(self) -> socket.socket:
         """Listen on the configured port, or on the one used before (a restart keeps the URL)."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY only on such sockets, and without it
+        # every response waits ~40 ms for a delayed ACK (Nagle).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", self._port))
         sock.listen(512)
@@ -214,10 +216,11 @@ class KubeSim:
         self.usage.set(namespace, pod, containers)
 
     def set_aggregated_api(self, group: str, url: str | None, versions: tuple[str, ...] | None = None,
-                           verify: str | bool = True, cert: tuple[str, str] | None = None) -> None:
+                           verify: str | bool = True, cert: tuple[str, str] | None = None, timeout: float = 10.0) -> None:
         """Proxy /apis/<group>/... to `url` (an APIService); None removes it. For an https
-        backend, `verify` is its CA bundle and `cert` the front-proxy client (cert, key)."""
-        self.aggregator.set(group, url, versions, verify, cert)
+        backend, `verify` is its CA bundle and `cert` the front-proxy client (cert, key).
+        A backend that does not answer within `timeout` seconds is a 503."""
+        self.aggregator.set(group, url, versions, verify, cert, timeout)
 
     def break_watches(self) -> None:
         """End every open watch stream now (the server keeps running), as an apiserver restart

@@ -22,6 +22,25 @@ __all__ = ["Cluster", "scale_of"]
 Obj = dict[str, Any]
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+NODE_NAME = "kubesim-node"
+
+
+def node(name: str) -> Obj:
+    """The one node every pod runs on."""
+    at = now()
+    resources = {"cpu": "8", "memory": "32Gi", "pods": "1000"}
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
+        "spec": {},
+        "status": {"capacity": resources, "allocatable": resources,
+                   "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubesim",
+                                   "lastHeartbeatTime": at, "lastTransitionTime": at}],
+                   "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}, {"type": "Hostname", "address": name}],
+                   "nodeInfo": {"kubeletVersion": "v1.31.0-kubesim", "architecture": "amd64", "operatingSystem": "linux",
+                                "bootID": "", "containerRuntimeVersion": "kubesim://1", "kernelVersion": "",
+                                "kubeProxyVersion": "", "machineID": "", "osImage": "kubesim", "systemUUID": ""}},
+    }
 
 
 def scale_of(t: ResourceType, obj: Obj) -> Obj:
@@ -59,6 +78,7 @@ class Cluster:
         self.strict_namespaces = strict_namespaces
         for ns in SYSTEM_NAMESPACES:
             self.create(self.type("v1", "Namespace"), {"metadata": {"name": ns}})
+        self.create(self.type("v1", "Node"), node(NODE_NAME), keep_status=True)
         self.apply(copy(HORIZONTAL_AUTOSCALER_CRD))
 
     # --- lookups ---------------------------------------------------------------------------

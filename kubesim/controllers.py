@@ -13,6 +13,7 @@ import contextlib
 import itertools
 from typing import Any
 
+from kubesim.cluster import NODE_NAME as NODE
 from kubesim.cluster import Cluster
 from kubesim.fields import Filter
 from kubesim.resources import ResourceType
@@ -23,7 +24,6 @@ __all__ = ["WorkloadController", "pod_ready"]
 
 Obj = dict[str, Any]
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet")
-NODE = "kubesim-node"
 
 
 def pod_ready(pod: Obj) -> bool:

@@ -9,7 +9,6 @@ import base64
 import contextlib
 import math
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -20,11 +19,11 @@ from starlette.responses import Response, StreamingResponse
 
 from kubesim.cluster import scale_of
 from kubesim.fields import Filter
-from kubesim.resources import Registry, ResourceType
+from kubesim.resources import ResourceType
+from kubesim.views import VERSION_INFO, openapi_document, openapi_index, table
 from promscaler import wire
 from promscaler.selectors import SelectorError
 from promscaler.status import BadRequest, Gone, InternalError, MethodNotAllowed, NotFound, StatusError, Unauthorized
-from promscaler.times import parse_time
 
 if TYPE_CHECKING:
     from kubesim.apiserver import KubeSim
@@ -32,9 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["create_app"]
 
 Obj = dict[str, Any]
-VERSION_INFO = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-kubesim", "gitCommit": "kubesim",
-                "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22",
-                "compiler": "gc", "platform": "linux/amd64"}
 
 
 def js(obj: Any, status: int = 200) -> Response:
@@ -75,81 +71,6 @@ def _int_param(request: Request, name: str) -> int | None:
         return int(value)
     except ValueError:
         raise BadRequest(f"{name}: invalid value {value!r}: must be an integer") from None
-
-
-# --- tables (kubectl get) ----------------------------------------------------------------------
-
-def _age(ts: str | None) -> str:
-    if not ts:
-        return "<unknown>"
-    s = int((datetime.now(UTC) - parse_time(ts)).total_seconds())
-    if s < 120:
-        return f"{max(s, 0)}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 172800:
-        return f"{s // 3600}h"
-    return f"{s // 86400}d"
-
-
-def _pod_cells(o: Obj) -> list[Any]:
-    st = o.get("status") or {}
-    n = len((o.get("spec") or {}).get("containers") or [])
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in st.get("conditions") or [])
-    return [f"{n if ready else 0}/{n}", st.get("phase", "Pending"), 0]
-
-
-def _deploy_cells(o: Obj) -> list[Any]:
-    st, spec = o.get("status") or {}, o.get("spec") or {}
-    return [f"{st.get('readyReplicas', 0)}/{spec.get('replicas', 0)}", st.get("updatedReplicas", 0),
-            st.get("availableReplicas", 0)]
-
-
-_COLUMNS: dict[str, tuple[list[tuple[str, str]], Any]] = {
-    "Pod": ([("Ready", "string"), ("Status", "string"), ("Restarts", "integer")], _pod_cells),
-    "Deployment": ([("Ready", "string"), ("Up-to-date", "integer"), ("Available", "integer")], _deploy_cells),
-}
-
-
-def _table(t: ResourceType, items: list[Obj], list_meta: Obj) -> Obj:
-    extra, cells = _COLUMNS.get(t.kind, ([], lambda o: []))
-    cols = [("Name", "string")] + extra + [("Age", "string")]
-    return {
-        "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
-        "columnDefinitions": [{"name": n, "type": ty, "format": "name" if n == "Name" else "", "description": n,
-                               "priority": 0} for n, ty in cols],
-        "rows": [{"cells": [o["metadata"]["name"], *cells(o), _age(o["metadata"].get("creationTimestamp"))],
-                  "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}}
-                 for o in items],
-    }
-
-
-def openapi_document(registry: Registry, path: str) -> Obj:
-    """A permissive OpenAPI v3 document for one group/version: every kind accepts any fields
-    (the sandbox does no schema validation), which is what kubectl needs to apply manifests."""
-    parts = path.strip("/").split("/")
-    group, version = ("", parts[1]) if parts[0] == "api" and len(parts) == 2 else (
-        (parts[1], parts[2]) if parts[0] == "apis" and len(parts) == 3 else (None, None))
-    rows = registry.in_group_version(group, version) if group is not None else []
-    if not rows:
-        raise NotFound("the server could not find the requested resource")
-    schemas, paths = {}, {}
-    for t in rows:
-        gvk = {"group": t.group, "version": t.version, "kind": t.kind}
-        base = f"/{path.strip('/')}" + ("/namespaces/{namespace}" if t.namespaced else "") + f"/{t.plural}"
-        ops = {verb: {"x-kubernetes-action": verb, "x-kubernetes-group-version-kind": gvk, "responses": {},
-                      "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}]}
-               for verb in ("patch", "put")}
-        paths[base + "/{name}"] = ops
-        paths[base] = {"post": {**ops["put"], "x-kubernetes-action": "post"}}
-        schemas[f"{t.group or 'core'}.{t.version}.{t.kind}"] = {
-            "type": "object", "x-kubernetes-preserve-unknown-fields": True,
-            "x-kubernetes-group-version-kind": [{"group": t.group, "version": t.version, "kind": t.kind}],
-            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                           "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-        }
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": VERSION_INFO["gitVersion"]}, "paths": paths,
-            "components": {"schemas": schemas}}
 
 
 def _wants_table(request: Request) -> bool:
@@ -199,16 +120,10 @@ def create_app(sim: KubeSim) -> FastAPI:
     async def healthz() -> Response:
         return Response("ok", media_type="text/plain")
 
-    def gv_path(group: str, version: str) -> str:
-        return f"apis/{group}/{version}" if group else f"api/{version}"
-
     @app.get("/openapi/v3")
-    async def openapi_index(request: Request) -> Response:
+    async def openapi_root(request: Request) -> Response:
         caller(request)
-        pairs = {(t.group, t.version) for t in cluster.registry.types.values()}
-        paths = {gv_path(g, v): {"serverRelativeURL": f"/openapi/v3/{gv_path(g, v)}?hash={sim.resource_version}"}
-                 for g, v in sorted(pairs)}
-        return js({"paths": paths})
+        return js(openapi_index(cluster.registry, sim.resource_version))
 
     @app.get("/openapi/v3/{path:path}")
     async def openapi_group_version(request: Request, path: str) -> Response:
@@ -254,7 +169,8 @@ def create_app(sim: KubeSim) -> FastAPI:
 
     @app.api_route("/api/v1/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
     async def core(request: Request, rest: str) -> Response:
-        return await handle(request, caller(request), "", "v1", rest)
+        caller(request)
+        return await handle(request, "", "v1", rest)
 
     @app.api_route("/apis/{group}/{version}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
     async def group_resources(request: Request, group: str, version: str) -> Response:
@@ -268,7 +184,7 @@ def create_app(sim: KubeSim) -> FastAPI:
         user = caller(request)
         if group in aggregator.backends:
             return await aggregator.proxy(request, group, user)
-        return await handle(request, user, group, version, rest)
+        return await handle(request, group, version, rest)
 
     # --- the generic handler -------------------------------------------------------------
 
@@ -290,7 +206,7 @@ def create_app(sim: KubeSim) -> FastAPI:
             raise NotFound("the server could not find the requested resource")
         return t, ns, name, sub
 
-    async def handle(request: Request, user: Obj | None, group: str, version: str, rest: str) -> Response:
+    async def handle(request: Request, group: str, version: str, rest: str) -> Response:
         t, ns, name, sub = resolve(group, version, rest)
         method = request.method
         if t.plural in ("tokenreviews", "subjectaccessreviews") and t.group.startswith(("authentication.", "authorization.")):
@@ -330,7 +246,7 @@ def create_app(sim: KubeSim) -> FastAPI:
         if method == "GET":
             obj = _as(t, cluster.get(t, ns, name))
             if _wants_table(request):
-                return js(_table(t, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}))
+                return js(table(t, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}))
             return js(obj)
         if method == "PUT":
             return js(_as(t, cluster.replace(t, ns, name, await _body(request), subresource=sub)))
@@ -368,7 +284,7 @@ def create_app(sim: KubeSim) -> FastAPI:
             items = items[:limit]
         items = [_as(t, o) for o in items]
         if _wants_table(request):
-            return js(_table(t, items, meta))
+            return js(table(t, items, meta))
         return js({"kind": f"{t.kind}List", "apiVersion": t.api_version, "metadata": meta, "items": items})
 
     def watch(request: Request, t: ResourceType, ns: str | None) -> Response:

@@ -63,9 +63,11 @@ class RequestHeaderConfig:
     allowed_names: list[str] = field(default_factory=list)
 
     def all_header_names(self) -> tuple[set[bytes], tuple[bytes, ...]]:
-        """Exact names and prefixes (lowercase bytes) of every header this config trusts."""
-        exact = {h.lower().encode() for h in (*self.username_headers, *self.uid_headers, *self.group_headers)}
-        return exact, tuple(p.lower().encode() for p in self.extra_prefixes)
+        """Exact names and prefixes (lowercase bytes) of every identity header, configured or
+        conventional: all are removed before the application sees the request."""
+        exact = {h.lower().encode() for h in (*self.username_headers, *self.uid_headers, *self.group_headers,
+                                              "X-Remote-User", "X-Remote-Uid", "X-Remote-Group")}
+        return exact, tuple(p.lower().encode() for p in (*self.extra_prefixes, "X-Remote-Extra-"))
 
 
 @dataclass(frozen=True)
@@ -97,11 +99,12 @@ def _header_values(headers: list[tuple[bytes, bytes]], names: list[str]) -> list
 
 
 def _first_header(headers: list[tuple[bytes, bytes]], names: list[str]) -> str:
+    """Go's `headerValue`: the first value of the first header (in `names` order) that is non-empty."""
     for name in names:
         key = name.lower().encode()
-        for k, v in headers:
-            if k == key and v.strip():
-                return v.decode("latin-1").strip()
+        first = next((v for k, v in headers if k == key), b"")
+        if first:
+            return first.decode("latin-1")
     return ""
 
 
@@ -127,7 +130,7 @@ class TokenReviewer:
         try:
             resp = await self._api.create_token_review(body, _request_timeout=self._timeout)
         except Exception as exc:  # ApiException, aiohttp errors, timeouts: all mean "could not ask"
-            raise ReviewUnavailable(f"TokenReview failed: {_short(exc)}") from None
+            raise ReviewUnavailable(f"TokenReview failed: {short_error(exc)}") from None
         status = resp.status
         if status is None or not status.authenticated or status.user is None:
             result: tuple[UserInfo | None, str] = (None, (status.error if status else "") or "token not authenticated")
@@ -139,7 +142,7 @@ class TokenReviewer:
         return result
 
 
-def _short(exc: Exception) -> str:
+def short_error(exc: Exception) -> str:
     status = getattr(exc, "status", None)
     reason = getattr(exc, "reason", None)
     if status:
@@ -181,9 +184,8 @@ class Authenticator:
         uid = _first_header(headers, rh.uid_headers)
         groups = tuple(_header_values(headers, rh.group_headers))
         extra: dict[str, list[str]] = {}
-        prefixes = [p.lower().encode() for p in rh.extra_prefixes]
-        for k, v in headers:
-            for prefix in prefixes:
+        for prefix in (p.lower().encode() for p in rh.extra_prefixes):  # prefixes first, as Go orders values
+            for k, v in headers:
                 if k.startswith(prefix) and len(k) > len(prefix):
                     key = unquote(k[len(prefix):].decode("latin-1").lower())
                     extra.setdefault(key, []).append(v.decode("latin-1"))
@@ -212,7 +214,8 @@ class Authenticator:
             except VerificationError as exc:
                 errors.append(f"x509: {exc}")
             else:
-                return AuthResult(UserInfo(_cn(leaf), "", _orgs(leaf)).with_group(AUTHENTICATED), "x509")
+                if _cn(leaf):  # a certificate without a CN names no user (CommonNameUserConversion)
+                    return AuthResult(UserInfo(_cn(leaf), "", _orgs(leaf)).with_group(AUTHENTICATED), "x509")
         # 3. bearer token
         token = _bearer(headers)
         if token is not None and self.token_reviewer is not None:
@@ -286,10 +289,10 @@ async def read_authentication_configmap(api_client: Any) -> dict[str, str] | Non
         if exc.status == 404:
             return None
         raise ReviewUnavailable(
-            f"cannot read configmap kube-system/extension-apiserver-authentication: {_short(exc)}"
+            f"cannot read configmap kube-system/extension-apiserver-authentication: {short_error(exc)}"
         ) from None
     except Exception as exc:
         raise ReviewUnavailable(
-            f"cannot read configmap kube-system/extension-apiserver-authentication: {_short(exc)}"
+            f"cannot read configmap kube-system/extension-apiserver-authentication: {short_error(exc)}"
         ) from None
     return dict(cm.data or {})

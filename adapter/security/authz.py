@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from adapter.security.authn import ReviewUnavailable, UserInfo, _short
+from adapter.security.authn import ReviewUnavailable, UserInfo, short_error
 from adapter.security.cache import TTLCache
 from adapter.security.requestinfo import RequestInfo
 
@@ -93,7 +93,7 @@ class Authorizer:
         try:
             resp = await self._api.create_subject_access_review(body, _request_timeout=self.timeout)
         except Exception as exc:
-            raise ReviewUnavailable(f"SubjectAccessReview failed: {_short(exc)}") from None
+            raise ReviewUnavailable(f"SubjectAccessReview failed: {short_error(exc)}") from None
         st = resp.status
         if st is None:
             raise ReviewUnavailable("SubjectAccessReview returned no status")

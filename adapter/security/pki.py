@@ -51,7 +51,8 @@ def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 def _name(cn: str, orgs: tuple[str, ...] = ()) -> x509.Name:
     attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
-    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
+    if cn:
+        attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
     return x509.Name(attrs)
 
 

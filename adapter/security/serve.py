@@ -36,12 +36,6 @@ log = logging.getLogger("adapter.security")
 # h11 is what uvicorn uses here (httptools is not installed); both keep the app in `self.app`.
 HTTP_PROTOCOL = with_tls_extension(H11Protocol)
 
-_DEFAULT_HEADERS = {
-    "requestheader_username_headers": ("X-Remote-User",),
-    "requestheader_group_headers": ("X-Remote-Group",),
-    "requestheader_extra_headers_prefix": ("X-Remote-Extra-",),
-}
-
 
 class SecurityConfigError(ValueError):
     """Security flags or files that cannot work; the message is the one line to print."""
@@ -102,6 +96,7 @@ async def build_stack(settings: Any, app: Any, registry: CollectorRegistry | Non
 
 
 async def _build(settings: Any, app: Any, registry: CollectorRegistry | None) -> SecurityStack:
+    # Files and flags first: nothing is connected when these fail.
     min_version = parse_min_version(_get(settings, "tls_min_version"))
     ciphers = openssl_ciphers(list(_get(settings, "tls_cipher_suites", ()) or ()))
     cert, key = _get(settings, "tls_cert_file"), _get(settings, "tls_private_key_file")
@@ -109,14 +104,9 @@ async def _build(settings: Any, app: Any, registry: CollectorRegistry | None) ->
         raise SecurityConfigError("--tls-cert-file and --tls-private-key-file go together")
     if not cert:
         cert, key = ensure_self_signed(_get(settings, "cert_dir") or "apiserver.local.config/certificates")
-
     rh_file, client_file = _get(settings, "requestheader_client_ca_file"), _get(settings, "client_ca_file")
     requestheader_ca = CABundle("--requestheader-client-ca-file", rh_file) if rh_file else CABundle("requestheader-client-ca-file")
     client_ca = CABundle("--client-ca-file", client_file) if client_file else CABundle("client-ca-file")
-
-    headers_from_flags = any(
-        tuple(_get(settings, name, default) or ()) != default for name, default in _DEFAULT_HEADERS.items()
-    ) or bool(_get(settings, "requestheader_allowed_names"))
     rh = RequestHeaderConfig(
         username_headers=list(_get(settings, "requestheader_username_headers", ()) or ["X-Remote-User"]),
         group_headers=list(_get(settings, "requestheader_group_headers", ()) or ["X-Remote-Group"]),
@@ -124,41 +114,51 @@ async def _build(settings: Any, app: Any, registry: CollectorRegistry | None) ->
         uid_headers=list(_get(settings, "requestheader_uid_headers", ()) or ["X-Remote-Uid"]),
         allowed_names=list(_get(settings, "requestheader_allowed_names", ()) or ()),
     )
+    # As k8s.io/apiserver: without --requestheader-client-ca-file the whole request-header
+    # configuration (CA, allowed names, header names) comes from the ConfigMap.
+    flags = {"flags_requestheader_ca": bool(rh_file), "flags_client_ca": bool(client_file),
+             "flags_headers": bool(rh_file)}
 
     clients: list[Any] = []
-    fallback = _get(settings, "kubeconfig")
-    authn_client = await kube.api_client(_get(settings, "authentication_kubeconfig") or fallback)
-    authz_kubeconfig = _get(settings, "authorization_kubeconfig") or fallback
-    authz_client = await kube.api_client(authz_kubeconfig)
-    clients += [c for c in (authn_client, authz_client) if c is not None]
+    try:
+        fallback = _get(settings, "kubeconfig")
+        authn_client = await kube.api_client(_get(settings, "authentication_kubeconfig") or fallback)
+        if authn_client is not None:
+            clients.append(authn_client)
+        authz_client = await kube.api_client(_get(settings, "authorization_kubeconfig") or fallback)
+        if authz_client is not None:
+            clients.append(authz_client)
 
-    token_reviewer = None
-    if authn_client is not None:
-        token_reviewer = TokenReviewer(authn_client, ttl=float(_get(settings, "authentication_token_webhook_cache_ttl", 10.0)))
-    authenticator = Authenticator(
-        requestheader=rh, requestheader_ca=requestheader_ca, client_ca=client_ca,
-        token_reviewer=token_reviewer, anonymous=bool(_get(settings, "anonymous_auth", False)),
-    )
-    flags = {"flags_requestheader_ca": bool(rh_file), "flags_client_ca": bool(client_file),
-             "flags_headers": headers_from_flags}
-    cm_source = None
-    if authn_client is not None and not _get(settings, "authentication_skip_lookup", False):
-        cm_source = authn_client
-        try:
-            data = await read_authentication_configmap(authn_client)
-        except ReviewUnavailable as exc:
-            if not _get(settings, "authentication_tolerate_lookup_failure", False):
-                for c in clients:
-                    await c.close()
-                raise SecurityConfigError(f"{exc} (set --authentication-tolerate-lookup-failure to start anyway)") from None
-            log.warning("%s; continuing without it", exc)
-            data = None
-        if data:
-            authenticator.apply_configmap(data, **flags)
+        token_reviewer = None
+        if authn_client is not None:
+            token_reviewer = TokenReviewer(
+                authn_client, ttl=float(_get(settings, "authentication_token_webhook_cache_ttl", 10.0)))
+        authenticator = Authenticator(
+            requestheader=rh, requestheader_ca=requestheader_ca, client_ca=client_ca,
+            token_reviewer=token_reviewer, anonymous=bool(_get(settings, "anonymous_auth", False)),
+        )
+        cm_source = None
+        if authn_client is not None and not _get(settings, "authentication_skip_lookup", False):
+            cm_source = authn_client
+            try:
+                data = await read_authentication_configmap(authn_client)
+            except ReviewUnavailable as exc:
+                if not _get(settings, "authentication_tolerate_lookup_failure", False):
+                    raise SecurityConfigError(
+                        f"{exc} (set --authentication-tolerate-lookup-failure to start anyway)") from None
+                log.warning("%s; continuing without it", exc)
+                data = None
+            if data:
+                authenticator.apply_configmap(data, **flags)
 
-    metrics = SecurityMetrics(registry)
-    tls = ServingTLS(cert, key, [client_ca, requestheader_ca], min_version, ciphers,
-                     on_reload=lambda _what: metrics.tls_reloads.inc())
+        metrics = SecurityMetrics(registry)
+        tls = ServingTLS(cert, key, [client_ca, requestheader_ca], min_version, ciphers,
+                         on_reload=lambda _what: metrics.tls_reloads.inc())
+    except BaseException:
+        for c in clients:
+            with contextlib.suppress(Exception):
+                await c.close()
+        raise
     authorizer = Authorizer(
         authz_client,
         allowed_ttl=float(_get(settings, "authorization_webhook_cache_authorized_ttl", 10.0)),

@@ -173,7 +173,10 @@ class CABundle:
             .build_client_verifier()
         )
         leaf = chain[0]
-        verifier.verify(leaf, chain[1:])
+        try:
+            verifier.verify(leaf, chain[1:])
+        except (ValueError, TypeError) as exc:  # unsupported key or signature: not a usable certificate
+            raise VerificationError(f"certificate cannot be verified: {exc}") from None
         try:
             eku = leaf.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
         except x509.ExtensionNotFound:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 from autoscaler import objects
 from autoscaler.decision.model import MetricFailure, Reading
@@ -96,7 +98,7 @@ class MetricsClient:
             body = await self.kube.get(f"/apis/{CUSTOM}/{version}/namespaces/{namespace}/pods/*/{metric.name}", q)
         except ApiError as exc:
             raise MetricsError(f"unable to get metric {metric.name}: unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
-        reading = objects.pods_metric_reading(body.get("items") or [], metric, pod_names)
+        reading = objects.pods_metric_reading(_as_answered(body.get("items")), _unselected(metric), pod_names)
         if isinstance(reading, MetricFailure):
             return MetricFailure(f"unable to get metric {metric.name}: {reading.message}")
         return reading
@@ -113,7 +115,7 @@ class MetricsClient:
         except ApiError as exc:
             raise MetricsError(f"unable to get metric {metric.name}: {described.kind} on {namespace} {described.name}/unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
         items = body.get("items") if "items" in body else [body]
-        reading = objects.object_metric_reading(items or [], metric)
+        reading = objects.object_metric_reading(_as_answered(items), _unselected(metric))
         if isinstance(reading, MetricFailure):
             return MetricFailure(f"unable to get metric {metric.name}: {reading.message}")
         return reading
@@ -124,10 +126,28 @@ class MetricsClient:
             body = await self.kube.get(f"/apis/{EXTERNAL}/v1beta1/namespaces/{namespace}/{metric.name}", q)
         except ApiError as exc:
             raise MetricsError(f"unable to get external metric {namespace}/{metric.name}/{_selector_string(metric) or 'nil'}: unable to fetch metrics from external metrics API: {exc.message or exc.reason}") from None
-        reading = objects.external_metric_reading(body.get("items") or [], metric)
+        reading = objects.external_metric_reading(body.get("items") or [], _unselected(metric))
         if isinstance(reading, MetricFailure):
             return MetricFailure(f"unable to get external metric {namespace}/{metric.name}: {reading.message}")
         return reading
+
+
+def _unselected(metric: MetricSpec) -> MetricSpec:
+    """The API already applied the metric's label selector (as the request asked). Like the
+    Kubernetes metrics client, take what it answered instead of filtering again: adapters may
+    drop labels from external series or not echo the selector back."""
+    return replace(metric, selector=None, selector_raw=None)
+
+
+def _as_answered(items: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """MetricValue items without their echoed selector (see `_unselected`)."""
+    out = []
+    for item in items or []:
+        item = {k: v for k, v in item.items() if k != "selector"}
+        if isinstance(item.get("metric"), dict):
+            item["metric"] = {k: v for k, v in item["metric"].items() if k != "selector"}
+        out.append(item)
+    return out
 
 
 def _selector_string(metric: MetricSpec) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .model import Condition
 
 __all__ = [
@@ -56,3 +58,26 @@ def rescaled(desired: int) -> Condition:
 
 def ordered(conditions: dict[str, Condition]) -> list[Condition]:
     return [conditions[t] for t in CONDITION_ORDER if t in conditions]
+
+
+# Conditions with constant messages are immutable values: built once, shared. The set is closed
+# (the reasons and messages of this module and normalize.py), so this is a table, not a cache.
+_FIXED: dict[tuple[str, bool, str, str], Condition] = {}
+
+
+def fixed(ctype: str, status: bool, reason: str, message: str) -> Condition:
+    """`make` for the constant conditions (a fixed reason with its fixed message)."""
+    key = (ctype, status, reason, message)
+    cond = _FIXED.get(key)
+    if cond is None:
+        cond = _FIXED[key] = make(ctype, status, reason, message)
+    return cond
+
+
+def valid_metric_found(spec: Any, label: str) -> Condition:
+    """ScalingActive True / ValidMetricFound naming the metric; kept with the metric's spec."""
+    cond = spec.memo.get("valid")
+    if cond is None:
+        cond = spec.memo["valid"] = make(SCALING_ACTIVE, True, VALID_METRIC_FOUND,
+                                         f"the HPA was able to successfully calculate a replica count from {label}")
+    return cond

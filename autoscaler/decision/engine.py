@@ -44,7 +44,7 @@ def decide(inp: DecisionInput) -> Decision:
         # First sync of this autoscaler: remember the current size (recordInitialRecommendation).
         recommendations = (Recommendation(now, current),)
 
-    conds: dict[str, Condition] = {C.ABLE_TO_SCALE: C.make(C.ABLE_TO_SCALE, True, C.SUCCEEDED_GET_SCALE, C.MSG_GOT_SCALE)}
+    conds: dict[str, Condition] = {C.ABLE_TO_SCALE: C.fixed(C.ABLE_TO_SCALE, True, C.SUCCEEDED_GET_SCALE, C.MSG_GOT_SCALE)}
     pre: list[str] = []
     outcomes: list[MetricOutcome] = []
     steps: tuple[str, ...] = ()
@@ -83,7 +83,7 @@ def decide(inp: DecisionInput) -> Decision:
         tol = tolerances_for(spec, inp.config.tolerance)
         readings = inp.readings
         metric_desired = 0
-        metric_label = ""
+        metric_spec = None
         invalid = 0
         first_failure = None
         for i, ms in enumerate(spec.metrics):
@@ -98,7 +98,7 @@ def decide(inp: DecisionInput) -> Decision:
                 continue
             if metric_desired == 0 or proposal > metric_desired:
                 metric_desired = proposal
-                metric_label = outcome.label
+                metric_spec = (ms, outcome.label)
         n = len(spec.metrics)
         if invalid >= n or (invalid > 0 and metric_desired < current):
             assert first_failure is not None
@@ -111,8 +111,8 @@ def decide(inp: DecisionInput) -> Decision:
                 pre.append(f"{invalid} of {n} metrics failed and the others ask for fewer replicas ({metric_desired}): "
                            "a failing metric blocks scaling down, nothing changes")
         else:
-            conds[C.SCALING_ACTIVE] = C.make(C.SCALING_ACTIVE, True, C.VALID_METRIC_FOUND,
-                                             f"the HPA was able to successfully calculate a replica count from {metric_label}")
+            assert metric_spec is not None
+            conds[C.SCALING_ACTIVE] = C.valid_metric_found(*metric_spec)
             if invalid:
                 pre.append(f"{invalid} of {n} metrics failed; scaling up on the others is still allowed")
             recommendation = max(metric_desired, 0)
@@ -125,8 +125,8 @@ def decide(inp: DecisionInput) -> Decision:
                                                inp.config.downscale_stabilization_window)
             kept_recommendations = norm.recommendations
             steps = norm.steps
-            conds[C.ABLE_TO_SCALE] = C.make(C.ABLE_TO_SCALE, True, norm.able_reason, norm.able_message)
-            conds[C.SCALING_LIMITED] = C.make(C.SCALING_LIMITED, norm.limited, norm.limited_reason, norm.limited_message)
+            conds[C.ABLE_TO_SCALE] = C.fixed(C.ABLE_TO_SCALE, True, norm.able_reason, norm.able_message)
+            conds[C.SCALING_LIMITED] = C.fixed(C.SCALING_LIMITED, norm.limited, norm.limited_reason, norm.limited_message)
             desired = norm.desired
             if current == 0 and min_replicas != 0 and scaled_to_zero and desired < min_replicas:
                 desired = min_replicas

@@ -33,22 +33,30 @@ class PodInfo:
     ready_condition: str | None = "derive"
     # Added: pod-level requests (spec.resources.requests, KEP-2837), resource -> milli; None when unset.
     pod_requests: Mapping[str, int] | None = None
-    # Derived once here so the calculator's per-sync loops only read them: requests summed over the
-    # containers for the resources every container requests (None: the pod has no containers), and
-    # whether the pod is ignored (deleted or Failed).
+    # Derived once here so the calculator's per-sync loops only read them: the pod's requests when no
+    # container is named (pod-level if set, else summed over the containers, for the resources every
+    # container requests; None: no containers), and whether the pod is ignored (deleted or Failed).
     request_totals: Mapping[str, int] | None = field(init=False, repr=False, compare=False)
     gone: bool = field(init=False, repr=False, compare=False)
+    normal: bool = field(init=False, repr=False, compare=False)      # neither ignored nor Pending
+    cpu_simple: bool = field(init=False, repr=False, compare=False)  # normal, Ready "True", has a start time
 
     def __post_init__(self) -> None:
         if self.ready_condition == "derive":
             object.__setattr__(self, "ready_condition", "True" if self.ready else "False")
         containers = list(self.requests.values())
         totals: dict[str, int] | None = None
-        if containers:
+        if self.pod_requests:
+            totals = dict(self.pod_requests)  # pod-level requests win when no container is named
+        elif containers:
             common = set(containers[0]).intersection(*containers[1:])
             totals = {r: sum(c[r] for c in containers) for r in common}
         object.__setattr__(self, "request_totals", totals)
-        object.__setattr__(self, "gone", self.deleted or self.phase == "Failed")
+        gone = self.deleted or self.phase == "Failed"
+        normal = not gone and self.phase != "Pending"
+        object.__setattr__(self, "gone", gone)
+        object.__setattr__(self, "normal", normal)
+        object.__setattr__(self, "cpu_simple", normal and self.ready_condition == "True" and self.start_time is not None)
 
 
 @dataclass(frozen=True, slots=True)

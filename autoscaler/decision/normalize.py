@@ -12,8 +12,8 @@ Both return the new recommendation list instead of mutating a shared map.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from .model import Recommendation, ScaleEvent
 from .spec import HPASpec, ScalingRules
@@ -36,8 +36,7 @@ MSG_TOO_FEW = "the desired replica count is less than the minimum replica count"
 MSG_WITHIN = "the desired count is within the acceptable range"
 
 
-@dataclass(frozen=True, slots=True)
-class Normalized:
+class Normalized(NamedTuple):
     desired: int
     stabilized: int
     able_reason: str            # AbleToScale: ReadyForNewScale | ScaleUpStabilized | ScaleDownStabilized
@@ -165,15 +164,14 @@ def normalize_with_behavior(
     up_cutoff = now - timedelta(seconds=up_window)
     down_cutoff = now - timedelta(seconds=down_window)
     up_rec = down_rec = desired
-    kept: list[Recommendation] = []
-    for rec in recommendations:
-        ts = rec.timestamp
-        if ts > up_cutoff and rec.replicas < up_rec:
-            up_rec = rec.replicas
-        if ts > down_cutoff and rec.replicas > down_rec:
-            down_rec = rec.replicas
-        if not (ts < up_cutoff and ts < down_cutoff):
-            kept.append(rec)
+    keep_cutoff = min(up_cutoff, down_cutoff)  # older than both windows: forgotten
+    kept = [rec for rec in recommendations if rec.timestamp >= keep_cutoff]
+    for rec in kept:
+        ts, replicas = rec.timestamp, rec.replicas
+        if replicas < up_rec and ts > up_cutoff:
+            up_rec = replicas
+        if replicas > down_rec and ts > down_cutoff:
+            down_rec = replicas
     kept.append(Recommendation(now, desired))
     stabilized = current
     if stabilized < up_rec:

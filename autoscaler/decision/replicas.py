@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from datetime import UTC, datetime, timedelta
 
 from .model import ControllerConfig, PodInfo, PodSample
@@ -31,8 +32,7 @@ class CalcError(Exception):
     """The calculator could not produce a proposal (the message is Kubernetes')."""
 
 
-@dataclass(frozen=True, slots=True)
-class Tolerances:
+class Tolerances(NamedTuple):
     scale_down: float = 0.1
     scale_up: float = 0.1
 
@@ -89,70 +89,68 @@ def _group(
 
     Deleted and Failed pods are ignored; Pending pods are unready for every metric; other
     not-ready pods only count as unready for CPU, judged against start time, the Ready transition
-    and the sample's timestamp and window.
+    and the sample's timestamp and window. (A plain loop: CPython 3.11 runs it faster than
+    map/zip pipelines over attrgetters.)
     """
-    ready = 0
     metrics: dict[str, int] = {}
     unready: list[str] = []
     missing: list[str] = []
     ignored: list[str] = []
     get = samples.get
-    seen = 0  # samples that belong to listed pods
+    other = 0  # samples of ignored or unready pods (to spot samples of pods not listed)
     if resource == "cpu":
         init_cutoff = now - timedelta(seconds=config.cpu_initialization_period)
         delay = timedelta(seconds=config.initial_readiness_delay)
         windows: dict[float, timedelta] = {}
         for pod in pods:
             name = pod.name
-            if pod.gone or pod.phase == "Pending":
+            if not pod.normal:
                 (ignored if pod.gone else unready).append(name)
                 if name in samples:
-                    seen += 1
+                    other += 1
                 continue
             sample = get(name)
             if sample is None:
                 missing.append(name)
                 continue
-            seen += 1
-            cond = pod.ready_condition
-            start = pod.start_time
-            if cond is None or start is None:
-                unready.append(name)
-                continue
-            if start > init_cutoff:
-                # Still within the CPU initialization period: ignore the sample if the pod is
-                # unready or one full metric window has not passed since the last transition.
-                if cond == "False":
+            if not pod.cpu_simple or pod.start_time > init_cutoff:  # type: ignore[operator]
+                cond = pod.ready_condition
+                start = pod.start_time
+                if cond is None or start is None:
                     unready.append(name)
+                    other += 1
                     continue
-                window = windows.get(sample.window)
-                if window is None:
-                    window = windows[sample.window] = timedelta(seconds=sample.window)
-                if sample.timestamp < (pod.ready_transition or _GO_ZERO_TIME) + window:
+                if start > init_cutoff:
+                    # Still within the CPU initialization period: ignore the sample if the pod is
+                    # unready or one full metric window has not passed since the last transition.
+                    window = windows.get(sample.window)
+                    if window is None:
+                        window = windows[sample.window] = timedelta(seconds=sample.window)
+                    if cond == "False" or sample.timestamp < (pod.ready_transition or _GO_ZERO_TIME) + window:
+                        unready.append(name)
+                        other += 1
+                        continue
+                elif cond == "False" and start + delay > (pod.ready_transition or _GO_ZERO_TIME):
+                    # Past it: ignore only pods that are unready and have never been ready.
                     unready.append(name)
+                    other += 1
                     continue
-            elif cond == "False" and start + delay > (pod.ready_transition or _GO_ZERO_TIME):
-                # Past it: ignore only pods that are unready and have never been ready.
-                unready.append(name)
-                continue
-            ready += 1
             metrics[name] = sample.milli
     else:
         for pod in pods:
             name = pod.name
-            if pod.gone or pod.phase == "Pending":
+            if not pod.normal:
                 (ignored if pod.gone else unready).append(name)
                 if name in samples:
-                    seen += 1
+                    other += 1
                 continue
             sample = get(name)
             if sample is None:
                 missing.append(name)
                 continue
-            seen += 1
-            ready += 1
             metrics[name] = sample.milli
-    if seen < len(samples):
+    ready = len(metrics)
+    if ready + other < len(samples):
         listed = {p.name for p in pods}
         for name, sample in samples.items():
             if name not in listed:
@@ -194,33 +192,27 @@ def _container_requests(pod: PodInfo, container: str | None, resource: str) -> i
 def pod_requests(pods: Sequence[PodInfo], container: str | None, resource: str) -> dict[str, int]:
     """Requests per pod (`calculateRequests`): pod-level when set and no container is named, else
     the containers' sum (or the named container's)."""
-    out: dict[str, int] = {}
-    if container:
-        for pod in pods:
-            out[pod.name] = _container_requests(pod, container, resource)
-        return out
-    for pod in pods:
-        totals = pod.request_totals
-        if pod.pod_requests or totals is None:
-            out[pod.name] = _container_requests(pod, container, resource)
-            continue
-        value = totals.get(resource)
-        if value is None:
-            value = _container_requests(pod, container, resource)  # raises with the container's name
-        out[pod.name] = value
-    return out
+    if not container:
+        try:
+            return {pod.name: pod.request_totals[resource] for pod in pods}  # type: ignore[index]
+        except (KeyError, TypeError):
+            pass  # a pod lacks the request (error below) or has no containers (0)
+    return {pod.name: _container_requests(pod, container, resource) for pod in pods}
 
 
 def _utilization(metrics: Mapping[str, int], requests: Mapping[str, int], target: int) -> tuple[float, int, int]:
-    total = req_total = entries = 0
-    get = requests.get
-    for name, value in metrics.items():
-        request = get(name)
-        if request is None:  # extraneous metric: no known pod
-            continue
-        total += value
-        req_total += request
-        entries += 1
+    """`GetResourceUtilizationRatio`: integer percent of the summed requests, truncated."""
+    try:
+        req_total = sum(map(requests.__getitem__, metrics))
+        total, entries = sum(metrics.values()), len(metrics)
+    except KeyError:  # extraneous metrics (no known pod) are left out
+        total = req_total = entries = 0
+        for name, value in metrics.items():
+            request = requests.get(name)
+            if request is not None:
+                total += value
+                req_total += request
+                entries += 1
     if req_total == 0:
         raise CalcError("no metrics returned matched known pods")
     utilization = _div(total * 100, req_total)
@@ -232,16 +224,22 @@ def _average(metrics: Mapping[str, int], target: int) -> tuple[float, int]:
     return usage / target, usage
 
 
+def _names(names: list[str]) -> str:
+    if len(names) > 5:
+        return ", ".join(sorted(names)[:5]) + ", ..."
+    return ", ".join(sorted(names))
+
+
 def _grouping_note(ready: int, unready: list[str], missing: list[str], ignored: list[str]) -> str | None:
     if not (unready or missing or ignored):
         return None
     parts = [f"{ready} ready"]
     if unready:
-        parts.append(f"{len(unready)} not yet ready ({', '.join(sorted(unready))})")
+        parts.append(f"{len(unready)} not yet ready ({_names(unready)})")
     if missing:
-        parts.append(f"{len(missing)} without a metric ({', '.join(sorted(missing))})")
+        parts.append(f"{len(missing)} without a metric ({_names(missing)})")
     if ignored:
-        parts.append(f"{len(ignored)} ignored as deleted or failed ({', '.join(sorted(ignored))})")
+        parts.append(f"{len(ignored)} ignored as deleted or failed ({_names(ignored)})")
     return "pods: " + ", ".join(parts)
 
 

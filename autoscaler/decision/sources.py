@@ -7,8 +7,7 @@ failure carries (FailedGetResourceMetric, FailedGetPodsMetric, ...).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from promscaler.quantity import format_milli
 
@@ -25,8 +24,7 @@ from .spec import MetricSpec
 __all__ = ["MetricOutcome", "compute_metric"]
 
 
-@dataclass(frozen=True, slots=True)
-class MetricOutcome:
+class MetricOutcome(NamedTuple):
     proposal: Proposal
     status: dict[str, Any]            # MetricStatus; {"type": ""} on failure, as Kubernetes leaves it
     detail: MetricDetail
@@ -61,12 +59,38 @@ def _sum_capped(values: tuple[int, ...]) -> int:
 
 
 def _target_text(ms: MetricSpec) -> str:
-    t = ms.target
-    if t.type == "Utilization":
-        return f"{t.average_utilization}% of request"
-    if t.type == "AverageValue":
-        return f"{_q(t.average_value_milli or 0)} per pod"
-    return f"{_q(t.value_milli or 0)}"
+    text = ms.memo.get("target")
+    if text is None:
+        t = ms.target
+        if t.type == "Utilization":
+            text = f"{t.average_utilization}% of request"
+        elif t.type == "AverageValue":
+            text = f"{_q(t.average_value_milli or 0)} per pod"
+        else:
+            text = f"{_q(t.value_milli or 0)}"
+        ms.memo["target"] = text
+    return text
+
+
+def _label(ms: MetricSpec) -> str:
+    """How Kubernetes names the metric in ValidMetricFound ("pods metric qps", ...)."""
+    label = ms.memo.get("label")
+    if label is None:
+        t = ms.type
+        if t in ("Resource", "ContainerResource"):
+            if ms.target.type == "Utilization":
+                kind = "container resource" if t == "ContainerResource" else "resource"
+                label = f"{ms.name} {kind} utilization (percentage of request)"
+            else:
+                label = f"{ms.name} resource"
+        elif t == "Pods":
+            label = f"pods metric {ms.name}"
+        elif t == "Object" and ms.target.type == "Value":
+            label = f"{ms.described_object.kind if ms.described_object else ''} metric {ms.name}"
+        else:  # Object AverageValue reads "external metric" in Kubernetes too
+            label = f"external metric {ms.name}({_go_selector(ms.selector_raw)})"
+        ms.memo["label"] = label
+    return label
 
 
 def _fail(ms: MetricSpec, reason: str, error: str) -> MetricOutcome:
@@ -79,12 +103,12 @@ def _fail(ms: MetricSpec, reason: str, error: str) -> MetricOutcome:
     )
 
 
-def _ok(ms: MetricSpec, calc: Calc, status: dict[str, Any], label: str, current_text: str) -> MetricOutcome:
+def _ok(ms: MetricSpec, calc: Calc, status: dict[str, Any], current_text: str) -> MetricOutcome:
     return MetricOutcome(
         Proposal(ms.type, ms.name, calc.replicas),
         status,
         MetricDetail(ms.type, ms.name, _target_text(ms), current_text, calc.ratio, calc.replicas, None, tuple(calc.notes)),
-        label,
+        _label(ms),
     )
 
 
@@ -103,8 +127,9 @@ def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: To
                 raise CalcError(f"unable to get metric {ms.name}: expected pod samples")
             calc = plain_metric_replicas(current, target.average_value_milli or 0, "", tol, inp.pods,
                                          reading.samples, inp.config, inp.now)
-            status = {"type": "Pods", "pods": {"metric": ms.identifier(), "current": {"averageValue": _q(calc.usage)}}}
-            return _ok(ms, calc, status, f"pods metric {ms.name}", _q(calc.usage))
+            q = _q(calc.usage)
+            status = {"type": "Pods", "pods": {"metric": ms.identifier(), "current": {"averageValue": q}}}
+            return _ok(ms, calc, status, q)
         if mtype == "Object":
             if isinstance(reading, MetricFailure):
                 raise CalcError(f"unable to get metric {ms.name}: {reading.message}")
@@ -116,29 +141,30 @@ def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: To
                 ref["apiVersion"] = described.api_version
             if target.type == "Value":
                 calc = usage_ratio_replicas(current, reading.milli, target.value_milli or 0, tol, inp.pods)
+                q = _q(calc.usage)
                 status = {"type": "Object", "object": {"describedObject": ref, "metric": ms.identifier(),
-                                                      "current": {"value": _q(calc.usage)}}}
-                return _ok(ms, calc, status, f"{ref.get('kind')} metric {ms.name}", _q(calc.usage))
+                                                      "current": {"value": q}}}
+                return _ok(ms, calc, status, q)
             calc = per_pod_total_replicas(inp.status_replicas, reading.milli, target.average_value_milli or 0, tol)
+            q = _q(calc.usage)
             status = {"type": "Object", "object": {"describedObject": ref, "metric": ms.identifier(),
-                                                  "current": {"averageValue": _q(calc.usage)}}}
-            return _ok(ms, calc, status, f"external metric {ms.name}({_go_selector(ms.selector_raw)})",
-                       f"{_q(calc.usage)} per pod ({_q(reading.milli)} total)")
+                                                  "current": {"averageValue": q}}}
+            return _ok(ms, calc, status, f"{q} per pod ({_q(reading.milli)} total)")
         if mtype == "External":
             if isinstance(reading, MetricFailure):
                 raise CalcError(f"unable to get external metric {ms.name}: {reading.message}")
             if not isinstance(reading, ExternalReading):
                 raise CalcError(f"unable to get external metric {ms.name}: expected external values")
             total = _sum_capped(reading.millis)
-            label = f"external metric {ms.name}({_go_selector(ms.selector_raw)})"
             if target.type == "AverageValue":
                 calc = per_pod_total_replicas(inp.status_replicas, total, target.average_value_milli or 0, tol)
-                status = {"type": "External", "external": {"metric": ms.identifier(),
-                                                          "current": {"averageValue": _q(calc.usage)}}}
-                return _ok(ms, calc, status, label, f"{_q(calc.usage)} per pod ({_q(total)} total)")
+                q = _q(calc.usage)
+                status = {"type": "External", "external": {"metric": ms.identifier(), "current": {"averageValue": q}}}
+                return _ok(ms, calc, status, f"{q} per pod ({_q(total)} total)")
             calc = usage_ratio_replicas(current, total, target.value_milli or 0, tol, inp.pods)
-            status = {"type": "External", "external": {"metric": ms.identifier(), "current": {"value": _q(calc.usage)}}}
-            return _ok(ms, calc, status, label, _q(calc.usage))
+            q = _q(calc.usage)
+            status = {"type": "External", "external": {"metric": ms.identifier(), "current": {"value": q}}}
+            return _ok(ms, calc, status, q)
         return _fail(ms, C.INVALID_METRIC_SOURCE_TYPE, f'unknown metric source type "{mtype}"')
     except CalcError as exc:
         return _fail(ms, reason, str(exc))
@@ -162,20 +188,16 @@ def _resource(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: Toleran
                                          inp.pods, reading.samples, inp.config, inp.now)
     except CalcError as exc:
         return _fail(ms, reason, f"failed to get {res} {what}: {exc}")
-    current: dict[str, Any] = {}
+    q = _q(calc.usage)
     if utilization:
-        current["averageUtilization"] = calc.utilization
-        label = f"{res} resource utilization (percentage of request)"
-        if ms.type == "ContainerResource":
-            label = f"{res} container resource utilization (percentage of request)"
-        text = f"{calc.utilization}% ({_q(calc.usage)} avg)"
+        current: dict[str, Any] = {"averageUtilization": calc.utilization, "averageValue": q}
+        text = f"{calc.utilization}% ({q} avg)"
     else:
-        label = f"{res} resource"
-        text = _q(calc.usage)
-    current["averageValue"] = _q(calc.usage)
+        current = {"averageValue": q}
+        text = q
     if ms.type == "ContainerResource":
         status = {"type": "ContainerResource",
                   "containerResource": {"name": res, "container": ms.container, "current": current}}
     else:
         status = {"type": "Resource", "resource": {"name": res, "current": current}}
-    return _ok(ms, calc, status, label, text)
+    return _ok(ms, calc, status, text)

@@ -11,7 +11,7 @@ Parse once per spec change; `decide()` then only reads numbers.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from promscaler.quantity import QuantityError, parse_quantity, to_milli
@@ -71,6 +71,8 @@ class MetricSpec:
     selector_raw: Mapping[str, Any] | None = None   # as written, echoed into status
     container: str | None = None           # ContainerResource
     described_object: CrossVersionObjectReference | None = None  # Object
+    # Texts derived from this spec (labels, target wording), filled on first use by the engine.
+    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def identifier(self) -> dict[str, Any]:
         """The `metric: {name, selector}` identifier as status echoes it."""

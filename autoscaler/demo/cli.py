@@ -15,6 +15,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.live import Live
@@ -50,17 +51,18 @@ def main(argv: list[str] | None = None) -> int:
     return asyncio.run(run(parse_args(argv)))
 
 
-def _install_signal_handlers(console: Console) -> dict[str, str]:
-    """SIGINT/SIGTERM cancel the demo (once); cleanup and the report follow in `finally`."""
+def _install_signal_handlers() -> dict[str, Any]:
+    """SIGINT/SIGTERM/SIGHUP cancel the demo (once); cleanup and the report follow in `finally`."""
     loop, task = asyncio.get_running_loop(), asyncio.current_task()
-    got: dict[str, str] = {}
+    got: dict[str, Any] = {}
 
     def on_signal(sig: signal.Signals) -> None:
         if not got:
             got["signal"] = sig.name
+            got["code"] = 128 + int(sig)
             task.cancel()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, on_signal, sig)
     return got
 
@@ -73,11 +75,11 @@ async def sample_loop(monitor: Monitor, duration: float, clock, console: Console
 
     def show_plain() -> None:
         nonlocal next_log
-        for w in WORKLOADS:
-            done = [c for c in monitor.changes[w.name] if c.reason]
-            for c in done[printed[w.name]:]:
-                print(view.change_line(w.name, c), flush=True)
-            printed[w.name] = len(done)
+        for w in WORKLOADS:  # each change once, in order, as soon as its reason is known
+            changes = monitor.changes[w.name]
+            while printed[w.name] < len(changes) and changes[printed[w.name]].reason:
+                print(view.change_line(w.name, changes[printed[w.name]]), flush=True)
+                printed[w.name] += 1
         if t >= next_log:
             for w in WORKLOADS:
                 if w.name in monitor.latest:
@@ -95,7 +97,8 @@ async def sample_loop(monitor: Monitor, duration: float, clock, console: Console
             check()
             await monitor.sample(t)
             if live:
-                live.update(view.render(WORKLOADS, monitor.latest, monitor.changes, t, duration, render_args))
+                live.update(view.render(WORKLOADS, monitor.latest, monitor.changes, t, duration, render_args,
+                                        console.width))
             else:
                 show_plain()
             await asyncio.sleep(max(0.0, t + SAMPLE_INTERVAL - clock()))
@@ -107,7 +110,7 @@ async def sample_loop(monitor: Monitor, duration: float, clock, console: Console
 async def run(opts: argparse.Namespace) -> int:
     console = Console()
     say = (lambda line: print(line, flush=True)) if opts.no_tui else (lambda line: console.print(f"[dim]•[/dim] {line}"))
-    got = _install_signal_handlers(console)
+    got = _install_signal_handlers()
     timings = Timings()
     report_dir = Path(opts.report).resolve()
     log_dir = report_dir / "logs"
@@ -148,16 +151,19 @@ async def run(opts: argparse.Namespace) -> int:
             if kube is not None:
                 await kube.close()
             shutil.rmtree(workdir, ignore_errors=True)
+    sampled = monitor is not None and any(monitor.timeline.values())
+    if sampled:  # also after a failure mid-run: what happened until then is worth a look
+        write_report(report_dir, monitor, stage, timings, opts, started_at, processes,
+                     interrupted=got.get("signal") or error)
+        print(f"report: {report_dir / 'timeline.png'}\n        {report_dir / 'summary.json'}\n        logs in {log_dir}")
     if error:
         print(f"demo failed: {error}", file=sys.stderr)
         print(f"logs: {log_dir}", file=sys.stderr)
         return 1
-    if monitor is None or not any(monitor.timeline.values()):
+    if not sampled:
         print("demo stopped before the first sample; no report written", file=sys.stderr)
-        return 130 if got else 1
-    write_report(report_dir, monitor, stage, timings, opts, started_at, processes, interrupted=got.get("signal"))
-    print(f"report: {report_dir / 'timeline.png'}\n        {report_dir / 'summary.json'}\n        logs in {log_dir}")
-    return 130 if got else 0
+        return got.get("code", 1)
+    return got.get("code", 0)
 
 
 def write_report(report_dir: Path, monitor: Monitor, stage, timings: Timings, opts, started_at,

@@ -147,6 +147,11 @@ def plot(path: Path, workloads: Sequence[Workload], timelines: dict[str, list[Sa
         ax_rep.legend(loc="upper right", fontsize=8)
         for ax in (ax_load, ax_metric, ax_rep):
             ax.grid(alpha=0.3)
+        if t:  # from t=0: the first seconds are start-up (Prometheus, adapter, controller)
+            ax_rep.set_xlim(0, max(t) + 1)
+            for ax in (ax_load, ax_metric, ax_rep):
+                ax.axvspan(0, t[0], color="#eeeeee", lw=0)
+            ax_rep.text(t[0] / 2, 0.5, "start-up", rotation=90, ha="center", fontsize=7, color="#888888")
     fig.suptitle(title, fontsize=13)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

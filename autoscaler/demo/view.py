@@ -26,37 +26,60 @@ def replicas_text(s: Sample) -> str:
     return f"{s.replicas} (ready {s.ready}, desired {desired})"
 
 
+_SHORT = {"AbleToScale": "able", "ScalingActive": "active", "ScalingLimited": "limited", "ScaledToZero": "zero"}
+
+
 def conditions_text(s: Sample) -> Text:
+    """`able ✓ ReadyForNewScale  active ✓ ValidMetricFound  limited ✗ DesiredWithinRange`, colored
+    by whether the condition is good news (ScalingLimited=True is not)."""
     out = Text()
     for c in s.conditions:
-        style = {"True": "green", "False": "red"}.get(c["status"], "yellow")
-        if c["type"] == "ScalingLimited":
-            style = "yellow" if c["status"] == "True" else "green"
-        out.append(f"{c['type']}={c['status']}", style=style)
-        out.append(f" ({c['reason']})  ", style="dim")
+        good = (c["status"] == "True") != (c["type"] == "ScalingLimited")
+        out.append(f"{_SHORT.get(c['type'], c['type'])} ", style="dim")
+        out.append("✓ " if c["status"] == "True" else "✗ " if c["status"] == "False" else "? ",
+                   style="green" if good else "red")
+        out.append(f"{c['reason']}  ", style="" if good else "yellow")
     return out if s.conditions else Text("none yet", style="dim")
 
 
+def workload_panel(w: Workload, s: Sample | None) -> Panel:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column(ratio=1)
+    if s is None:
+        grid.add_row("", Text("starting…", style="dim"))
+    else:
+        grid.add_row("load", f"{s.load:.2f} {w.load_short}")
+        grid.add_row("metric", Text.assemble((metric_text(w, s), "bold"), "  (as the aggregated API serves it)"))
+        grid.add_row("target", f"{w.target_text} ({w.metric_type}, AverageValue)")
+        grid.add_row("replicas", Text.assemble((str(s.replicas), "bold"), f"  ready {s.ready}, desired "
+                                               f"{'?' if s.desired is None else s.desired}"))
+        grid.add_row("conditions", conditions_text(s))
+        grid.add_row("decision", s.reason)
+    return Panel(grid, title=Text(w.title, style="bold"), title_align="left")
+
+
 def render(workloads: Sequence[Workload], latest: dict[str, Sample], changes: dict[str, list[ReplicaChange]],
-           t: float, duration: float, settings: Sequence[str]):
-    table = Table(expand=True, show_lines=True)
-    for col, kw in (("workload", {"style": "bold", "no_wrap": True}), ("load", {}), ("metric (as served)", {}),
-                    ("target", {}), ("replicas", {}), ("conditions", {"ratio": 2}), ("last decision", {"ratio": 3})):
-        table.add_column(col, **kw)
-    for w in workloads:
-        s = latest.get(w.name)
-        if s is None:
-            table.add_row(w.name, "…", "…", w.target_text, "…", "…", "…")
-            continue
-        table.add_row(w.name, f"{s.load:.2f} {w.load_short}", metric_text(w, s), f"{w.target_text} AverageValue",
-                      replicas_text(s), conditions_text(s), s.reason)
-    recent = sorted(((c, w.name) for w in workloads for c in changes[w.name]), key=lambda x: x[0].t)[-6:]
+           t: float, duration: float, settings: Sequence[str], width: int = 80):
+    panels = [workload_panel(w, latest.get(w.name)) for w in workloads]
+    if width >= 150:
+        body = Table.grid(expand=True, padding=(0, 1))
+        for _ in panels:
+            body.add_column(ratio=1)
+        body.add_row(*panels)
+    else:
+        body = Group(*panels)
+    recent = sorted(((c, w.name) for w in workloads for c in changes[w.name]), key=lambda x: x[0].t)
+    recent = recent[-6:] if width >= 150 else recent[-4:]
     events = Table.grid(padding=(0, 1))
+    events.add_column(no_wrap=True, min_width=20)
+    events.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
     for c, name in recent:
-        arrow = Text("▲", style="green") if c.after > c.before else Text("▼", style="red")
-        events.add_row(f"{c.t:6.1f}s", arrow, Text(f"{name} {c.before}→{c.after}", style="bold"),
-                       Text(c.reason or "…", style="dim"))
-    parts = [Text("\n".join(settings), style="dim"), table,
+        up = c.after > c.before
+        head = Text.assemble(f"{c.t:6.1f}s ", ("▲ " if up else "▼ ", "green" if up else "red"),
+                             (f"{name} {c.before}→{c.after}", "bold"))
+        events.add_row(head, Text(c.reason or "…", style="dim"))
+    parts = [Text("\n".join(settings), style="dim"), body,
              Panel(events if recent else Text("no scale events yet", style="dim"), title="scale events", title_align="left")]
     return Panel(Group(*parts), title=f"promscaler demo  t={t:5.1f}s / {duration:.0f}s", title_align="left",
                  subtitle="Ctrl-C stops and writes the report", subtitle_align="right")

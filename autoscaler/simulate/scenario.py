@@ -18,7 +18,7 @@ from promscaler.quantity import QuantityError, parse_quantity
 from promscaler.times import DurationError, parse_duration, parse_time
 
 from ..decision import (
-    ControllerConfig, DecisionInput, History, MetricFailure, Reading, Recommendation, ScaleEvent, decide,
+    ControllerConfig, DecisionInput, History, MetricFailure, Reading, Recommendation, ScaleEvent,
 )
 from ..decision.spec import METRIC_TYPES, HPASpec, SpecError, parse_spec
 from ..objects import (

@@ -55,7 +55,8 @@ async def test_two_instances_elect_one_leader_and_the_other_takes_over(sim, fake
 
 async def test_a_partitioned_leader_steps_down_and_the_standby_takes_over_after_the_lease_expires(sim, fake):
     kubes = [Kube(await load_configuration(sim.kubeconfig_path)) for _ in range(2)]
-    controllers = [Controller(k, settings(identity=f"instance-{i}", **LEASE)) for i, k in enumerate(kubes)]
+    lease = {**LEASE, "lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.3}
+    controllers = [Controller(k, settings(identity=f"instance-{i}", **lease)) for i, k in enumerate(kubes)]
     stops = [asyncio.Event(), asyncio.Event()]
     tasks = [asyncio.create_task(controllers[0].run(stops[0]))]
     try:
@@ -68,7 +69,7 @@ async def test_a_partitioned_leader_steps_down_and_the_standby_takes_over_after_
         await kubes[0].close()  # the leader loses the API server: it cannot renew, nor release
         await eventually(lambda: not controllers[0].is_leader, timeout=10)  # steps down after the renew deadline
         await eventually(lambda: controllers[1].is_leader, timeout=10)
-        assert loop.time() - cut > 1.0  # the standby waited for the 2 s lease to run out
+        assert loop.time() - cut > 1.5  # the standby waited for the 3 s lease to run out
     finally:
         for s in stops:
             s.set()

@@ -151,3 +151,44 @@ async def test_controller_flags_reach_the_decision(sim, fake):
         assert replicas(sim, "web") == 7
     sizes = [e[2].split(";")[0] for e in events(sim, "web") if e[1] == "SuccessfulRescale"]
     assert sorted(sizes) == ["New size: 4", "New size: 7"]
+
+
+async def test_resource_cpu_utilization_through_metrics_api(sim, fake):
+    sim.apply(deployment("web", 2))  # each pod requests 500m cpu
+    await eventually(lambda: len(sim.list("v1", "Pod", NS)) == 2)
+    for pod in sim.list("v1", "Pod", NS):
+        sim.set_pod_usage(NS, pod["metadata"]["name"], {"app": {"cpu": "500m", "memory": "100Mi"}})  # 100% of request
+    cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
+    sim.apply(autoscaler("web", "web", [cpu]))
+    async with running(sim, settings()):
+        await eventually(lambda: replicas(sim, "web") == 4)
+        await eventually(lambda: status(sim, "web").get("currentReplicas") == 4)
+    current = status(sim, "web")["currentMetrics"][0]["resource"]["current"]
+    assert current["averageUtilization"] == 100
+    assert [e[2] for e in events(sim, "web") if e[1] == "SuccessfulRescale"] == ["New size: 4; reason: cpu resource above target"]
+
+
+async def test_native_hpas_are_reconciled_when_enabled(sim, fake):
+    sim.apply(deployment("web", 2))
+    fake.pods[(NS, "http_requests")] = per_pod(2000)
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")], kind="HorizontalPodAutoscaler"))
+    async with running(sim, settings()):  # not enabled: native HPAs are left alone
+        await asyncio.sleep(0.8)
+        assert replicas(sim, "web") == 2
+    async with running(sim, settings(reconcile_native_hpas=True)):
+        await eventually(lambda: replicas(sim, "web") == 4)
+        hpa_status = lambda: (sim.get("autoscaling/v2", "HorizontalPodAutoscaler", NS, "web").get("status") or {})  # noqa: E731
+        await eventually(lambda: hpa_status().get("currentReplicas") == 4)
+    event = next(e for e in sim.list("v1", "Event", NS) if e["reason"] == "SuccessfulRescale")
+    assert event["involvedObject"]["kind"] == "HorizontalPodAutoscaler"
+
+
+async def test_namespace_flag_restricts_what_is_watched(sim, fake):
+    for ns in (NS, "other"):
+        sim.apply(deployment("web", 2, ns=ns))
+        fake.pods[(ns, "http_requests")] = per_pod(2000)
+        sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")], ns=ns))
+    async with running(sim, settings(namespace="other")):
+        await eventually(lambda: replicas(sim, "web", "other") == 4)
+        await asyncio.sleep(0.6)
+    assert replicas(sim, "web", NS) == 2 and not status(sim, "web", NS)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from autoscaler.demo import report
 from autoscaler.demo.monitor import ReplicaChange, Sample

@@ -3,13 +3,21 @@ proxy to a real upstream server (a tiny FastAPI app on a free port)."""
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import json
+import ssl
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 import uvicorn
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from kubernetes import client
@@ -137,7 +145,8 @@ def upstream_app() -> FastAPI:
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[str]:
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(upstream_app(), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(upstream_app(), host="127.0.0.1", port=port, log_level="warning",
+                                          timeout_graceful_shutdown=1))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
@@ -182,3 +191,64 @@ def test_aggregation_backend_down_is_503(sim: KubeSim) -> None:
         assert "external.metrics.k8s.io" in body["message"]
     finally:
         sim.set_aggregated_api("external.metrics.k8s.io", None)
+
+
+# --- aggregation over TLS with a front-proxy client certificate --------------------------------
+
+
+def _pki(tmp: Path) -> dict[str, str]:
+    """A CA, a serving certificate for 127.0.0.1 and a client certificate, as PEM files."""
+    now = datetime.datetime.now(datetime.UTC)
+
+    def cert(subject: str, key, issuer_name: x509.Name, issuer_key, ca: bool, ip: bool = False) -> x509.Certificate:
+        b = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+             .issuer_name(issuer_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+             .not_valid_before(now - datetime.timedelta(minutes=1)).not_valid_after(now + datetime.timedelta(hours=1))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if ip:
+            b = b.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        return b.sign(issuer_key, hashes.SHA256())
+
+    def write(name: str, data: bytes) -> str:
+        (tmp / name).write_bytes(data)
+        return str(tmp / name)
+
+    def key_pem(k) -> bytes:
+        return k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test-ca")])
+    ca = cert("test-ca", ca_key, ca_name, ca_key, ca=True)
+    out = {"ca": write("ca.crt", ca.public_bytes(serialization.Encoding.PEM))}
+    for name, ip in (("server", True), ("front-proxy-client", False)):
+        k = ec.generate_private_key(ec.SECP256R1())
+        out[name] = write(f"{name}.crt", cert(name, k, ca_name, ca_key, ca=False, ip=ip).public_bytes(serialization.Encoding.PEM))
+        out[f"{name}-key"] = write(f"{name}.key", key_pem(k))
+    return out
+
+
+def test_aggregation_over_tls_with_client_certificate(sim: KubeSim, tmp_path: Path) -> None:
+    pki = _pki(tmp_path)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(
+        upstream_app(), host="127.0.0.1", port=port, log_level="critical", ssl_certfile=pki["server"],
+        ssl_keyfile=pki["server-key"], ssl_ca_certs=pki["ca"], ssl_cert_reqs=ssl.CERT_REQUIRED, timeout_graceful_shutdown=1))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"https://127.0.0.1:{port}"
+    path = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/web-1/http_requests"
+    try:
+        client_tls = ssl.create_default_context(cafile=pki["ca"])
+        client_tls.load_cert_chain(pki["front-proxy-client"], pki["front-proxy-client-key"])
+        wait_http(f"{url}/apis/custom.metrics.k8s.io/v1beta2", verify=client_tls)
+        sim.set_aggregated_api("custom.metrics.k8s.io", url, verify=pki["ca"],
+                               cert=(pki["front-proxy-client"], pki["front-proxy-client-key"]))
+        r = httpx.get(sim.url + path)
+        assert r.status_code == 200 and r.json()["items"][0]["value"] == "500m"
+        sim.set_aggregated_api("custom.metrics.k8s.io", url, verify=pki["ca"], timeout=1)  # no client certificate
+        r = httpx.get(sim.url + path)
+        assert r.status_code == 503 and r.json()["reason"] == "ServiceUnavailable"
+    finally:
+        sim.set_aggregated_api("custom.metrics.k8s.io", None)
+        server.should_exit = True
+        thread.join(timeout=10)

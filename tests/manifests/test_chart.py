@@ -199,7 +199,8 @@ def test_adapter_flags_in_templates_are_known() -> None:
     """Every `--flag` the chart passes to the adapter exists in the adapter's parser."""
     known = {opt for action in build_parser()._actions for opt in action.option_strings}
     text = (CHART / "templates" / "adapter-deployment.yaml").read_text()
-    flags = set(re.findall(r"^\s*- (--[a-z0-9-]+)", text, re.MULTILINE))
+    flags = set(re.findall(r'(?:^\s*- |printf ")(--[a-z0-9-]+)', text, re.MULTILINE))
+    assert {"--prometheus-url", "--prometheus-header", "--secure-port", "--tls-cert-file"} <= flags
     assert len(flags) > 10
     assert flags <= known, f"unknown flags: {sorted(flags - known)}"
 

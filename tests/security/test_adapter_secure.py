@@ -209,6 +209,25 @@ def test_security_counters_on_the_adapters_metrics(env: Env) -> None:
     assert "promscaler_adapter_requests_total" in r.text  # the adapter's own registry
 
 
+def test_through_kubesims_aggregation_layer(env: Env) -> None:
+    """Client -> KubeSim (authenticates the bearer token) -> adapter over TLS with the front-proxy
+    certificate and X-Remote-User, as an APIService with caBundle = the serving CA."""
+    proxy = pki.issue(env.front_proxy_ca, "front-proxy-client", client=True)
+    pki.write_pair(proxy, env.tmp / "proxy.crt", env.tmp / "proxy.key")
+    env.sim.set_aggregated_api("custom.metrics.k8s.io", env.url, verify=str(env.tmp / "server-ca.crt"),
+                               cert=(str(env.tmp / "proxy.crt"), str(env.tmp / "proxy.key")))
+    env.sim.tokens["hpa-sa-token"] = {"username": HPA, "groups": []}
+    env.sim.tokens["dan-token"] = {"username": "dan", "groups": []}
+    try:
+        r = httpx.get(env.sim.url + METRIC, headers={"Authorization": "Bearer hpa-sa-token"}, timeout=15)
+        assert r.status_code == 200, r.text
+        assert r.json()["kind"] == "MetricValueList" and len(r.json()["items"]) == 2
+        r = httpx.get(env.sim.url + METRIC, headers={"Authorization": "Bearer dan-token"}, timeout=15)
+        assert r.status_code == 403 and 'User "dan" cannot get resource "pods/http_requests"' in r.json()["message"]
+    finally:
+        env.sim.set_aggregated_api("custom.metrics.k8s.io", None)
+
+
 def test_serving_cert_rotation(env: Env) -> None:
     """Runs last in this module: the rotated certificate is signed by a CA the clients also trust."""
     rotated = pki.issue(env.server_ca, "adapter-rotated", dns=["localhost"], ips=["127.0.0.1"], server=True)

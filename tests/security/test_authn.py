@@ -195,6 +195,7 @@ async def test_ca_and_headers_from_the_configmap(pkis: PKI, sim) -> None:
         assert r.json()["user"]["name"] == "frank"
         assert r.json()["user"]["groups"] == ["g1", "system:authenticated"]
         assert r.json()["user"]["extra"] == {"scopes": ["a"]}
+        assert not [h for h in r.json()["headers"] if h.startswith(("x-proxy-", "x-remote-"))]
         # the default CN is not in the ConfigMap's allowed names
         r = await get(f"{url}/apis", pkis.client_ctx(front_proxy_cert(pkis)), {"X-Proxy-User": "frank"})
         assert r.status_code == 401
@@ -229,3 +230,35 @@ async def test_front_proxy_cert_from_an_intermediate_ca(pkis: PKI, sim) -> None:
     async with serve(s) as (url, _):
         r = await get(f"{url}/apis", ctx, {"X-Remote-User": "henry"})
     assert r.status_code == 200 and r.json()["user"]["name"] == "henry"
+
+
+async def test_configmap_ca_rotation_is_followed(pkis: PKI, sim) -> None:
+    """kube-apiserver rotates its front-proxy CA in the ConfigMap; the adapter follows without a restart."""
+    allow_authenticated(sim)
+    cm = {"apiVersion": "v1", "kind": "ConfigMap",
+          "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
+          "data": {"requestheader-client-ca-file": pkis.front_proxy_ca.cert_pem.decode(),
+                   "requestheader-allowed-names": '["front-proxy-client"]',
+                   "requestheader-username-headers": '["X-Remote-User"]'}}
+    sim.apply(cm)
+    new_ca = pki.new_ca("front-proxy-ca-rotated")
+    new_proxy = pkis.client_ctx(pki.issue(new_ca, "front-proxy-client", client=True))
+    s = settings(pkis, requestheader_client_ca_file=None, requestheader_allowed_names=(),
+                 authentication_kubeconfig=str(sim.kubeconfig_path), authorization_kubeconfig=str(sim.kubeconfig_path))
+    async with serve(s, configmap_poll=0.1) as (url, _):
+        with pytest.raises(REJECTED):
+            await get(f"{url}/apis", new_proxy, {"X-Remote-User": "ida"})
+        cm["data"]["requestheader-client-ca-file"] = new_ca.cert_pem.decode()
+        sim.apply(cm)
+        for _ in range(50):
+            await asyncio.sleep(0.1)
+            try:
+                r = await get(f"{url}/apis", new_proxy, {"X-Remote-User": "ida"})
+            except REJECTED:
+                continue
+            break
+        else:
+            raise AssertionError("the rotated ConfigMap CA was never picked up")
+        assert r.status_code == 200 and r.json()["user"]["name"] == "ida"
+        with pytest.raises(REJECTED):  # the old CA is no longer trusted
+            await get(f"{url}/apis", pkis.client_ctx(front_proxy_cert(pkis)), {"X-Remote-User": "ida"})

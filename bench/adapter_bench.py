@@ -1,0 +1,383 @@
+"""Adapter benchmark (issue 7): every figure next to its baseline, measured in one run.
+
+    .venv/bin/python bench/adapter_bench.py [--quick]
+
+Starts a real Prometheus backfilled with generated data (`bench/adapter_data.py`), runs the
+adapter as a real subprocess (`python -m adapter --insecure`), and measures:
+1. overhead: one pod's metric and `pods/*` for 1,000 pods through the adapter vs the same
+   PromQL sent to Prometheus directly, uncached (`--query-cache-ttl 0`), p50/p99 and ratio;
+2. load: 50 keep-alive clients (wrk, in its own process) over 20 distinct metrics with the
+   default freshness cache: requests/s, p99, and how many queries reached Prometheus (the
+   adapter's own counter and Prometheus' `prometheus_http_requests_total`);
+3. discovery: relist duration and adapter peak RSS for 10k/100k/200k series (50 names),
+   aggregated discovery next to the exact `/api/v1/series` mode;
+4. label-selector lookups: `pods/*?labelSelector=app=...` over 5,000 pods in KubeSim through
+   the watch cache, counting the Kubernetes API requests made while measuring.
+Writes bench/results/adapter.json and bench/results/adapter.md and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+
+import adapter_data as data  # noqa: E402
+from loadgen import run_load  # noqa: E402
+
+from kubesim.net import free_port  # noqa: E402
+from kubesim.prometheus import PrometheusServer, promtool_binary  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+CUSTOM = "/apis/custom.metrics.k8s.io/v1beta2"
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# -- processes ------------------------------------------------------------------------------------
+class Adapter:
+    """`python -m adapter --insecure` as a subprocess; ready when it prints its ready line."""
+
+    def __init__(self, prom_url: str, rules: Path, *args: str, timeout: float = 120.0) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.err = tempfile.NamedTemporaryFile("w+", prefix="adapter-bench-", suffix=".log", delete=False)
+        cmd = [sys.executable, "-m", "adapter", "--insecure", "--port", str(self.port), "--prometheus-url", prom_url,
+               "--config", str(rules), "--log-level", "warning", *args]
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=self.err, text=True)
+        readable, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if readable else ""
+        if "ready" not in line:
+            self.stop()
+            raise RuntimeError(f"adapter did not get ready: {line!r}: {Path(self.err.name).read_text()[-2000:]}")
+        self.ready_after = time.perf_counter() - self.started
+
+    def peak_rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return math.nan
+
+    def self_metrics(self) -> dict[tuple[str, tuple], float]:
+        return scrape(self.url + "/metrics")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+        self.err.close()
+        os.unlink(self.err.name)
+
+
+def scrape(url: str) -> dict[tuple[str, tuple], float]:
+    """A /metrics page as {(sample name, sorted labels): value}."""
+    text = httpx.get(url, timeout=10).text
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+def total(samples: dict[tuple[str, tuple], float], name: str, **labels: str) -> float:
+    return sum(v for (n, ls), v in samples.items() if n == name and all((k, w) in ls for k, w in labels.items()))
+
+
+def prometheus_queries(prom: PrometheusServer) -> float:
+    """Instant queries Prometheus has answered (its own counter, read without querying)."""
+    return total(scrape(prom.url + "/metrics"), "prometheus_http_requests_total", handler="/api/v1/query")
+
+
+def adapter_queries(a: Adapter) -> float:
+    return total(a.self_metrics(), "promscaler_adapter_prometheus_query_duration_seconds_count", endpoint="query")
+
+
+# -- measuring ------------------------------------------------------------------------------------
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))]
+
+
+def timed_gets(client: httpx.Client, urls: list[tuple[str, dict]], rounds: int) -> list[list[float]]:
+    """Interleaved sequential GETs (so CPU noise hits every series alike); ms per request."""
+    out: list[list[float]] = [[] for _ in urls]
+    for _ in range(rounds):
+        for k, (url, params) in enumerate(urls):
+            started = time.perf_counter()
+            r = client.get(url, params=params)
+            elapsed = (time.perf_counter() - started) * 1000
+            if r.status_code != 200:
+                raise RuntimeError(f"GET {url} {params}: HTTP {r.status_code}: {r.text[:300]}")
+            out[k].append(elapsed)
+    return out
+
+
+def summary(ms: list[float]) -> dict:
+    return {"n": len(ms), "p50_ms": round(statistics.median(ms), 3), "p99_ms": round(pct(ms, 99), 3)}
+
+
+def start_prometheus(workdir: Path) -> PrometheusServer:
+    om = workdir / "data.om"
+    started = time.perf_counter()
+    lines = data.write_openmetrics(om)
+    gen = time.perf_counter() - started
+    prom = PrometheusServer(data_dir=workdir / "tsdb")
+    out = subprocess.run([promtool_binary(), "tsdb", "create-blocks-from", "openmetrics", str(om), str(prom.data_dir)],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"promtool backfill failed: {out.stderr.strip()[-1000:]}")
+    om.unlink()
+    log(f"generated {lines:,} OpenMetrics lines in {gen:.1f}s, backfilled in {time.perf_counter() - started - gen:.1f}s")
+    return prom.start(timeout=120)
+
+
+# -- the four measurements ------------------------------------------------------------------------
+def bench_overhead(prom: PrometheusServer, rules: Path, rounds: int) -> dict:
+    a = Adapter(prom.url, rules, "--query-cache-ttl", "0")
+    try:
+        one = data.pod_name(7)
+        direct = prom.url + "/api/v1/query"
+        urls = [
+            (f"{a.url}{CUSTOM}/namespaces/{data.NAMESPACE}/pods/{one}/bench_requests", {}),
+            (direct, {"query": data.direct_query(data.NAMESPACE, [one])}),
+            (f"{a.url}{CUSTOM}/namespaces/{data.NAMESPACE}/pods/*/bench_requests", {}),
+            (direct, {"query": data.direct_query(data.NAMESPACE, None)}),
+        ]
+        # no gzip: the adapter does not ask Prometheus for it on queries either (the cheapest direct query)
+        with httpx.Client(timeout=30, headers={"Accept-Encoding": "identity"}) as client:
+            all_pods = client.get(urls[2][0]).json()["items"]
+            if len(all_pods) != data.POD_COUNT:
+                raise RuntimeError(f"pods/* answered {len(all_pods)} items, expected {data.POD_COUNT}")
+            timed_gets(client, urls, max(5, rounds // 10))  # warm-up: connections, Prometheus caches
+            before = adapter_queries(a)
+            adapter_one, direct_one, adapter_all, direct_all = timed_gets(client, urls, rounds)
+            reached = adapter_queries(a) - before
+    finally:
+        a.stop()
+    out = {}
+    for key, ad, di in (("one_pod", adapter_one, direct_one), ("pods_1000", adapter_all, direct_all)):
+        s_a, s_d = summary(ad), summary(di)
+        out[key] = {"adapter": s_a, "direct": s_d, "p50_ratio": round(s_a["p50_ms"] / s_d["p50_ms"], 3),
+                    "p99_ratio": round(s_a["p99_ms"] / s_d["p99_ms"], 3)}
+    out["queries_reached_prometheus"] = reached
+    out["adapter_requests"] = 2 * rounds
+    return out
+
+
+def bench_load(prom: PrometheusServer, rules: Path, seconds: float) -> dict:
+    a = Adapter(prom.url, rules)
+    try:
+        paths = [f"{CUSTOM}/namespaces/{data.LOAD_NAMESPACE}/pods/*/bench_load_{m:02d}"
+                 for m in range(data.LOAD_METRICS)]
+        for p in paths:  # every metric answers, with every pod
+            items = httpx.get(a.url + p, timeout=10).json()["items"]
+            if len(items) != data.LOAD_PODS:
+                raise RuntimeError(f"{p} answered {len(items)} items, expected {data.LOAD_PODS}")
+        run_load(a.url, paths, 2, 50)  # warm-up
+        ttl = 2.0  # the default freshness for a [1m] rate: 1/30 of the range
+        prom_before, adapter_before = prometheus_queries(prom), adapter_queries(a)
+        result = run_load(a.url, paths, seconds, 50)
+        prom_reached = prometheus_queries(prom) - prom_before
+        adapter_sent = adapter_queries(a) - adapter_before
+        bound = data.LOAD_METRICS * (math.floor(result["duration_s"] / ttl) + 2)  # +1 per metric for each edge
+        return {**{k: (round(v, 3) if isinstance(v, float) else v) for k, v in result.items()},
+                "connections": 50, "distinct_metrics": data.LOAD_METRICS, "freshness_s": ttl,
+                "queries_reached_prometheus": prom_reached, "queries_sent_by_adapter": adapter_sent,
+                "max_allowed_queries": bound}
+    finally:
+        a.stop()
+
+
+def bench_discovery(prom: PrometheusServer, workdir: Path, scales: list[str], baseline_scales: list[str]) -> dict:
+    out: dict[str, dict] = {}
+    for label in scales:
+        rules = workdir / f"disc-{label}.yaml"
+        rules.write_text(data.discovery_rules(label))
+        row: dict[str, dict] = {}
+        docs = {}
+        for mode in ("aggregate", "series"):
+            if mode == "series" and label not in baseline_scales:
+                continue
+            a = Adapter(prom.url, rules, "--metrics-relist-interval", "2s", "--metrics-discovery", mode)
+            try:
+                deadline = time.monotonic() + 120
+                while (count := total(a.self_metrics(), "promscaler_adapter_relist_duration_seconds_count")) < 4:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"discovery {label}/{mode}: fewer than 4 relists in 120s")
+                    time.sleep(0.5)
+                m = a.self_metrics()
+                relists = total(m, "promscaler_adapter_relist_duration_seconds_count")
+                row[mode] = {
+                    "relist_mean_s": round(total(m, "promscaler_adapter_relist_duration_seconds_sum") / relists, 3),
+                    "relists": relists,
+                    "peak_rss_mb": round(a.peak_rss_mb(), 1),
+                    "metrics_served": total(m, "promscaler_adapter_discovered_metrics", api="custom"),
+                }
+                docs[mode] = httpx.get(a.url + CUSTOM, timeout=30).json()
+            finally:
+                a.stop()
+            log(f"discovery {label} {mode}: {row[mode]}")
+        if "series" in docs:
+            row["same_catalogue_as_series"] = docs["aggregate"] == docs["series"]
+        row["series"] = data.DISCOVERY_SCALES[label]
+        out[label] = row
+    return out
+
+
+class _CountingASGI:
+    """Counts the HTTP requests KubeSim serves (a watch is one request, however long it lasts)."""
+
+    def __init__(self, app) -> None:
+        self.app, self.count = app, 0
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            self.count += 1
+        await self.app(scope, receive, send)
+
+
+def bench_selector(prom: PrometheusServer, rules: Path, rounds: int) -> dict:
+    from kubesim.apiserver import KubeSim  # noqa: PLC0415
+
+    sim = KubeSim(ready_delay=0, bookmark_interval=60)
+    counter = sim.app = _CountingASGI(sim.app)
+    sim.start()
+    try:
+        started = time.perf_counter()
+        for i in range(data.SELECTOR_PODS):
+            sim.apply({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": data.selector_pod(i), "namespace": data.SELECTOR_NAMESPACE,
+                                    "labels": {"app": data.selector_app(i), "tier": "web", "shard": str(i % 7)}},
+                       "spec": {"containers": [{"name": "app", "image": "app"}]}})
+        log(f"KubeSim: {data.SELECTOR_PODS} pods applied in {time.perf_counter() - started:.1f}s")
+        a = Adapter(prom.url, rules, "--kubeconfig", sim.kubeconfig_path)
+        try:
+            base = f"{a.url}{CUSTOM}/namespaces/{data.SELECTOR_NAMESPACE}/pods/*/bench_sel_inflight"
+            urls = [(base, {"labelSelector": f"app={data.selector_app(k)},tier=web"}) for k in range(data.SELECTOR_APPS)]
+            with httpx.Client(timeout=30) as client:
+                expected = data.SELECTOR_PODS // data.SELECTOR_APPS
+                for url, params in urls:  # informer sync, connections, and a correctness check
+                    n = len(client.get(url, params=params).json()["items"])
+                    if n != expected:
+                        raise RuntimeError(f"{params}: {n} items, expected {expected}")
+                calls_before = counter.count
+                ms = [x for series in timed_gets(client, urls, rounds) for x in series]
+                calls = counter.count - calls_before
+        finally:
+            a.stop()
+    finally:
+        sim.stop()
+    return {"pods": data.SELECTOR_PODS, "matching_pods": data.SELECTOR_PODS // data.SELECTOR_APPS, **summary(ms),
+            "kubernetes_api_calls_during_measurement": calls}
+
+
+# -- report ---------------------------------------------------------------------------------------
+def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
+    """(figure, measured, goal, met) for the table."""
+    o, ld, d, s = r["overhead"], r["load"], r["discovery"], r["selector"]
+    out = []
+    for key, what in (("one_pod", "one pod"), ("pods_1000", "pods/* (1,000 pods)")):
+        x = o[key]
+        out.append((f"overhead, {what}: adapter p50 / direct p50 (uncached)",
+                    f"{x['adapter']['p50_ms']:.2f} / {x['direct']['p50_ms']:.2f} ms = {x['p50_ratio']:.2f}x "
+                    f"(p99 {x['adapter']['p99_ms']:.2f} / {x['direct']['p99_ms']:.2f} ms)",
+                    "<= 1.3x", x["p50_ratio"] <= 1.3))
+    out.append(("load: 50 clients, 20 metrics: requests/s", f"{ld['rps']:,.0f}", ">= 2,000", ld["rps"] >= 2000))
+    out.append(("load: p99 latency", f"{ld['p99_ms']:.1f} ms (p50 {ld['p50_ms']:.1f} ms)", "< 50 ms",
+                ld["p99_ms"] < 50))
+    out.append(("load: queries that reached Prometheus",
+                f"{ld['queries_reached_prometheus']:.0f} for {ld['requests']:,} requests in {ld['duration_s']:.0f}s",
+                f"<= {ld['max_allowed_queries']} (one per metric per {ld['freshness_s']:g}s)",
+                ld["queries_reached_prometheus"] <= ld["max_allowed_queries"] and ld["non_2xx"] == 0))
+    for label, row in d.items():
+        agg = row["aggregate"]
+        base = row.get("series")
+        base_txt = f"; exact /api/v1/series: {base['relist_mean_s']:.2f} s, {base['peak_rss_mb']:.0f} MB" if base else ""
+        same = row.get("same_catalogue_as_series")
+        met = agg["relist_mean_s"] < 2 and agg["peak_rss_mb"] < 150 and same is not False
+        out.append((f"discovery, {row['series']:,} series: relist / adapter peak RSS",
+                    f"{agg['relist_mean_s']:.3f} s, {agg['peak_rss_mb']:.0f} MB{base_txt}"
+                    + ("" if same is None else f"; same catalogue: {'yes' if same else 'NO'}"),
+                    "< 2 s, < 150 MB" if label == "200k" else "(growth)", met if label == "200k" else None))
+    out.append((f"selector lookups over {s['pods']:,} pods ({s['matching_pods']} match): p50",
+                f"{s['p50_ms']:.2f} ms (p99 {s['p99_ms']:.2f} ms)", "< 5 ms", s["p50_ms"] < 5))
+    out.append(("selector lookups: Kubernetes API calls while measuring",
+                f"{s['kubernetes_api_calls_during_measurement']} for {s['n']} requests", "0",
+                s["kubernetes_api_calls_during_measurement"] == 0))
+    return out
+
+
+def markdown(r: dict) -> str:
+    lines = [f"Adapter benchmark, {r['when']} on {r['machine']} ({'quick' if r['quick'] else 'full'} run, "
+             f"load client: {r['load']['client']})", "",
+             "| figure | measured | goal | met |", "| --- | --- | --- | --- |"]
+    for fig, measured, goal, met in rows(r):
+        lines.append(f"| {fig} | {measured} | {goal} | {'' if met is None else ('yes' if met else 'NO')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="fewer rounds, shorter load, no 100k/200k series baseline")
+    args = p.parse_args(argv)
+    rounds, load_seconds = (100, 5) if args.quick else (300, 15)
+    baseline_scales = ["10k"] if args.quick else ["10k", "100k", "200k"]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="adapter-bench-") as tmp:
+        workdir = Path(tmp)
+        rules = workdir / "rules.yaml"
+        rules.write_text(data.QUERY_RULES)
+        prom = start_prometheus(workdir)
+        try:
+            log(f"Prometheus ready at {prom.url}")
+            result: dict = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+                            "quick": args.quick}
+            log("1/4 overhead")
+            result["overhead"] = bench_overhead(prom, rules, rounds)
+            log(f"   {result['overhead']}")
+            log("2/4 load")
+            result["load"] = bench_load(prom, rules, load_seconds)
+            log(f"   {result['load']}")
+            log("3/4 discovery")
+            result["discovery"] = bench_discovery(prom, workdir, list(data.DISCOVERY_SCALES), baseline_scales)
+            log("4/4 label-selector lookups")
+            result["selector"] = bench_selector(prom, rules, max(5, rounds // 20))
+            log(f"   {result['selector']}")
+        finally:
+            prom.close()
+    result["duration_s"] = round(time.perf_counter() - began, 1)
+    result["goals"] = [{"figure": f, "measured": m, "goal": g, "met": met} for f, m, g, met in rows(result)]
+    (RESULTS / "adapter.json").write_text(json.dumps(result, indent=2) + "\n")
+    md = markdown(result)
+    (RESULTS / "adapter.md").write_text(md)
+    print()
+    print(md)
+    print(f"total {result['duration_s']:.0f}s; wrote {RESULTS / 'adapter.json'} and {RESULTS / 'adapter.md'}")
+    return 0 if all(met is not False for *_, met in rows(result)) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""End to end: KubeSim + a test exporter scraped by a real Prometheus + the real adapter process
+(aggregated behind KubeSim) + the controller. Time is compressed: 1 s scrapes, 10 s rate
+windows, 1 s sync period."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from autoscaler.controller.controller import Controller, Settings
+from autoscaler.controller.kube import Kube, load_configuration
+from autoscaler.decision.model import ControllerConfig
+from kubesim.apiserver import KubeSim
+from kubesim.net import free_port
+from kubesim.prometheus import PrometheusServer
+
+ROOT = Path(__file__).resolve().parents[2]
+NS = "default"
+
+RULES = {
+    "rules": [{
+        "seriesQuery": 'http_requests_total{namespace!="",pod!=""}',
+        "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+        "name": {"matches": "^(.*)_total$", "as": "${1}"},
+        "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[10s])) by (<<.GroupBy>>)",
+    }],
+    "externalRules": [{
+        "seriesQuery": 'queue_messages_ready{queue!=""}',
+        "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
+        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+    }],
+}
+
+
+class Exporter:
+    """What the workloads expose: per-pod request counters growing at total load / ready pods,
+    and a queue backlog gauge. Served over HTTP for Prometheus."""
+
+    def __init__(self, sim: KubeSim) -> None:
+        self.sim = sim
+        self.load: dict[str, float] = {}            # app label -> total requests per second
+        self.queues: dict[str, float] = {}          # queue name -> messages ready
+        self.counters: dict[str, float] = {}        # pod -> requests served
+        self.last = time.monotonic()
+        self.lock = threading.Lock()
+        self.port = free_port()
+        self.prometheus_url = ""
+        exporter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                body = exporter.render().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def ready_pods(self, app: str) -> list[str]:
+        out = []
+        for pod in self.sim.list("v1", "Pod", NS):
+            meta = pod["metadata"]
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+            if (meta.get("labels") or {}).get("app") == app and ready and not meta.get("deletionTimestamp"):
+                out.append(meta["name"])
+        return out
+
+    def render(self) -> str:
+        with self.lock:
+            now = time.monotonic()
+            dt, self.last = now - self.last, now
+            lines = ["# TYPE http_requests_total counter"]
+            for app, total in self.load.items():
+                pods = self.ready_pods(app)
+                for pod in pods:
+                    self.counters[pod] = self.counters.get(pod, 0.0) + total / len(pods) * dt
+                    lines.append(f'http_requests_total{{namespace="{NS}",pod="{pod}"}} {self.counters[pod]:.3f}')
+            lines.append("# TYPE queue_messages_ready gauge")
+            for queue, ready in self.queues.items():
+                lines.append(f'queue_messages_ready{{namespace="{NS}",queue="{queue}"}} {ready}')
+            return "\n".join(lines) + "\n"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Adapter:
+    """The real adapter: `python -m adapter --insecure ...`, ready when it prints its ready line."""
+
+    def __init__(self, prometheus_url: str, kubeconfig: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.rules = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+        yaml.safe_dump(RULES, self.rules)
+        self.rules.close()
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="e2e-adapter-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "adapter", "--insecure", "--port", str(self.port), "--prometheus-url", prometheus_url,
+             "--config", self.rules.name, "--kubeconfig", kubeconfig, "--metrics-relist-interval", "1s"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        readable, _, _ = select.select([self.proc.stdout], [], [], 30)
+        line = self.proc.stdout.readline() if readable else ""
+        if "ready" not in line:
+            self.close()
+            raise RuntimeError(f"adapter did not get ready: {line!r}\n{Path(self.log.name).read_text()[-2000:]}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self.log.close()
+        for name in (self.log.name, self.rules.name):
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+
+
+@pytest.fixture
+def world() -> Iterator[tuple[KubeSim, Exporter]]:
+    """KubeSim with the CRD, the exporter scraped by Prometheus, the adapter aggregated."""
+    with KubeSim(ready_delay=0.0) as sim:
+        sim.apply(yaml.safe_load((ROOT / "apiservice/horizontalautoscaler-crd.yaml").read_text()))
+        exporter = Exporter(sim)
+        prom = PrometheusServer(scrape_targets=[f"127.0.0.1:{exporter.port}"], scrape_interval="1s").start()
+        exporter.prometheus_url = prom.url
+        adapter = None
+        try:
+            adapter = Adapter(prom.url, sim.kubeconfig_path)
+            sim.set_aggregated_api("custom.metrics.k8s.io", adapter.url)
+            sim.set_aggregated_api("external.metrics.k8s.io", adapter.url)
+            yield sim, exporter
+        finally:
+            if adapter is not None:
+                adapter.close()
+            prom.close()
+            exporter.close()
+
+
+@contextlib.asynccontextmanager
+async def controller(sim: KubeSim, **overrides: Any) -> AsyncIterator[Controller]:
+    base: dict[str, Any] = dict(sync_period=1.0, leader_elect=False, http_port=None,
+                                config=ControllerConfig(downscale_stabilization_window=5.0))
+    base.update(overrides)
+    kube = Kube(await load_configuration(sim.kubeconfig_path))
+    c = Controller(kube, Settings(**base))
+    stop = asyncio.Event()
+    task = asyncio.create_task(c.run(stop))
+    try:
+        yield c
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)
+        await kube.close()
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 45.0, interval: float = 0.2) -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    value = None
+    while loop.time() < deadline:
+        value = check()
+        if value:
+            return value
+        await asyncio.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
