@@ -14,9 +14,8 @@ import ssl
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 import orjson
@@ -40,8 +39,9 @@ class PrometheusQueryError(PrometheusError):
     """Prometheus rejected the query itself (HTTP 400/422 `bad_data`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Sample:
+class Sample(NamedTuple):
+    """One instant-vector element (a tuple: a 1,000-series answer builds 1,000 of these)."""
+
     labels: Mapping[str, str]
     timestamp: float
     value: float
@@ -206,12 +206,15 @@ class PrometheusClient:
         if kind == "vector":
             for item in result or ():
                 ts, raw = item["value"]
-                samples.append(Sample(item.get("metric") or {}, float(ts), float(raw)))
+                value = float(raw)
+                if value - value == 0:  # finite: NaN and +-Inf give NaN
+                    samples.append(Sample(item.get("metric") or {}, float(ts), value))
         elif kind == "scalar" and result:
-            samples.append(Sample({}, float(result[0]), float(result[1])))
+            if math.isfinite(value := float(result[1])):
+                samples.append(Sample({}, float(result[0]), value))
         elif kind == "matrix":
             raise PrometheusQueryError("metricsQuery returned a range vector; it must return an instant vector")
-        return [s for s in samples if math.isfinite(s.value)]
+        return samples
 
     async def series(self, match: str, start: float | None = None) -> list[dict[str, str]]:
         params = [("match[]", match)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from adapter.discovery import CustomMetric, Discovery, ExternalMetric
 from adapter.naming import NAMESPACES, CompiledRule, Resource, resource_by_api_name
@@ -29,8 +29,7 @@ class MetricInfo:
     metric: str
 
 
-@dataclass(frozen=True, slots=True)
-class CustomValue:
+class CustomValue(NamedTuple):  # a tuple: a `pods/*` answer may build thousands
     resource: Resource
     namespace: str | None
     name: str

@@ -37,32 +37,6 @@ sys.path.insert(0, str(ROOT))
 NS_COUNT = 10  # autoscalers spread over 10 namespaces
 
 
-def _nodelay_listener(cls) -> None:  # type: ignore[no-untyped-def]
-    """KubeSim binds its listener as socket(AF_INET, SOCK_STREAM) with proto 0, so asyncio does not
-    set TCP_NODELAY on accepted connections (it checks proto == IPPROTO_TCP) and every response
-    after a connection's first waits ~40 ms for a delayed ACK. Bind with IPPROTO_TCP instead.
-    (Reported to the kubesim owner; remove once KubeSim._bind does this itself.)"""
-    import socket
-
-    original = cls._bind
-
-    def _bind(self):  # type: ignore[no-untyped-def]
-        real_socket = socket.socket
-
-        def tcp_socket(family=socket.AF_INET, type=socket.SOCK_STREAM, proto=0, fileno=None):  # type: ignore[no-untyped-def]
-            if fileno is None and family == socket.AF_INET and type == socket.SOCK_STREAM and proto == 0:
-                proto = socket.IPPROTO_TCP
-            return real_socket(family, type, proto, fileno)
-
-        socket.socket = tcp_socket  # type: ignore[misc]
-        try:
-            return original(self)
-        finally:
-            socket.socket = real_socket  # type: ignore[misc]
-
-    cls._bind = _bind
-
-
 def serve(count: int) -> None:
     """Child process: the cluster and the metrics upstream, until stdin closes."""
     import threading
@@ -76,7 +50,6 @@ def serve(count: int) -> None:
     from promscaler import wire
     from promscaler.times import format_time
 
-    _nodelay_listener(KubeSim)
     sim = KubeSim(ready_delay=0.0).start()
     sim.apply(yaml.safe_load((ROOT / "apiservice/horizontalautoscaler-crd.yaml").read_text()))
     pods_by_selector: dict[tuple[str, str], list[str]] = {}

@@ -32,6 +32,7 @@ class FakeMetrics:
         self.external: dict[tuple[str, str], list[tuple[dict[str, str], str]]] = {}  # (ns, metric) -> [(labels, value)]
         self.failing: set[str] = set()                                        # metric names answered with 503
         self.requests = 0
+        self.versions_asked: set[str] = set()
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._server: uvicorn.Server | None = None
@@ -54,6 +55,7 @@ class FakeMetrics:
         @app.get("/apis/custom.metrics.k8s.io/{version}/namespaces/{ns}/pods/{name}/{metric}")
         async def pods_metric(version: str, ns: str, name: str, metric: str, request: Request):
             self.requests += 1
+            self.versions_asked.add(version)
             if version not in self.versions:
                 return JSONResponse({"kind": "Status", "code": 404, "reason": "NotFound", "message": "no such version"}, status_code=404)
             if metric in self.failing:

@@ -192,3 +192,29 @@ async def test_namespace_flag_restricts_what_is_watched(sim, fake):
         await eventually(lambda: replicas(sim, "web", "other") == 4)
         await asyncio.sleep(0.6)
     assert replicas(sim, "web", NS) == 2 and not status(sim, "web", NS)
+
+
+async def test_custom_metrics_v1beta1_is_used_when_v1beta2_is_not_served(sim):
+    from .conftest import pods_matching
+    from .fakemetrics import FakeMetrics
+
+    old = FakeMetrics(lambda ns, sel: pods_matching(sim, ns, sel), versions=("v1beta1",)).start()
+    try:
+        sim.set_aggregated_api("custom.metrics.k8s.io", old.url, versions=("v1beta1",))
+        sim.apply(deployment("web", 2))
+        old.pods[(NS, "http_requests")] = per_pod(2000)
+        sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
+        async with running(sim, settings()):
+            await eventually(lambda: replicas(sim, "web") == 4)
+        assert old.versions_asked == {"v1beta1"}
+    finally:
+        old.stop()
+
+
+async def test_preferred_custom_metrics_version_is_v1beta2(sim, fake):
+    sim.apply(deployment("web", 2))
+    fake.pods[(NS, "http_requests")] = per_pod(2000)
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
+    async with running(sim, settings()):
+        await eventually(lambda: replicas(sim, "web") == 4)
+    assert fake.versions_asked == {"v1beta2"}
