@@ -28,7 +28,8 @@ async def run(settings: Settings, rules: CompiledRules) -> int:
     metrics = SelfMetrics()
     prometheus = PrometheusClient(settings, metrics)
     discovery = Discovery(rules, prometheus, settings.metrics_relist_interval, settings.metrics_max_age,
-                          settings.config, settings.config_check_interval, metrics)
+                          settings.config, settings.config_check_interval, metrics,
+                          aggregate=settings.metrics_discovery == "aggregate")
     labels = None
     try:
         if not await discovery.relist():

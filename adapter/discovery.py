@@ -1,11 +1,23 @@
 """Series discovery: which metrics exist, refreshed in the background.
 
 Every `--metrics-relist-interval` each distinct `seriesQuery` is asked once (rules sharing it
-share the call); its series are filtered and named per rule, and the new `Catalogue` replaces
+share the calls); its series are filtered and named per rule, and the new `Catalogue` replaces
 the old one in a single assignment, so a request sees either the old or the new one whole.
 A failed `seriesQuery` keeps its own last good series; the others still refresh. The rules
 file is re-read when it changes on disk, keeping the last good configuration when the new one
 is invalid.
+
+What a rule turns into depends only on each series' name and on which of its labels name a
+resource, never on label values. So aggregated discovery (the default, issue 7) lets Prometheus
+do the grouping: the metric names (`/api/v1/label/__name__/values?match[]=Q`), the label names
+(`/api/v1/labels?match[]=Q`), and per resource label L the names of series that carry it
+(`match[]=Q` narrowed by `L!=""`): 2 + (resource labels) small answers, whatever the number of
+series; the catalogue is the one `/api/v1/series` would give. `--metrics-discovery=series` (and
+any seriesQuery that is not a plain selector, or a backend without these endpoints) uses the exact
+`/api/v1/series` listing. One difference: the label endpoints see every series in the blocks that
+overlap the window, so a name whose series all stopped may stay listed until its block leaves the
+head (~2h), where the series listing drops it after `--metrics-max-age`; asking for it then answers
+404 per object, as for any object without data.
 """
 
 from __future__ import annotations
@@ -13,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +62,31 @@ class Catalogue:
     series_count: int = 0
 
 
+_SELECTOR = re.compile(r"^\s*(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)?\s*(?:\{(?P<body>.*)\})?\s*$", re.S)
+
+
+def with_matcher(series_query: str, matcher: str) -> str | None:
+    """`series_query` narrowed by one more matcher (`m{a="b"}` -> `m{a="b",pod!=""}`), or None when
+    it is not a plain series selector (offsets, several selectors...) and must be listed exactly."""
+    m = _SELECTOR.match(series_query)
+    if not m or (m.group("name") is None and m.group("body") is None):
+        return None
+    body = (m.group("body") or "").strip()
+    if body and not body.endswith(","):
+        body += ","
+    return f"{m.group('name') or ''}{{{body}{matcher}}}"
+
+
+class _NotAggregatable(Exception):
+    """This seriesQuery (or backend) needs the exact `/api/v1/series` listing."""
+
+
+def _strings(value: object, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _NotAggregatable(f"{what} did not answer a list of strings")
+    return value
+
+
 def load_compiled(path: str | Path) -> CompiledRules:
     """Read and compile a rules file; raises `RuleError` naming the rule index and field."""
     return compile_rules(load_rules(path))
@@ -80,8 +118,9 @@ class Discovery:
 
     def __init__(self, rules: CompiledRules, prometheus: PrometheusClient, relist_interval: float,
                  max_age: float | None = None, rules_path: str | None = None, check_interval: float = 5.0,
-                 metrics=None) -> None:
+                 metrics=None, aggregate: bool = False) -> None:
         self.rules = rules
+        self.aggregate = aggregate  # let Prometheus group series by name and resource labels
         self.prometheus = prometheus
         self.relist_interval = relist_interval
         self.max_age = max_age if max_age is not None else relist_interval
@@ -103,7 +142,7 @@ class Discovery:
         rules = self.rules
         queries = list(dict.fromkeys(r.series_query for r in rules.all))
         start = time.time() - self.max_age if self.max_age else None
-        results = await asyncio.gather(*(self.prometheus.series(q, start) for q in queries), return_exceptions=True)
+        results = await asyncio.gather(*(self._list(q, rules, start) for q in queries), return_exceptions=True)
         reached, errors = True, []
         for query, result in zip(queries, results):
             if isinstance(result, BaseException):
@@ -130,6 +169,35 @@ class Discovery:
             self.metrics.metrics.labels("custom").set(len(self.catalogue.custom))
             self.metrics.metrics.labels("external").set(len(self.catalogue.external))
         return reached
+
+    async def _list(self, query: str, rules: CompiledRules, start: float | None) -> list[dict[str, str]]:
+        """The series of `query`, or with aggregation one stand-in per metric name that carries
+        every resource label some series of that name has (values are not needed)."""
+        if self.aggregate:
+            try:
+                return await self._aggregated(query, rules, start)
+            except (_NotAggregatable, PrometheusQueryError) as exc:
+                log.debug("seriesQuery %r: exact listing (%s)", query, exc)
+        return await self.prometheus.series(query, start)
+
+    async def _aggregated(self, query: str, rules: CompiledRules, start: float | None) -> list[dict[str, str]]:
+        converters = [r.converter for r in rules.rules if r.series_query == query]
+        if with_matcher(query, 'x!=""') is None:
+            raise _NotAggregatable("not a plain series selector")
+        names, labels = await asyncio.gather(self.prometheus.label_values("__name__", query, start),
+                                             self.prometheus.labels(query, start))
+        names, labels = _strings(names, "label values"), _strings(labels, "labels")
+        resource_labels = [label for label in labels if label != "__name__"
+                           and any(c.resource_for_label(label) is not None for c in converters)]
+        carrying = await asyncio.gather(*(
+            self.prometheus.label_values("__name__", with_matcher(query, f'{label}!=""'), start)
+            for label in resource_labels))
+        present: dict[str, dict[str, str]] = {name: {"__name__": name} for name in sorted(names)}
+        for label, with_label in zip(resource_labels, carrying):
+            for name in _strings(with_label, "label values"):
+                if name in present:
+                    present[name][label] = ""
+        return list(present.values())
 
     async def _relist_loop(self) -> None:
         retry = 1.0

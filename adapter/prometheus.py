@@ -164,7 +164,7 @@ class PrometheusClient:
         try:
             client = self._client()
             try:
-                if self.post:
+                if self.post and not endpoint.startswith("label/"):  # label values: GET only
                     request = client.post(url, data=params, headers=self._request_headers(endpoint))
                 else:
                     request = client.get(url, params=params, headers=self._request_headers(endpoint))

@@ -24,7 +24,8 @@ class SelfMetrics:
                                         buckets=_LATENCY_BUCKETS, registry=r)
         self.relist_failures = Counter("promscaler_adapter_relist_failures_total",
                                        "seriesQuery calls that failed during discovery", registry=r)
-        self.series = Gauge("promscaler_adapter_discovered_series", "Series returned by the seriesQuery calls",
+        self.series = Gauge("promscaler_adapter_discovered_series", "Series returned by the seriesQuery calls "
+                            "(with aggregated discovery: one per metric name)",
                             registry=r)
         self.metrics = Gauge("promscaler_adapter_discovered_metrics", "Metrics served, by API",
                              ["api"], registry=r)

@@ -33,6 +33,7 @@ class Settings:
     config: str | None = None
     metrics_relist_interval: float = 60.0
     metrics_max_age: float | None = None
+    metrics_discovery: str = "aggregate"  # or "series": the exact /api/v1/series listing
     config_check_interval: float = 5.0
     disable_custom_metrics: bool = False
     disable_external_metrics: bool = False
@@ -137,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--config", "-c", help="prometheus-adapter rules file")
     g.add_argument("--metrics-relist-interval", type=_duration, default=Settings.metrics_relist_interval)
     g.add_argument("--metrics-max-age", type=_duration, default=None)
+    g.add_argument("--metrics-discovery", choices=("aggregate", "series"), default=Settings.metrics_discovery,
+                   help="aggregate: Prometheus groups series by name and resource labels (cost independent of "
+                        "the number of series); series: list every series with /api/v1/series")
     g.add_argument("--config-check-interval", type=_duration, default=Settings.config_check_interval,
                    help="how often the rules file is checked for changes")
     g.add_argument("--disable-custom-metrics", **b, default=False)

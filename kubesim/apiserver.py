@@ -69,7 +69,7 @@ class KubeSim:
         self.authenticate = authenticate
         self.app = create_app(self)
         self._port = port
-        self._dir = Path(tempfile.mkdtemp(prefix="kubesim-"))
+        self._dir: Path | None = None  # holds the kubeconfig while serving
         self._server: _Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -90,7 +90,8 @@ class KubeSim:
         sock.listen(512)
         self._port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self._port}"
-        self._dir.mkdir(parents=True, exist_ok=True)
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="kubesim-"))
         self.kubeconfig_path = str(write_kubeconfig(self._dir / "kubeconfig", self.url, self.token))
         return sock
 
@@ -159,7 +160,7 @@ class KubeSim:
             self._thread.join(timeout=15)
             self._thread = None
         self._loop = None
-        shutil.rmtree(self._dir, ignore_errors=True)
+        self._remove_dir()
 
     async def astop(self) -> None:
         if self._serve_task is not None:
@@ -168,7 +169,12 @@ class KubeSim:
                 await self._serve_task
             self._serve_task = None
         self._loop = None
-        shutil.rmtree(self._dir, ignore_errors=True)
+        self._remove_dir()
+
+    def _remove_dir(self) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
 
     def __enter__(self) -> KubeSim:
         return self.start()

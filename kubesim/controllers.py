@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 from typing import Any
 
 from kubesim.cluster import NODE_NAME as NODE
@@ -18,11 +19,12 @@ from kubesim.cluster import Cluster
 from kubesim.fields import Filter
 from kubesim.resources import ResourceType
 from kubesim.store import Watcher, copy, now, random_suffix
-from promscaler.status import AlreadyExists, NotFound
+from promscaler.status import AlreadyExists, NotFound, StatusError
 
 __all__ = ["WorkloadController", "pod_ready"]
 
 Obj = dict[str, Any]
+log = logging.getLogger(__name__)
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet")
 
 
@@ -73,7 +75,7 @@ class WorkloadController:
         self._wake = asyncio.Event()
         self._ips = itertools.count(2)
         self._watchers: list[Watcher] = []
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._starting: dict[str, asyncio.TimerHandle | None] = {}  # uid of a pod this kubelet is making Ready
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -92,14 +94,17 @@ class WorkloadController:
                         self.sync(kind, ns, name)
                     except (NotFound, AlreadyExists):  # raced with a delete or create; the watch brings us back
                         self._mark(kind, ns, name)
+                    except StatusError as exc:  # e.g. an invalid pod template: report, keep the others going
+                        log.warning("kubesim: cannot sync %s %s/%s: %s", kind, ns, name, exc.message)
                     await asyncio.sleep(0)
         finally:
             for w in self._watchers:
                 store.unwatch(w)
             self._watchers.clear()
-            for h in self._timers:
-                h.cancel()
-            self._timers.clear()
+            for uid, handle in self._starting.items():  # rescheduled from the pod watch after a restart
+                if handle is not None:
+                    handle.cancel()
+                self._starting[uid] = None
 
     def _mark(self, kind: str, ns: str, name: str) -> None:
         self._dirty.add((kind, ns, name))
@@ -116,6 +121,12 @@ class WorkloadController:
         key = (meta.get("namespace", ""), meta["name"])
         if event == "ADDED" and not (pod.get("status") or {}).get("phase"):
             self._start_pod(*key)  # created through the API: the kubelet runs it
+        elif event == "ADDED" and self._starting.get(meta["uid"], 0) is None:
+            self._schedule_ready(pod)  # was starting when the server stopped
+        elif event == "DELETED":
+            handle = self._starting.pop(meta["uid"], None)
+            if handle is not None:
+                handle.cancel()
         ref = _owner(pod)
         if ref is not None:
             pods = self._owned.setdefault(ref["uid"], set())
@@ -152,18 +163,16 @@ class WorkloadController:
             self._schedule_ready(pod)
 
     def _schedule_ready(self, pod: Obj) -> None:
-        if pod_ready(pod):
-            return
         meta = pod["metadata"]
-        loop = asyncio.get_running_loop()
-        handle: asyncio.TimerHandle
+        if pod_ready(pod):
+            self._starting.pop(meta["uid"], None)
+            return
 
         def fire() -> None:
-            self._timers.discard(handle)
+            self._starting.pop(meta["uid"], None)
             self._make_ready(meta.get("namespace", ""), meta["name"], meta["uid"])
 
-        handle = loop.call_later(self.ready_delay, fire)
-        self._timers.add(handle)
+        self._starting[meta["uid"]] = asyncio.get_running_loop().call_later(self.ready_delay, fire)
 
     def _make_ready(self, ns: str, name: str, uid: str) -> None:
         def mutate(pod: Obj) -> None:

@@ -1,5 +1,5 @@
-"""PATCH bodies: JSON merge patch (RFC 7386; strategic merge patch is treated as one, so lists
-are replaced, not merged by key) and JSON patch (RFC 6902)."""
+"""PATCH bodies: JSON merge patch (RFC 7386), a small strategic merge patch (merge patch plus
+keyed lists for the common pod-template fields), and JSON patch (RFC 6902)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from promscaler.status import BadRequest, Invalid, StatusError
 
-__all__ = ["merge_patch", "json_patch", "apply_patch", "MERGE_TYPES", "JSON_PATCH", "UnsupportedMediaType"]
+__all__ = ["merge_patch", "strategic_merge_patch", "json_patch", "apply_patch", "MERGE_TYPES", "JSON_PATCH", "UnsupportedMediaType"]
 
 MERGE_TYPES = ("application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml")
 JSON_PATCH = "application/json-patch+json"
@@ -29,6 +29,49 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             out[key] = merge_patch(out.get(key), value)
     return out
+
+
+# list fields whose items strategic merge patch merges by a key (the common ones in pod templates)
+_MERGE_KEYS = {"containers": "name", "initContainers": "name", "ephemeralContainers": "name", "env": "name",
+               "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort", "imagePullSecrets": "name",
+               "conditions": "type", "ownerReferences": "uid"}
+
+
+def strategic_merge_patch(target: Any, patch: Any) -> Any:
+    """A small strategic merge patch: merge patch, plus lists of known fields merged by their
+    key (`containers` by name, ...), `$patch: delete|replace`, and kubectl's ordering directives
+    ignored. Enough for what kubectl apply sends."""
+    if not isinstance(patch, dict):
+        return patch
+    if patch.get("$patch") == "replace":
+        return {k: v for k, v in patch.items() if k != "$patch"}
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if key.startswith("$"):
+            continue
+        if value is None:
+            out.pop(key, None)
+        elif key in _MERGE_KEYS and isinstance(value, list) and isinstance(out.get(key), list):
+            out[key] = _merge_list(out[key], value, _MERGE_KEYS[key])
+        else:
+            out[key] = strategic_merge_patch(out.get(key), value)
+    return out
+
+
+def _merge_list(current: list[Any], patch: list[Any], key: str) -> list[Any]:
+    if not all(isinstance(x, dict) and key in x for x in current + patch):
+        return patch
+    merged = {x[key]: x for x in current}
+    order = [x[key] for x in current]
+    for item in patch:
+        k = item[key]
+        if item.get("$patch") == "delete":
+            merged.pop(k, None)
+            continue
+        if k not in merged:
+            order.append(k)
+        merged[k] = strategic_merge_patch(merged.get(k), item)
+    return [merged[k] for k in order if k in merged]
 
 
 def _pointer(path: str) -> list[str]:
@@ -128,5 +171,5 @@ def apply_patch(content_type: str, doc: Any, patch: Any, strategic: bool = True)
     if media in MERGE_TYPES:
         if not isinstance(patch, dict):
             raise BadRequest(f"{media} body must be a JSON object")
-        return merge_patch(doc, patch)
+        return strategic_merge_patch(doc, patch) if media == STRATEGIC else merge_patch(doc, patch)
     raise UnsupportedMediaType(f"unsupported patch content type {content_type!r}; use {JSON_PATCH} or one of {', '.join(MERGE_TYPES)}")

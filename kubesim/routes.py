@@ -294,21 +294,25 @@ def create_app(sim: KubeSim) -> FastAPI:
         bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
         initial_end = q.get("sendInitialEvents") in ("true", "1")
         rv = None if initial_end else q.get("resourceVersion")
+        if rv not in (None, "") and not rv.isdigit():
+            raise BadRequest(f"resourceVersion: invalid value {rv!r}: must be a non-negative integer")
         loop = asyncio.get_running_loop()
-        try:
-            w = cluster.store.watch(t, flt, rv, loop)
-        except Gone as exc:  # as the watch cache does: 200, then one ERROR event carrying the 410 Status
-            return Response(orjson.dumps({"type": "ERROR", "object": exc.to_status()}) + b"\n", media_type="application/json")
 
-        def bookmark(annotations: Obj | None = None) -> bytes:
-            meta: Obj = {"resourceVersion": str(w.seen_rv)}
+        def bookmark(seen_rv: int, annotations: Obj | None = None) -> bytes:
+            meta: Obj = {"resourceVersion": str(seen_rv)}
             if annotations:
                 meta["annotations"] = annotations
             return orjson.dumps({"type": "BOOKMARK", "object": {"kind": t.kind, "apiVersion": t.api_version,
                                                                 "metadata": meta}}) + b"\n"
 
         async def stream() -> AsyncIterator[bytes]:
+            # registered once streaming starts, so a client gone before that leaves no watcher behind
             deadline = loop.time() + timeout if timeout else math.inf
+            try:
+                w = cluster.store.watch(t, flt, rv, loop)
+            except Gone as exc:  # as the watch cache does: 200, then one ERROR event carrying the 410 Status
+                yield orjson.dumps({"type": "ERROR", "object": exc.to_status()}) + b"\n"
+                return
             try:
                 if initial_end and bookmarks:
                     while not w.queue.empty():
@@ -316,7 +320,7 @@ def create_app(sim: KubeSim) -> FastAPI:
                         if item is None:
                             return
                         yield orjson.dumps({"type": item[0], "object": _as(t, item[1])}) + b"\n"
-                    yield bookmark({"k8s.io/initial-events-end": "true"})
+                    yield bookmark(w.seen_rv, {"k8s.io/initial-events-end": "true"})
                 while True:
                     wait = min(deadline - loop.time(), sim.bookmark_interval if bookmarks else math.inf)
                     if wait <= 0:
@@ -325,7 +329,7 @@ def create_app(sim: KubeSim) -> FastAPI:
                         item = await asyncio.wait_for(w.queue.get(), None if wait == math.inf else wait)
                     except TimeoutError:
                         if bookmarks and loop.time() < deadline:
-                            yield bookmark()
+                            yield bookmark(w.seen_rv)
                         continue
                     if item is None:
                         return

@@ -275,6 +275,10 @@ class Store:
             self._watchers.setdefault(t.key, set()).add(w)
         return w
 
+    def watcher_count(self) -> int:
+        with self._lock:
+            return sum(len(ws) for ws in self._watchers.values())
+
     def unwatch(self, w: Watcher) -> None:
         with self._lock:
             self._watchers.get(w.key, set()).discard(w)

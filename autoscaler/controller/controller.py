@@ -178,7 +178,8 @@ class Controller:
             self.queue.forget(key)
             self.queue.add_after(key, self.settings.sync_period)
         except SyncError as exc:
-            log.warning("sync of %s %s/%s failed: %s", *key, exc)
+            log.warning("sync of %s %s/%s failed: %s", *key, exc, extra={"kind": key[0], "namespace": key[1], "autoscaler": key[2],
+                                                                          "retries": self.queue.failures(key)})
             self.queue.add_rate_limited(key)
         except Exception:
             log.exception("sync of %s %s/%s crashed", *key)

@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+import aiohttp
 import orjson
 from kubernetes.aio import client as kclient
 from kubernetes.aio import config as kconfig
@@ -76,28 +77,33 @@ class Kube:
         await self.api.close()
 
     async def _send(self, method: str, path: str, query: Sequence[tuple[str, Any]] | None,
-                    body: Any, content_type: str, timeout: float | None) -> Any:
+                    body: Any, content_type: str, timeout: aiohttp.ClientTimeout) -> Any:
         _, url, headers, _, _ = await self.api.param_serialize(
             method, path, query_params=list(query or ()),
             header_params={"Accept": "application/json", "Content-Type": content_type},
             auth_settings=["BearerToken"],
         )
         data = orjson.dumps(body) if body is not None else None
-        # Pre-serialized bytes pass through the REST client unchanged only for non-JSON content
-        # types, so hand the session the bytes ourselves.
+        # The client's own aiohttp session (its TLS context, pool and proxy settings), used directly
+        # so that bodies are orjson bytes and watch responses can be streamed line by line.
         if self.api.rest_client.pool_manager is None:
             self.api.rest_client.pool_manager = self.api.rest_client._create_pool_manager()
         session = self.api.rest_client.pool_manager
-        kwargs: dict[str, Any] = {"headers": headers, "data": data}
-        if timeout is not None:
-            kwargs["timeout"] = _timeout(timeout)
-        return await session.request(method, url, **kwargs)
+        extra: dict[str, Any] = {}
+        cfg = self.api.configuration
+        if cfg.proxy:
+            extra["proxy"] = cfg.proxy
+            if cfg.proxy_headers:
+                extra["proxy_headers"] = cfg.proxy_headers
+        if cfg.tls_server_name:
+            extra["server_hostname"] = cfg.tls_server_name
+        return await session.request(method, url, headers=headers, data=data, timeout=timeout, **extra)
 
     async def request(self, method: str, path: str, query: Sequence[tuple[str, Any]] | None = None,
                       body: Any = None, content_type: str = "application/json",
                       timeout: float = 30.0) -> Obj:
         """One request; the decoded JSON body, or ApiError."""
-        resp = await self._send(method, path, query, body, content_type, timeout)
+        resp = await self._send(method, path, query, body, content_type, aiohttp.ClientTimeout(total=timeout))
         async with resp:
             raw = await resp.read()
             if resp.status >= 300:
@@ -110,7 +116,8 @@ class Kube:
     async def watch(self, path: str, query: Sequence[tuple[str, Any]], timeout: float) -> AsyncIterator[Obj]:
         """Watch events (`{"type", "object"}`) until the server ends the stream; ERROR events raise."""
         q = [*query, ("watch", "1"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", int(timeout))]
-        resp = await self._send("GET", path, q, None, "application/json", None)
+        # no total limit: the server ends the stream after timeoutSeconds; a silent connection is broken
+        resp = await self._send("GET", path, q, None, "application/json", aiohttp.ClientTimeout(total=None, sock_read=timeout + 60))
         async with resp:
             if resp.status >= 300:
                 raise _error(resp.status, await resp.read(), resp.reason or "Error")
@@ -123,12 +130,6 @@ class Kube:
                     obj = event.get("object") or {}
                     raise ApiError(int(obj.get("code") or 500), str(obj.get("reason") or "Error"), str(obj.get("message") or ""))
                 yield event
-
-
-def _timeout(total: float) -> Any:
-    import aiohttp
-
-    return aiohttp.ClientTimeout(total=total)
 
 
 def query(**params: Any) -> list[tuple[str, Any]]:

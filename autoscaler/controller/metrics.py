@@ -75,21 +75,18 @@ class MetricsClient:
         except MetricsError as exc:
             return MetricFailure(str(exc))
         except ApiError as exc:
-            return MetricFailure(f"unable to get metric {metric.name}: {exc.reason}: {exc.message}")
+            return MetricFailure(f"{exc.reason}: {exc.message}")
         except (ScaleError, ValueError, KeyError, TypeError) as exc:  # ObjectError is a ValueError
-            return MetricFailure(f"unable to get metric {metric.name}: {exc}")
+            return MetricFailure(str(exc))
         except Exception as exc:  # network errors: the reading fails, the sync goes on
-            return MetricFailure(f"unable to get metric {metric.name}: {type(exc).__name__}: {exc}")
+            return MetricFailure(f"{type(exc).__name__}: {exc}")
 
     async def _resource(self, namespace: str, selector: str, resource: str, container: str | None) -> Reading:
         try:
             body = await self.kube.get(f"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods", query(labelSelector=selector))
         except ApiError as exc:
-            raise MetricsError(f"unable to get metrics for resource {resource}: unable to fetch metrics from resource metrics API: {exc.message or exc.reason}") from None
-        reading = objects.pod_metrics_reading(body.get("items") or [], resource, container)
-        if isinstance(reading, MetricFailure):
-            return MetricFailure(f"unable to get metrics for resource {resource}: {reading.message}")
-        return reading
+            raise MetricsError(f"unable to fetch metrics from resource metrics API: {exc.message or exc.reason}") from None
+        return objects.pod_metrics_reading(body.get("items") or [], resource, container)
 
     async def _pods(self, namespace: str, selector: str, metric: MetricSpec, pod_names: Sequence[str]) -> Reading:
         version = await self.custom_version()
@@ -97,11 +94,8 @@ class MetricsClient:
         try:
             body = await self.kube.get(f"/apis/{CUSTOM}/{version}/namespaces/{namespace}/pods/*/{metric.name}", q)
         except ApiError as exc:
-            raise MetricsError(f"unable to get metric {metric.name}: unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
-        reading = objects.pods_metric_reading(_as_answered(body.get("items")), _unselected(metric), pod_names)
-        if isinstance(reading, MetricFailure):
-            return MetricFailure(f"unable to get metric {metric.name}: {reading.message}")
-        return reading
+            raise MetricsError(f"unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
+        return objects.pods_metric_reading(_as_answered(body.get("items")), _unselected(metric), pod_names)
 
     async def _object(self, namespace: str, metric: MetricSpec) -> Reading:
         described = metric.described_object
@@ -113,23 +107,17 @@ class MetricsClient:
             body = await self.kube.get(f"{base}/{ref.resource}/{described.name}/{metric.name}",
                                        query(metricLabelSelector=_selector_string(metric)))
         except ApiError as exc:
-            raise MetricsError(f"unable to get metric {metric.name}: {described.kind} on {namespace} {described.name}/unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
+            raise MetricsError(f"{described.kind} on {namespace} {described.name}/unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
         items = body.get("items") if "items" in body else [body]
-        reading = objects.object_metric_reading(_as_answered(items), _unselected(metric))
-        if isinstance(reading, MetricFailure):
-            return MetricFailure(f"unable to get metric {metric.name}: {reading.message}")
-        return reading
+        return objects.object_metric_reading(_as_answered(items, described_api_version=False), _unselected(metric))
 
     async def _external(self, namespace: str, metric: MetricSpec) -> Reading:
         q = query(labelSelector=_selector_string(metric))
         try:
             body = await self.kube.get(f"/apis/{EXTERNAL}/v1beta1/namespaces/{namespace}/{metric.name}", q)
         except ApiError as exc:
-            raise MetricsError(f"unable to get external metric {namespace}/{metric.name}/{_selector_string(metric) or 'nil'}: unable to fetch metrics from external metrics API: {exc.message or exc.reason}") from None
-        reading = objects.external_metric_reading(body.get("items") or [], _unselected(metric))
-        if isinstance(reading, MetricFailure):
-            return MetricFailure(f"unable to get external metric {namespace}/{metric.name}: {reading.message}")
-        return reading
+            raise MetricsError(f"unable to fetch metrics from external metrics API: {exc.message or exc.reason}") from None
+        return objects.external_metric_reading(body.get("items") or [], _unselected(metric))
 
 
 def _unselected(metric: MetricSpec) -> MetricSpec:
@@ -139,13 +127,17 @@ def _unselected(metric: MetricSpec) -> MetricSpec:
     return replace(metric, selector=None, selector_raw=None)
 
 
-def _as_answered(items: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """MetricValue items without their echoed selector (see `_unselected`)."""
+def _as_answered(items: list[dict[str, Any]] | None, described_api_version: bool = True) -> list[dict[str, Any]]:
+    """MetricValue items without their echoed selector (see `_unselected`); for an Object metric
+    also without describedObject.apiVersion, which servers spell variously for the core group
+    ("/v1" or "v1") though they answered for exactly the object asked."""
     out = []
     for item in items or []:
         item = {k: v for k, v in item.items() if k != "selector"}
         if isinstance(item.get("metric"), dict):
             item["metric"] = {k: v for k, v in item["metric"].items() if k != "selector"}
+        if not described_api_version and isinstance(item.get("describedObject"), dict):
+            item["describedObject"] = {k: v for k, v in item["describedObject"].items() if k != "apiVersion"}
         out.append(item)
     return out
 

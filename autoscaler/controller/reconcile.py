@@ -3,6 +3,11 @@
 The order and the reasons are the Kubernetes HPA controller's (`reconcileAutoscaler`): read the
 target's scale, select its pods from the cache, fetch every metric, decide, write `/scale`
 (unless dry-run), remember the scale event, then write status through the status subresource.
+
+Memory per autoscaler (recommendations, scale events) lives here, in process, as in Kubernetes.
+After a (re)start the first sync passes an empty History: the engine then seeds it with the
+current replica count at `now`, so the downscale stabilization window holds the current size and
+a restart cannot cause a scale-down burst; `status.lastScaleTime` is carried over unchanged.
 """
 
 from __future__ import annotations
@@ -111,7 +116,8 @@ class Reconciler:
                                       conditions=replace_condition(_conditions(prev_status), condition),
                                       last_scale_time=None, now=now)
                 await self._write_status(kind, obj, status)
-            log.warning("%s %s/%s: %s: %s", kind, ns, name, reason, message)
+            log.warning("%s %s/%s: %s: %s", kind, ns, name, reason, message,
+                        extra={"kind": kind, "namespace": ns, "autoscaler": name, "reason": reason})
             if retry:
                 raise SyncError(f"{reason}: {message}")
 
@@ -152,7 +158,9 @@ class Reconciler:
             cluster = prev_status.get("desiredReplicas")
             self.observer.shadow(key, decision.desired_replicas, None if cluster is None else int(cluster))
             if cluster is not None and int(cluster) != decision.desired_replicas:
-                log.info("shadow decision differs for %s/%s: promscaler %d, cluster HPA %s", ns, name, decision.desired_replicas, cluster)
+                log.info("shadow decision differs for %s/%s: promscaler %d, cluster HPA %s", ns, name, decision.desired_replicas, cluster,
+                         extra={"kind": kind, "namespace": ns, "autoscaler": name, "promscaler_desired": decision.desired_replicas,
+                                "cluster_desired": int(cluster), "explanation": decision.explanation})
             return decision
 
         await self._metric_events(obj, decision, now)
@@ -173,7 +181,9 @@ class Reconciler:
                     conditions=conditions, last_scale_time=None, now=now))
                 raise SyncError(f"FailedRescale: {exc}") from None
             await self._event(obj, "Normal", "SuccessfulRescale", f"New size: {decision.desired_replicas}; reason: {reason}", now)
-            log.info("scaled %s/%s %s from %d to %d: %s", ns, name, target.get("name"), scale.replicas, decision.desired_replicas, reason)
+            log.info("scaled %s/%s %s from %d to %d: %s", ns, name, target.get("name"), scale.replicas, decision.desired_replicas, reason,
+                     extra={"kind": kind, "namespace": ns, "autoscaler": name, "target": f"{target.get('kind')}/{target.get('name')}",
+                            "from": scale.replicas, "to": decision.desired_replicas, "reason": reason})
             history = record_scale(history, now, scale.replicas, decision.desired_replicas, spec)
             last_scale = now
         self.histories[key] = history

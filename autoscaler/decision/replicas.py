@@ -158,6 +158,88 @@ def _group(
     return ready, metrics, unready, missing, ignored
 
 
+def _group_requests(
+    pods: Sequence[PodInfo],
+    samples: Mapping[str, PodSample],
+    resource: str,
+    config: ControllerConfig,
+    now: datetime,
+) -> tuple[int, dict[str, int], list[str], list[str], list[str], int, dict[str, int]] | None:
+    """`_group` fused with `calculateRequests` for a Utilization target without a container: also
+    the summed requests of the pods that count, and the requests of the unready and missing pods
+    (for the recomputation). None when the general path must decide instead: a pod lacks the
+    request or has no containers (its error comes after the "no metrics" one), pod names repeat,
+    or samples of pods not listed are present. Same decisions as `_group`, line for line."""
+    metrics: dict[str, int] = {}
+    unready: list[str] = []
+    missing: list[str] = []
+    ignored: list[str] = []
+    others: dict[str, int] = {}  # requests of unready, missing (and ignored) pods
+    get = samples.get
+    other = 0
+    req_total = 0
+    try:
+        if resource == "cpu":
+            init_cutoff = now - timedelta(seconds=config.cpu_initialization_period)
+            delay = timedelta(seconds=config.initial_readiness_delay)
+            for pod in pods:
+                name = pod.name
+                if not pod.normal:
+                    others[name] = pod.request_totals[resource]  # type: ignore[index]
+                    (ignored if pod.gone else unready).append(name)
+                    if name in samples:
+                        other += 1
+                    continue
+                sample = get(name)
+                if sample is None:
+                    others[name] = pod.request_totals[resource]  # type: ignore[index]
+                    missing.append(name)
+                    continue
+                if not pod.cpu_simple or pod.start_time > init_cutoff:  # type: ignore[operator]
+                    cond = pod.ready_condition
+                    start = pod.start_time
+                    if cond is None or start is None:
+                        others[name] = pod.request_totals[resource]  # type: ignore[index]
+                        unready.append(name)
+                        other += 1
+                        continue
+                    if start > init_cutoff:
+                        if cond == "False" or sample.timestamp < (pod.ready_transition or _GO_ZERO_TIME) + timedelta(seconds=sample.window):
+                            others[name] = pod.request_totals[resource]  # type: ignore[index]
+                            unready.append(name)
+                            other += 1
+                            continue
+                    elif cond == "False" and start + delay > (pod.ready_transition or _GO_ZERO_TIME):
+                        others[name] = pod.request_totals[resource]  # type: ignore[index]
+                        unready.append(name)
+                        other += 1
+                        continue
+                metrics[name] = sample.milli
+                req_total += pod.request_totals[resource]  # type: ignore[index]
+        else:
+            for pod in pods:
+                name = pod.name
+                if not pod.normal:
+                    others[name] = pod.request_totals[resource]  # type: ignore[index]
+                    (ignored if pod.gone else unready).append(name)
+                    if name in samples:
+                        other += 1
+                    continue
+                sample = get(name)
+                if sample is None:
+                    others[name] = pod.request_totals[resource]  # type: ignore[index]
+                    missing.append(name)
+                    continue
+                metrics[name] = sample.milli
+                req_total += pod.request_totals[resource]  # type: ignore[index]
+    except (KeyError, TypeError):
+        return None
+    ready = len(metrics)
+    if ready + len(others) != len(pods) or ready + other != len(samples) or not others.keys().isdisjoint(metrics):
+        return None  # repeated pod names, or samples of pods not listed
+    return ready, metrics, unready, missing, ignored, req_total, others
+
+
 def group_pods(
     pods: Sequence[PodInfo],
     samples: Mapping[str, PodSample],
@@ -257,6 +339,68 @@ def resource_utilization_replicas(
     """`GetResourceReplicas`: a Utilization target (percent of the pods' requests)."""
     if not pods:
         raise CalcError("no pods returned by selector while calculating replica count")
+    fast = None if container else _group_requests(pods, samples, resource, config, now)
+    if fast is None:
+        return _resource_utilization_general(current, target_utilization, resource, tolerances, pods, samples,
+                                             config, now, container)
+    ready, metrics, unready, missing, ignored, req_total, others = fast
+    if not metrics:
+        raise CalcError("did not receive metrics for targeted pods (pods might be unready)")
+    if req_total == 0:
+        raise CalcError("no metrics returned matched known pods")
+    total = sum(metrics.values())
+    utilization = _div(total * 100, req_total)
+    ratio = utilization / target_utilization
+    calc = Calc(current, _div(total, ready), ratio, utilization)
+    note = _grouping_note(ready, unready, missing, ignored)
+    if note:
+        calc.notes.append(note)
+    scale_up_with_unready = bool(unready) and ratio > 1.0
+    if not scale_up_with_unready and not missing:
+        if tolerances.is_within(ratio):
+            calc.notes.append(f"ratio {ratio:.3f} is within tolerance {tolerances}: keep {current}")
+            return calc
+        calc.replicas = _ceil_int32(ratio * ready)
+        return calc
+    # The recomputation adds the missing (and unready) pods to the sums (`_utilization` again).
+    count = ready
+    if missing:
+        if ratio < 1.0:
+            fallback = max(100, target_utilization)
+            for name in missing:
+                request = others[name]
+                total += _div(request * fallback, 100)
+                req_total += request
+            count += len(missing)
+            calc.notes.append(f"scale-down: pods without a metric counted at {fallback}% of their request")
+        elif ratio > 1.0:
+            for name in missing:
+                req_total += others[name]
+            count += len(missing)
+            calc.notes.append("scale-up: pods without a metric counted at 0%")
+    if scale_up_with_unready:
+        for name in unready:
+            req_total += others[name]
+        count += len(unready)
+        calc.notes.append("scale-up: not-yet-ready pods counted at 0%")
+    if req_total == 0:
+        raise CalcError("no metrics returned matched known pods")
+    new_util = _div(total * 100, req_total)
+    return _finish(calc, current, ratio, new_util / target_utilization, count, tolerances, f"{new_util}% of request")
+
+
+def _resource_utilization_general(
+    current: int,
+    target_utilization: int,
+    resource: str,
+    tolerances: Tolerances,
+    pods: Sequence[PodInfo],
+    samples: Mapping[str, PodSample],
+    config: ControllerConfig,
+    now: datetime,
+    container: str | None,
+) -> Calc:
+    """`resource_utilization_replicas` for any input (named containers, pods without requests, ...)."""
     ready, metrics, unready, missing, ignored = _group(pods, samples, resource, config, now)
     if not metrics:
         raise CalcError("did not receive metrics for targeted pods (pods might be unready)")

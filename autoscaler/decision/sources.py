@@ -45,8 +45,21 @@ def _go_selector(raw: Any) -> str:
     return f"&LabelSelector{{MatchLabels:{label_part},MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}"
 
 
+_EXACT = 10**27
+
+
 def _q(milli: int) -> str:
-    return format_milli(milli)
+    """`format_milli`, without Decimal for the usual values (`1500m`, `2`, `0`)."""
+    if not milli:
+        return "0"
+    if not -_EXACT < milli < _EXACT:
+        return format_milli(milli)  # beyond Decimal's 28 digits: keep its rounding
+    if milli % 1000:
+        return f"{milli}m"
+    whole = milli // 1000
+    if whole % 1000:
+        return str(whole)
+    return format_milli(milli)  # k, M, G, ... suffixes
 
 
 def _sum_capped(values: tuple[int, ...]) -> int:

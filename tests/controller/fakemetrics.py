@@ -30,6 +30,7 @@ class FakeMetrics:
         # (ns, metric) -> one value for every pod, a value per pod, or f(pod names) -> value per pod
         self.pods: dict[tuple[str, str], str | dict[str, str] | Callable[[list[str]], str]] = {}
         self.external: dict[tuple[str, str], list[tuple[dict[str, str], str]]] = {}  # (ns, metric) -> [(labels, value)]
+        self.objects: dict[tuple[str, str, str, str], str] = {}              # (ns, resource, name, metric) -> value
         self.failing: set[str] = set()                                        # metric names answered with 503
         self.requests = 0
         self.versions_asked: set[str] = set()
@@ -70,6 +71,21 @@ class FakeMetrics:
                 if v is not None:
                     items.append(wire.custom_metric_value(version, wire.object_reference("Pod", pod, ns), metric, v, now(), 60))
             return wire.metric_value_list(version, items)
+
+        @app.get("/apis/custom.metrics.k8s.io/{version}/namespaces/{ns}/{resource}/{name}/{metric}")
+        async def object_metric(version: str, ns: str, resource: str, name: str, metric: str):
+            self.requests += 1
+            self.versions_asked.add(version)
+            if metric in self.failing:
+                return unavailable(metric)
+            value = self.objects.get((ns, resource, name, metric))
+            if value is None:
+                return JSONResponse({"kind": "Status", "code": 404, "reason": "NotFound",
+                                     "message": f"the server could not find the metric {metric} for {resource} {name}"}, status_code=404)
+            kind = {"deployments": "Deployment", "services": "Service", "statefulsets": "StatefulSet"}.get(resource, resource)
+            api = "apps/v1" if kind in ("Deployment", "StatefulSet") else "/v1"
+            return wire.metric_value_list(version, [wire.custom_metric_value(
+                version, wire.object_reference(kind, name, ns, api), metric, value, now(), 60)])
 
         @app.get("/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/{metric}")
         async def external_metric(ns: str, metric: str, request: Request):

@@ -218,3 +218,21 @@ async def test_preferred_custom_metrics_version_is_v1beta2(sim, fake):
     async with running(sim, settings()):
         await eventually(lambda: replicas(sim, "web") == 4)
     assert fake.versions_asked == {"v1beta2"}
+
+
+async def test_object_metric_resolved_through_discovery_scales_a_statefulset(sim, fake):
+    labels = {"app": "db"}
+    sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": NS},
+               "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": labels},
+                        "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "db", "image": "db:1"}]}}}})
+    fake.objects[(NS, "services", "db", "connections")] = "90"  # 90 connections, 30 per replica wanted -> 3
+    ha = autoscaler("db", "db", [{"type": "Object", "object": {
+        "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "db"},
+        "metric": {"name": "connections"}, "target": {"type": "AverageValue", "averageValue": "30"}}}])
+    ha["spec"]["scaleTargetRef"] = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}
+    sim.apply(ha)
+    async with running(sim, settings()):
+        await eventually(lambda: sim.get("apps/v1", "StatefulSet", NS, "db")["spec"]["replicas"] == 3)
+        await eventually(lambda: status(sim, "db").get("currentReplicas") == 3)
+    metric = status(sim, "db")["currentMetrics"][0]
+    assert metric["type"] == "Object" and metric["object"]["describedObject"]["name"] == "db"

@@ -100,6 +100,28 @@ def test_patches(ns: str, core: client.CoreV1Api, api: client.ApiClient) -> None
     assert out.data == {"x": "9", "z": "3"}
 
 
+def test_strategic_merge_patch_merges_containers_by_name(ns: str, apps: client.AppsV1Api) -> None:
+    body = deployment("web")
+    body["spec"]["template"]["spec"]["containers"] = [
+        {"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
+        {"name": "sidecar", "image": "side:1"}]
+    apps.create_namespaced_deployment(ns, body)
+    patch = {"spec": {"template": {"spec": {
+        "$setElementOrder/containers": [{"name": "app"}, {"name": "sidecar"}],
+        "containers": [{"name": "app", "image": "app:2", "env": [{"name": "B", "$patch": "delete"}]},
+                       {"name": "new", "image": "new:1"}]}}}}
+    out = apps.patch_namespaced_deployment("web", ns, patch)  # a dict goes out as strategic merge patch
+    containers = {c.name: c for c in out.spec.template.spec.containers}
+    assert list(containers) == ["app", "sidecar", "new"]
+    assert containers["app"].image == "app:2" and [(e.name, e.value) for e in containers["app"].env] == [("A", "1")]
+    assert containers["sidecar"].image == "side:1"
+    raw = apps.api_client.sanitize_for_serialization(out)
+    assert not any(k.startswith("$") for k in raw["spec"]["template"]["spec"])
+    merged = apps.patch_namespaced_deployment("web", ns, {"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "image": "app:3"}]}}}}, _content_type="application/merge-patch+json")
+    assert [c.name for c in merged.spec.template.spec.containers] == ["app"]  # a merge patch replaces lists
+
+
 def test_status_subresource_semantics(ns: str, custom: client.CustomObjectsApi) -> None:
     body = {"apiVersion": "promscaler.io/v1alpha1", "kind": "HorizontalAutoscaler", "metadata": {"name": "has"},
             "spec": {"maxReplicas": 5}, "status": {"desiredReplicas": 99}}
@@ -288,3 +310,13 @@ spec: {{maxReplicas: 3}}
     out = kubectl(sim, "delete", "-f", str(manifest))
     assert out.returncode == 0, out.stderr
     assert sim.get("apps/v1", "Deployment", ns, "web") is None
+
+
+def test_namespaces_are_created_on_demand_unless_strict(sim: KubeSim) -> None:
+    r = httpx.post(f"{sim.url}/api/v1/namespaces/fresh-ns/configmaps", json={"metadata": {"name": "a"}})
+    assert r.status_code == 201
+    assert sim.get("v1", "Namespace", None, "fresh-ns")["status"]["phase"] == "Active"
+    with KubeSim(strict_namespaces=True) as strict:
+        r = httpx.post(f"{strict.url}/api/v1/namespaces/nowhere/configmaps", json={"metadata": {"name": "a"}})
+        assert r.status_code == 404 and r.json()["message"] == 'namespaces "nowhere" not found'
+        assert httpx.post(f"{strict.url}/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "a"}}).status_code == 201

@@ -82,3 +82,28 @@ def test_restart_keeps_url_and_state() -> None:
         assert [line for line in r.text.splitlines() if '"name":"b"' in line]
     finally:
         sim.stop()
+
+
+def test_pods_starting_during_a_restart_still_become_ready() -> None:
+    sim = KubeSim(ready_delay=0.5).start()
+    try:
+        sim.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+                   "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}}}})
+        deadline = time.monotonic() + 10
+        while not sim.list("v1", "Pod", "default") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sim.stop()  # before the pod is Ready
+        pod = sim.list("v1", "Pod", "default")[0]
+        assert not any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"]["conditions"])
+        sim.start()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            pod = sim.get("v1", "Pod", "default", pod["metadata"]["name"])
+            if any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"]["conditions"]):
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("pod never became Ready after the restart")
+    finally:
+        sim.stop()

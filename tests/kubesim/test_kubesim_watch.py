@@ -187,3 +187,18 @@ def test_broken_watch_resumes_without_missing_an_update(sim: KubeSim, ns: str) -
     while not sim.list("v1", "Pod", ns) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(sim.list("v1", "Pod", ns)) == 1
+
+
+def test_client_going_away_releases_its_watch(sim: KubeSim, ns: str) -> None:
+    before = sim.cluster.store.watcher_count()
+    with httpx.Client(timeout=10) as c, c.stream("GET", f"{sim.url}/api/v1/namespaces/{ns}/configmaps",
+                                                 params={"watch": "1"}) as r:
+        assert r.status_code == 200
+        deadline = time.monotonic() + 5
+        while sim.cluster.store.watcher_count() == before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert sim.cluster.store.watcher_count() == before + 1
+    deadline = time.monotonic() + 5
+    while sim.cluster.store.watcher_count() > before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sim.cluster.store.watcher_count() == before
