@@ -12,9 +12,11 @@ from datetime import datetime, timedelta
 
 from . import conditions as C
 from .explain import explain
-from .model import Condition, Decision, DecisionInput, History, MetricDetail, Proposal, Recommendation, ScaleEvent
+from .model import (
+    Condition, Decision, DecisionInput, History, Lazy, MetricDetail, Proposal, Recommendation, ScaleEvent,
+)
 from .normalize import normalize_legacy, normalize_with_behavior
-from .replicas import Tolerances
+from .replicas import Tolerances, render_notes
 from .sources import MetricOutcome, compute_metric
 from .spec import MAX_PERIOD_SECONDS, HPASpec
 
@@ -130,7 +132,7 @@ def decide(inp: DecisionInput) -> Decision:
             desired = norm.desired
             if current == 0 and min_replicas != 0 and scaled_to_zero and desired < min_replicas:
                 desired = min_replicas
-                steps = steps + (f"scaling up from zero: not below minReplicas {min_replicas}",)
+                steps = steps + (("scaling up from zero: not below minReplicas {}", min_replicas),)
             rescale = desired != current
 
     if rescale:
@@ -144,10 +146,14 @@ def decide(inp: DecisionInput) -> Decision:
         conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, True, "ScaledToZero", C.MSG_SCALED_TO_ZERO)
 
     proposals: list[Proposal] = [o.proposal for o in outcomes]
-    details: tuple[MetricDetail, ...] = tuple(o.detail for o in outcomes)
     condition_list = C.ordered(conds)
-    new_history = History(kept_recommendations, history.scale_up_events, history.scale_down_events)
-    explanation = explain(pre, details, recommendation, steps, current, desired, condition_list)
+    if recommendations is kept_recommendations and not fresh:
+        new_history = history
+    else:
+        new_history = History(kept_recommendations, history.scale_up_events, history.scale_down_events)
+    # The words for people are formatted only when read (Decision.explanation/details/steps).
+    details = Lazy(_details, outcomes)
+    lazy_steps = Lazy(render_notes, steps)
     return Decision(
         desired_replicas=desired,
         current_replicas=current,
@@ -155,11 +161,20 @@ def decide(inp: DecisionInput) -> Decision:
         current_metrics=[o.status for o in outcomes],
         proposals=proposals,
         conditions=condition_list,
-        explanation=explanation,
+        explanation=Lazy(_explain, pre, details, recommendation, lazy_steps, current, desired, condition_list),  # type: ignore[arg-type]
         history=new_history,
-        details=details,
-        steps=steps,
+        details=details,  # type: ignore[arg-type]
+        steps=lazy_steps,  # type: ignore[arg-type]
     )
+
+
+def _details(outcomes: list[MetricOutcome]) -> tuple[MetricDetail, ...]:
+    return tuple(o.detail[0](*o.detail[1:]) for o in outcomes)
+
+
+def _explain(pre: list[str], details: Lazy, recommendation: int | None, steps: Lazy, current: int, desired: int,
+             conditions: list[Condition]) -> list[str]:
+    return explain(pre, details(), recommendation, steps(), current, desired, conditions)
 
 
 def _prune(events: tuple[ScaleEvent, ...], now: datetime, max_age: float) -> tuple[ScaleEvent, ...]:

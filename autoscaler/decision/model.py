@@ -185,8 +185,28 @@ class MetricDetail:
     notes: tuple[str, ...] = ()       # pod grouping, conservative recomputation, tolerance
 
 
-@dataclass(frozen=True, slots=True)
+class Lazy:
+    """A value computed on its first read, then kept: `Lazy(fn, *args)()` is `fn(*args)`, once."""
+
+    __slots__ = ("fn", "args", "value")
+
+    def __init__(self, fn: Any, *args: Any) -> None:
+        self.fn, self.args = fn, args
+
+    def __call__(self) -> Any:
+        fn = self.fn
+        if fn is not None:
+            self.value = fn(*self.args)
+            self.fn = self.args = None
+        return self.value
+
+
+@dataclass(frozen=True)
 class Decision:
+    """One decision. `explanation`, `details` and `steps` are words for people: `decide()` passes
+    them as `Lazy` values, formatted on first read (the controller never reads them); given as
+    plain values they are kept as they are. Either way they read, compare and print as fields."""
+
     desired_replicas: int
     current_replicas: int
     recommendation: int | None                 # before stabilization and policies
@@ -201,3 +221,23 @@ class Decision:
     @property
     def scale(self) -> bool:
         return self.desired_replicas != self.current_replicas
+
+
+def _lazy_field(name: str) -> property:
+    key = "_" + name
+
+    def get(self: Decision) -> Any:
+        value = self.__dict__[key]
+        if type(value) is Lazy:
+            value = self.__dict__[key] = value()
+        return value
+
+    def put(self: Decision, value: Any) -> None:  # only the dataclass __init__ gets here (frozen)
+        self.__dict__[key] = value
+
+    return property(get, put, doc=f"Decision.{name}, formatted on first read")
+
+
+for _name in ("explanation", "details", "steps"):
+    setattr(Decision, _name, _lazy_field(_name))
+del _name

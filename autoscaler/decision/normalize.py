@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .model import Recommendation, ScaleEvent
 from .spec import HPASpec, ScalingRules
@@ -45,7 +45,7 @@ class Normalized(NamedTuple):
     limited_reason: str
     limited_message: str
     recommendations: tuple[Recommendation, ...]
-    steps: tuple[str, ...]
+    steps: tuple[Any, ...]      # deferred: str or ("template {}", args...), formatted by replicas.render_notes
 
 
 # --- legacy -------------------------------------------------------------------------------------
@@ -55,7 +55,7 @@ def normalize_legacy(
     current: int, desired: int, min_replicas: int, max_replicas: int,
     recommendations: tuple[Recommendation, ...], now: datetime, window_seconds: float,
 ) -> Normalized:
-    steps: list[str] = []
+    steps: list[Any] = []
     cutoff = now - timedelta(seconds=window_seconds)
     stabilized = desired
     kept: list[Recommendation] = []
@@ -68,10 +68,10 @@ def normalize_legacy(
     kept.append(Recommendation(now, desired))
     if stabilized != desired:
         able_reason, able_message = "ScaleDownStabilized", MSG_DOWN_STABILIZED
-        steps.append(f"downscale stabilization ({window_seconds:g}s): the highest recent recommendation is {stabilized}, so not below it")
+        steps.append(("downscale stabilization ({:g}s): the highest recent recommendation is {}, so not below it", window_seconds, stabilized))
     else:
         able_reason, able_message = "ReadyForNewScale", MSG_READY
-        steps.append(f"downscale stabilization ({window_seconds:g}s): no higher recommendation in the window, keep {desired}")
+        steps.append(("downscale stabilization ({:g}s): no higher recommendation in the window, keep {}", window_seconds, desired))
 
     limit = int(max(LEGACY_SCALE_UP_FACTOR * current, LEGACY_SCALE_UP_MINIMUM))
     if max_replicas > limit:
@@ -80,16 +80,16 @@ def normalize_legacy(
         maximum, reason, message = max_replicas, "TooManyReplicas", MSG_TOO_MANY
     if stabilized < min_replicas:
         result, reason, message = min_replicas, "TooFewReplicas", MSG_TOO_FEW
-        steps.append(f"{stabilized} is below minReplicas: {min_replicas}")
+        steps.append(("{} is below minReplicas: {}", stabilized, min_replicas))
     elif stabilized > maximum:
         result = maximum
         if reason == "ScaleUpLimit":
-            steps.append(f"scale-up limit max(2 x {current}, 4) = {limit}: {stabilized} -> {limit}")
+            steps.append(("scale-up limit max(2 x {}, 4) = {}: {} -> {}", current, limit, stabilized, limit))
         else:
-            steps.append(f"{stabilized} is above maxReplicas: {max_replicas}")
+            steps.append(("{} is above maxReplicas: {}", stabilized, max_replicas))
     else:
         result, reason, message = stabilized, "DesiredWithinRange", MSG_WITHIN
-        steps.append(f"within [minReplicas {min_replicas}, min(maxReplicas {max_replicas}, scale-up limit {limit})]: {stabilized}")
+        steps.append(("within [minReplicas {}, min(maxReplicas {}, scale-up limit {})]: {}", min_replicas, max_replicas, limit, stabilized))
     return Normalized(result, stabilized, able_reason, able_message, result != stabilized, reason, message,
                       tuple(kept), tuple(steps))
 
@@ -104,7 +104,7 @@ def replicas_change_in_period(period_seconds: int, events: tuple[ScaleEvent, ...
 
 
 def scale_up_limit(current: int, up_events: tuple[ScaleEvent, ...], down_events: tuple[ScaleEvent, ...],
-                   rules: ScalingRules, now: datetime, steps: list[str] | None = None) -> int:
+                   rules: ScalingRules, now: datetime, steps: list[Any] | None = None) -> int:
     """`calculateScaleUpLimitWithScalingRules`: the most replicas the policies allow now."""
     if rules.select_policy == "Disabled":
         return current
@@ -119,14 +119,14 @@ def scale_up_limit(current: int, up_events: tuple[ScaleEvent, ...], down_events:
         else:
             proposed = int(math.ceil(float(start) * (1 + float(policy.value) / 100)))
         if steps is not None:
-            steps.append(f"  policy {policy.type} {policy.value} per {policy.period_seconds}s: "
-                         f"{start} at the period's start -> at most {proposed}")
+            steps.append(("  policy {} {} per {}s: {} at the period's start -> at most {}",
+                          policy.type, policy.value, policy.period_seconds, start, proposed))
         result = min(result, proposed) if pick_min else max(result, proposed)
     return result
 
 
 def scale_down_limit(current: int, up_events: tuple[ScaleEvent, ...], down_events: tuple[ScaleEvent, ...],
-                     rules: ScalingRules, now: datetime, steps: list[str] | None = None) -> int:
+                     rules: ScalingRules, now: datetime, steps: list[Any] | None = None) -> int:
     """`calculateScaleDownLimitWithBehaviors`: the fewest replicas the policies allow now."""
     if rules.select_policy == "Disabled":
         return current
@@ -141,8 +141,8 @@ def scale_down_limit(current: int, up_events: tuple[ScaleEvent, ...], down_event
         else:
             proposed = int(float(start) * (1 - float(policy.value) / 100))
         if steps is not None:
-            steps.append(f"  policy {policy.type} {policy.value} per {policy.period_seconds}s: "
-                         f"{start} at the period's start -> at least {proposed}")
+            steps.append(("  policy {} {} per {}s: {} at the period's start -> at least {}",
+                          policy.type, policy.value, policy.period_seconds, start, proposed))
         result = max(result, proposed) if pick_min_change else min(result, proposed)
     return result
 
@@ -159,7 +159,7 @@ def normalize_with_behavior(
     down_window = down_rules.stabilization_window_seconds
     if down_window is None:
         down_window = int(default_down_window)
-    steps: list[str] = []
+    steps: list[Any] = []
 
     up_cutoff = now - timedelta(seconds=up_window)
     down_cutoff = now - timedelta(seconds=down_window)
@@ -178,10 +178,9 @@ def normalize_with_behavior(
         stabilized = up_rec
     if stabilized > down_rec:
         stabilized = down_rec
-    steps.append(
-        f"stabilization: lowest recommendation in the scale-up window ({up_window}s) {up_rec}, "
-        f"highest in the scale-down window ({down_window}s) {down_rec}; from {current} -> {stabilized}"
-    )
+    steps.append(("stabilization: lowest recommendation in the scale-up window ({}s) {}, "
+                  "highest in the scale-down window ({}s) {}; from {} -> {}",
+                  up_window, up_rec, down_window, down_rec, current, stabilized))
     if stabilized != desired:
         if desired >= current:
             able_reason, able_message = "ScaleUpStabilized", MSG_UP_STABILIZED
@@ -193,7 +192,7 @@ def normalize_with_behavior(
     result, reason, message = stabilized, "DesiredWithinRange", MSG_WITHIN
     max_replicas = spec.max_replicas
     if stabilized > current:
-        steps.append(f"scale-up policies (selectPolicy {up_rules.select_policy}):")
+        steps.append(("scale-up policies (selectPolicy {}):", up_rules.select_policy))
         limit = scale_up_limit(current, up_events, down_events, up_rules, now, steps)
         if limit < current:
             limit = current  # earlier scale-ups used the whole budget: wait for them to age out
@@ -203,9 +202,9 @@ def normalize_with_behavior(
             maximum, lim_reason, lim_message = max_replicas, "TooManyReplicas", MSG_TOO_MANY
         if stabilized > maximum:
             result, reason, message = maximum, lim_reason, lim_message
-        steps.append(f"allowed up to min(maxReplicas {max_replicas}, policy limit {limit}) = {maximum}: {result}")
+        steps.append(("allowed up to min(maxReplicas {}, policy limit {}) = {}: {}", max_replicas, limit, maximum, result))
     elif stabilized < current:
-        steps.append(f"scale-down policies (selectPolicy {down_rules.select_policy}):")
+        steps.append(("scale-down policies (selectPolicy {}):", down_rules.select_policy))
         limit = scale_down_limit(current, up_events, down_events, down_rules, now, steps)
         if limit > current:
             limit = current
@@ -215,6 +214,6 @@ def normalize_with_behavior(
             minimum, lim_reason, lim_message = min_replicas, "TooFewReplicas", MSG_TOO_FEW
         if stabilized < minimum:
             result, reason, message = minimum, lim_reason, lim_message
-        steps.append(f"allowed down to max(minReplicas {min_replicas}, policy limit {limit}) = {minimum}: {result}")
+        steps.append(("allowed down to max(minReplicas {}, policy limit {}) = {}: {}", min_replicas, limit, minimum, result))
     return Normalized(result, stabilized, able_reason, able_message, result != stabilized, reason, message,
                       tuple(kept), tuple(steps))

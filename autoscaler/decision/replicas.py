@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from datetime import UTC, datetime, timedelta
 
 from .model import ControllerConfig, PodInfo, PodSample
@@ -20,7 +20,7 @@ from .model import ControllerConfig, PodInfo, PodSample
 __all__ = [
     "CalcError", "Calc", "Tolerances", "group_pods", "pod_requests", "resource_utilization_replicas",
     "plain_metric_replicas", "usage_ratio_replicas", "per_pod_total_replicas", "ready_pod_count",
-    "MAX_INT32", "MAX_INT64",
+    "MAX_INT32", "MAX_INT64", "render_notes",
 ]
 
 MAX_INT32 = 2**31 - 1
@@ -52,7 +52,9 @@ class Calc:
     usage: int                       # milli: raw average (pods), value/total or per-pod average (object/external)
     ratio: float                     # the first usage ratio (before adjustments)
     utilization: int | None = None   # percent of request, Utilization targets only
-    notes: list[str] = field(default_factory=list)
+    # The reasons, formatted only when read (`render_notes`): a str, ("template {}", args...) or
+    # (function, args...) each.
+    notes: list[Any] = field(default_factory=list)
 
 
 def _div(a: int, b: int) -> int:
@@ -306,6 +308,12 @@ def _average(metrics: Mapping[str, int], target: int) -> tuple[float, int]:
     return usage / target, usage
 
 
+def render_notes(notes: Sequence[Any]) -> tuple[str, ...]:
+    """Format deferred notes (see `Calc.notes`)."""
+    return tuple(n if type(n) is str else (n[0].format(*n[1:]) if type(n[0]) is str else n[0](*n[1:]))
+                 for n in notes)
+
+
 def _names(names: list[str]) -> str:
     if len(names) > 5:
         return ", ".join(sorted(names)[:5]) + ", ..."
@@ -352,13 +360,12 @@ def resource_utilization_replicas(
     utilization = _div(total * 100, req_total)
     ratio = utilization / target_utilization
     calc = Calc(current, _div(total, ready), ratio, utilization)
-    note = _grouping_note(ready, unready, missing, ignored)
-    if note:
-        calc.notes.append(note)
+    if unready or missing or ignored:
+        calc.notes.append((_grouping_note, ready, unready, missing, ignored))
     scale_up_with_unready = bool(unready) and ratio > 1.0
     if not scale_up_with_unready and not missing:
         if tolerances.is_within(ratio):
-            calc.notes.append(f"ratio {ratio:.3f} is within tolerance {tolerances}: keep {current}")
+            calc.notes.append(("ratio {:.3f} is within tolerance {}: keep {}", ratio, tolerances, current))
             return calc
         calc.replicas = _ceil_int32(ratio * ready)
         return calc
@@ -407,13 +414,12 @@ def _resource_utilization_general(
     requests = pod_requests(pods, container, resource)
     ratio, utilization, raw = _utilization(metrics, requests, target_utilization)
     calc = Calc(current, raw, ratio, utilization)
-    note = _grouping_note(ready, unready, missing, ignored)
-    if note:
-        calc.notes.append(note)
+    if unready or missing or ignored:
+        calc.notes.append((_grouping_note, ready, unready, missing, ignored))
     scale_up_with_unready = bool(unready) and ratio > 1.0
     if not scale_up_with_unready and not missing:
         if tolerances.is_within(ratio):
-            calc.notes.append(f"ratio {ratio:.3f} is within tolerance {tolerances}: keep {current}")
+            calc.notes.append(("ratio {:.3f} is within tolerance {}: keep {}", ratio, tolerances, current))
             return calc
         calc.replicas = _ceil_int32(ratio * ready)
         return calc
@@ -437,9 +443,9 @@ def _resource_utilization_general(
 
 def _finish(calc: Calc, current: int, ratio: float, new_ratio: float, count: int, tolerances: Tolerances, what: str) -> Calc:
     """The shared tail of the conservative recomputation."""
-    calc.notes.append(f"recomputed: {what}, ratio {new_ratio:.3f} over {count} pods")
+    calc.notes.append(("recomputed: {}, ratio {:.3f} over {} pods", what, new_ratio, count))
     if tolerances.is_within(new_ratio):
-        calc.notes.append(f"recomputed ratio is within tolerance {tolerances}: keep {current}")
+        calc.notes.append(("recomputed ratio is within tolerance {}: keep {}", tolerances, current))
         return calc
     if (ratio < 1.0 and new_ratio > 1.0) or (ratio > 1.0 and new_ratio < 1.0):
         calc.notes.append(f"recomputed ratio would reverse the direction: keep {current}")
@@ -471,13 +477,12 @@ def plain_metric_replicas(
         raise CalcError("did not receive metrics for targeted pods (pods might be unready)")
     ratio, usage = _average(metrics, target_milli)
     calc = Calc(current, usage, ratio)
-    note = _grouping_note(ready, unready, missing, ignored)
-    if note:
-        calc.notes.append(note)
+    if unready or missing or ignored:
+        calc.notes.append((_grouping_note, ready, unready, missing, ignored))
     scale_up_with_unready = bool(unready) and ratio > 1.0
     if not scale_up_with_unready and not missing:
         if tolerances.is_within(ratio):
-            calc.notes.append(f"ratio {ratio:.3f} is within tolerance {tolerances}: keep {current}")
+            calc.notes.append(("ratio {:.3f} is within tolerance {}: keep {}", ratio, tolerances, current))
             return calc
         calc.replicas = _ceil_int32(ratio * ready)
         return calc
@@ -512,14 +517,14 @@ def usage_ratio_replicas(current: int, usage: int, target_milli: int, tolerances
     calc = Calc(current, usage, ratio)
     if current != 0:
         if tolerances.is_within(ratio):
-            calc.notes.append(f"ratio {ratio:.3f} is within tolerance {tolerances}: keep {current}")
+            calc.notes.append(("ratio {:.3f} is within tolerance {}: keep {}", ratio, tolerances, current))
             return calc
         ready = ready_pod_count(pods)
         calc.replicas = _ceil_int32(ratio * ready)
-        calc.notes.append(f"{ratio:.3f} x {ready} ready pods")
+        calc.notes.append(("{:.3f} x {} ready pods", ratio, ready))
     else:
         calc.replicas = _ceil_int32(ratio)
-        calc.notes.append(f"from zero replicas: ceil({ratio:.3f})")
+        calc.notes.append(("from zero replicas: ceil({:.3f})", ratio))
     return calc
 
 
@@ -536,7 +541,7 @@ def per_pod_total_replicas(status_replicas: int, usage: int, target_milli: int, 
     if not tolerances.is_within(ratio):
         replicas = _ceil_int32(usage / target_milli)
     else:
-        calc.notes.append(f"ratio {ratio:.3f} (with status.replicas {status_replicas}) is within tolerance {tolerances}: keep {status_replicas}")
+        calc.notes.append(("ratio {:.3f} (with status.replicas {}) is within tolerance {}: keep {}", ratio, status_replicas, tolerances, status_replicas))
     calc.replicas = replicas
     if usage >= MAX_INT64:
         calc.usage = MAX_INT64

@@ -16,7 +16,7 @@ from .model import (
     DecisionInput, ExternalReading, MetricDetail, MetricFailure, ObjectReading, PodReading, Proposal, Reading,
 )
 from .replicas import (
-    MAX_INT64, Calc, CalcError, Tolerances, per_pod_total_replicas, plain_metric_replicas,
+    MAX_INT64, Calc, CalcError, Tolerances, per_pod_total_replicas, plain_metric_replicas, render_notes,
     resource_utilization_replicas, usage_ratio_replicas,
 )
 from .spec import MetricSpec
@@ -27,7 +27,7 @@ __all__ = ["MetricOutcome", "compute_metric"]
 class MetricOutcome(NamedTuple):
     proposal: Proposal
     status: dict[str, Any]            # MetricStatus; {"type": ""} on failure, as Kubernetes leaves it
-    detail: MetricDetail
+    detail: tuple[Any, ...]           # (function, args...) -> MetricDetail, called when the details are read
     label: str                        # "pods metric http_requests", for ValidMetricFound
     failure: Any = None               # the ScalingActive condition a failure would set
 
@@ -110,19 +110,26 @@ def _fail(ms: MetricSpec, reason: str, error: str) -> MetricOutcome:
     return MetricOutcome(
         Proposal(ms.type, ms.name, None, error),
         {"type": ""},
-        MetricDetail(ms.type, ms.name, _target_text(ms), None, None, None, error),
+        (MetricDetail, ms.type, ms.name, _target_text(ms), None, None, None, error),
         "",
         C.unable_to_compute(reason, error),
     )
 
 
-def _ok(ms: MetricSpec, calc: Calc, status: dict[str, Any], current_text: str) -> MetricOutcome:
-    return MetricOutcome(
-        Proposal(ms.type, ms.name, calc.replicas),
-        status,
-        MetricDetail(ms.type, ms.name, _target_text(ms), current_text, calc.ratio, calc.replicas, None, tuple(calc.notes)),
-        _label(ms),
-    )
+def _ok(ms: MetricSpec, calc: Calc, status: dict[str, Any], current_text: Any) -> MetricOutcome:
+    return MetricOutcome(Proposal(ms.type, ms.name, calc.replicas), status, (_ok_detail, ms, calc, current_text), _label(ms))
+
+
+def _ok_detail(ms: MetricSpec, calc: Calc, current_text: Any) -> MetricDetail:
+    """The table row, built when someone reads it; `current_text` is a str or a deferred note."""
+    if type(current_text) is not str:
+        current_text = render_notes((current_text,))[0]
+    return MetricDetail(ms.type, ms.name, _target_text(ms), current_text, calc.ratio, calc.replicas, None,
+                        render_notes(calc.notes))
+
+
+def _per_pod_text(q: str, total: int) -> str:
+    return f"{q} per pod ({_q(total)} total)"
 
 
 def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: Tolerances) -> MetricOutcome:
@@ -162,7 +169,7 @@ def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: To
             q = _q(calc.usage)
             status = {"type": "Object", "object": {"describedObject": ref, "metric": ms.identifier(),
                                                   "current": {"averageValue": q}}}
-            return _ok(ms, calc, status, f"{q} per pod ({_q(reading.milli)} total)")
+            return _ok(ms, calc, status, (_per_pod_text, q, reading.milli))
         if mtype == "External":
             if isinstance(reading, MetricFailure):
                 raise CalcError(f"unable to get external metric {ms.name}: {reading.message}")
@@ -173,7 +180,7 @@ def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: To
                 calc = per_pod_total_replicas(inp.status_replicas, total, target.average_value_milli or 0, tol)
                 q = _q(calc.usage)
                 status = {"type": "External", "external": {"metric": ms.identifier(), "current": {"averageValue": q}}}
-                return _ok(ms, calc, status, f"{q} per pod ({_q(total)} total)")
+                return _ok(ms, calc, status, (_per_pod_text, q, total))
             calc = usage_ratio_replicas(current, total, target.value_milli or 0, tol, inp.pods)
             q = _q(calc.usage)
             status = {"type": "External", "external": {"metric": ms.identifier(), "current": {"value": q}}}
@@ -204,7 +211,7 @@ def _resource(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: Toleran
     q = _q(calc.usage)
     if utilization:
         current: dict[str, Any] = {"averageUtilization": calc.utilization, "averageValue": q}
-        text = f"{calc.utilization}% ({q} avg)"
+        text: Any = ("{}% ({} avg)", calc.utilization, q)
     else:
         current = {"averageValue": q}
         text = q
