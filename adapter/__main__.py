@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import sys
 
@@ -63,6 +64,7 @@ async def run(settings: Settings, rules: CompiledRules) -> int:
             await discovery.stop()
 
         app = create_app(settings, custom, external, readiness, metrics, startup, shutdown)
+        gc.freeze()  # start-up objects (modules, rules, app) leave the collector's full passes: steadier p99
         listening = asyncio.Event()
         announce = asyncio.create_task(_announce_ready(listening, discovery, settings))
         try:

@@ -117,14 +117,14 @@ class CustomMetricsProvider:
             raise BadRequest(str(exc)) from None
         samples = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule))
         out = []
-        for s in samples:
-            name = s.labels.get(label)
+        ns, metric, window = namespace if res.namespaced else None, found.metric, rule.window_seconds
+        for labels, ts, value in samples:
+            name = labels.get(label)
             if name is None and len(names) == 1 and len(samples) == 1:
                 name = names[0]  # the template aggregated the resource label away; the answer is still this object
             if not name:
                 continue
-            out.append(CustomValue(res, namespace if res.namespaced else None, name, found.metric, s.value,
-                                   s.timestamp, rule.window_seconds))
+            out.append(CustomValue(res, ns, name, metric, value, ts, window))
         return out
 
     async def get_metric_by_name(self, resource_name: str, namespace: str | None, name: str, metric: str,

@@ -48,7 +48,7 @@ def _counter(name: str, pods: list[tuple[str, str]], now: int) -> Iterator[str]:
     yield f"# TYPE {family} counter"
     times = range(now - BEFORE, now + AFTER + 1, STEP)
     for k, (ns, pod) in enumerate(pods):
-        rate = 1 + (k % 10) / 4  # 1, 1.25, ... 3.25 per second
+        rate = 1 + (k % 10) / 4 + k / 7919  # irregular per-second rates, as real ones are
         labels = f'{{namespace="{ns}",pod="{pod}",container="app"}}'
         for t in times:
             yield f"{name}{labels} {rate * (t - now + BEFORE):g} {t}"

@@ -93,11 +93,12 @@ class Aggregator:
 
     async def proxy(self, request: Request, group: str, user: Obj | None) -> Response:
         b = self.backends[group]
-        headers = {k: v for k, v in request.headers.items() if k in _FORWARD_HEADERS}
+        headers = [(k, v) for k, v in request.headers.items() if k in _FORWARD_HEADERS]
         if user is not None:  # what kube-aggregator asserts to the backend (trusted via the front-proxy cert)
-            headers["X-Remote-User"] = user["username"]
+            headers.append(("X-Remote-User", user["username"]))
+            # One header per group, as kube-aggregator sends them; never comma-joined.
             groups = list(user.get("groups", [])) + ["system:authenticated"]
-            headers["X-Remote-Group"] = ",".join(groups)
+            headers += [("X-Remote-Group", g) for g in dict.fromkeys(groups)]
         raw = request.scope.get("raw_path")  # keep the caller's escaping
         url = b.url + (raw.decode("latin-1") if raw else request.url.path)
         try:

@@ -13,14 +13,17 @@ from datetime import datetime, timedelta
 from . import conditions as C
 from .explain import explain
 from .model import (
-    Condition, Decision, DecisionInput, History, Lazy, MetricDetail, Proposal, Recommendation, ScaleEvent,
+    Condition, Decision, DecisionInput, History, Lazy, MetricDetail, Proposal, Recommendation, ScaleEvent, make_decision,
 )
 from .normalize import normalize_legacy, normalize_with_behavior
-from .replicas import Tolerances, render_notes
+from .replicas import Tolerances, names_unique, render_notes
 from .sources import MetricOutcome, compute_metric
 from .spec import MAX_PERIOD_SECONDS, HPASpec
 
 __all__ = ["decide", "record_scale", "tolerances_for"]
+
+
+_GOT_SCALE = C.fixed(C.ABLE_TO_SCALE, True, C.SUCCEEDED_GET_SCALE, C.MSG_GOT_SCALE)
 
 
 def tolerances_for(spec: HPASpec, default: float) -> Tolerances:
@@ -46,7 +49,7 @@ def decide(inp: DecisionInput) -> Decision:
         # First sync of this autoscaler: remember the current size (recordInitialRecommendation).
         recommendations = (Recommendation(now, current),)
 
-    conds: dict[str, Condition] = {C.ABLE_TO_SCALE: C.fixed(C.ABLE_TO_SCALE, True, C.SUCCEEDED_GET_SCALE, C.MSG_GOT_SCALE)}
+    conds: dict[str, Condition] = {C.ABLE_TO_SCALE: _GOT_SCALE}
     pre: list[str] = []
     outcomes: list[MetricOutcome] = []
     steps: tuple[str, ...] = ()
@@ -88,9 +91,11 @@ def decide(inp: DecisionInput) -> Decision:
         metric_spec = None
         invalid = 0
         first_failure = None
+        # Whether the pods' names are distinct, once for every metric over the pods.
+        unique = names_unique(inp.pods) if spec.has_pod_metrics else None
         for i, ms in enumerate(spec.metrics):
             reading = readings[i] if i < len(readings) else None
-            outcome = compute_metric(ms, reading, inp, tol)  # type: ignore[arg-type]
+            outcome = compute_metric(ms, reading, inp, tol, unique)  # type: ignore[arg-type]
             outcomes.append(outcome)
             proposal = outcome.proposal.replicas
             if proposal is None:
@@ -154,17 +159,17 @@ def decide(inp: DecisionInput) -> Decision:
     # The words for people are formatted only when read (Decision.explanation/details/steps).
     details = Lazy(_details, outcomes)
     lazy_steps = Lazy(render_notes, steps)
-    return Decision(
+    return make_decision(
         desired_replicas=desired,
         current_replicas=current,
         recommendation=recommendation,
         current_metrics=[o.status for o in outcomes],
         proposals=proposals,
         conditions=condition_list,
-        explanation=Lazy(_explain, pre, details, recommendation, lazy_steps, current, desired, condition_list),  # type: ignore[arg-type]
+        explanation=Lazy(_explain, pre, details, recommendation, lazy_steps, current, desired, condition_list),
         history=new_history,
-        details=details,  # type: ignore[arg-type]
-        steps=lazy_steps,  # type: ignore[arg-type]
+        details=details,
+        steps=lazy_steps,
     )
 
 

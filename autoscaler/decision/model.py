@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 # --- the world at one instant ------------------------------------------------------------------
@@ -40,6 +40,8 @@ class PodInfo:
     gone: bool = field(init=False, repr=False, compare=False)
     normal: bool = field(init=False, repr=False, compare=False)      # neither ignored nor Pending
     cpu_simple: bool = field(init=False, repr=False, compare=False)  # normal, Ready "True", has a start time
+    cpu_request: int | None = field(init=False, repr=False, compare=False)  # request_totals["cpu"], or None
+    cpu_since: datetime | None = field(init=False, repr=False, compare=False)  # start_time when cpu_simple
 
     def __post_init__(self) -> None:
         if self.ready_condition == "derive":
@@ -57,6 +59,8 @@ class PodInfo:
         object.__setattr__(self, "gone", gone)
         object.__setattr__(self, "normal", normal)
         object.__setattr__(self, "cpu_simple", normal and self.ready_condition == "True" and self.start_time is not None)
+        object.__setattr__(self, "cpu_request", None if totals is None else totals.get("cpu"))
+        object.__setattr__(self, "cpu_since", self.start_time if self.cpu_simple else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +114,13 @@ class ControllerConfig:
     cpu_initialization_period: float = 300.0
     initial_readiness_delay: float = 30.0
     downscale_stabilization_window: float = 300.0
+    # The two CPU periods as timedeltas, derived once here for the calculator's per-sync use.
+    cpu_initialization_delta: timedelta = field(init=False, repr=False, compare=False)
+    initial_readiness_delta: timedelta = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cpu_initialization_delta", timedelta(seconds=self.cpu_initialization_period))
+        object.__setattr__(self, "initial_readiness_delta", timedelta(seconds=self.initial_readiness_delay))
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,3 +252,18 @@ def _lazy_field(name: str) -> property:
 for _name in ("explanation", "details", "steps"):
     setattr(Decision, _name, _lazy_field(_name))
 del _name
+
+
+def make_decision(desired_replicas: int, current_replicas: int, recommendation: int | None,
+                  current_metrics: list[dict[str, Any]], proposals: list[Proposal], conditions: list[Condition],
+                  explanation: Any, history: History, details: Any, steps: Any) -> Decision:
+    """`Decision(...)` without the frozen dataclass's per-field `object.__setattr__` calls (the
+    same instance state; `decide()` makes one per sync)."""
+    decision = object.__new__(Decision)
+    object.__setattr__(decision, "__dict__", {
+        "desired_replicas": desired_replicas, "current_replicas": current_replicas,
+        "recommendation": recommendation, "current_metrics": current_metrics, "proposals": proposals,
+        "conditions": conditions, "_explanation": explanation, "history": history, "_details": details,
+        "_steps": steps,
+    })
+    return decision

@@ -24,6 +24,7 @@ __all__ = ["Normalized", "normalize_legacy", "normalize_with_behavior", "scale_u
 LEGACY_SCALE_UP_FACTOR = 2.0
 LEGACY_SCALE_UP_MINIMUM = 4.0
 _MIN_INT32 = -(2**31)
+_ZERO = timedelta(0)
 _MAX_INT32 = 2**31 - 1
 
 MSG_READY = "recommended size matches current size"
@@ -161,17 +162,22 @@ def normalize_with_behavior(
         down_window = int(default_down_window)
     steps: list[Any] = []
 
-    up_cutoff = now - timedelta(seconds=up_window)
-    down_cutoff = now - timedelta(seconds=down_window)
+    up_cutoff = now - (up_rules.window_delta or _ZERO)
+    down_delta = down_rules.window_delta
+    down_cutoff = now - (timedelta(seconds=down_window) if down_delta is None else down_delta)
     up_rec = down_rec = desired
     keep_cutoff = min(up_cutoff, down_cutoff)  # older than both windows: forgotten
-    kept = [rec for rec in recommendations if rec.timestamp >= keep_cutoff]
-    for rec in kept:
-        ts, replicas = rec.timestamp, rec.replicas
-        if replicas < up_rec and ts > up_cutoff:
-            up_rec = replicas
-        if replicas > down_rec and ts > down_cutoff:
-            down_rec = replicas
+    kept: list[Recommendation] = []
+    keep = kept.append
+    for rec in recommendations:
+        ts = rec.timestamp
+        if ts >= keep_cutoff:
+            keep(rec)
+            replicas = rec.replicas
+            if replicas < up_rec and ts > up_cutoff:
+                up_rec = replicas
+            if replicas > down_rec and ts > down_cutoff:
+                down_rec = replicas
     kept.append(Recommendation(now, desired))
     stabilized = current
     if stabilized < up_rec:

@@ -20,7 +20,7 @@ from .model import ControllerConfig, PodInfo, PodSample
 __all__ = [
     "CalcError", "Calc", "Tolerances", "group_pods", "pod_requests", "resource_utilization_replicas",
     "plain_metric_replicas", "usage_ratio_replicas", "per_pod_total_replicas", "ready_pod_count",
-    "MAX_INT32", "MAX_INT64", "render_notes",
+    "MAX_INT32", "MAX_INT64", "render_notes", "names_unique",
 ]
 
 MAX_INT32 = 2**31 - 1
@@ -101,8 +101,8 @@ def _group(
     get = samples.get
     other = 0  # samples of ignored or unready pods (to spot samples of pods not listed)
     if resource == "cpu":
-        init_cutoff = now - timedelta(seconds=config.cpu_initialization_period)
-        delay = timedelta(seconds=config.initial_readiness_delay)
+        init_cutoff = now - config.cpu_initialization_delta
+        delay = config.initial_readiness_delta
         windows: dict[float, timedelta] = {}
         for pod in pods:
             name = pod.name
@@ -160,31 +160,45 @@ def _group(
     return ready, metrics, unready, missing, ignored
 
 
+def names_unique(pods: Sequence[PodInfo]) -> bool:
+    """No two pods share a name: the fast paths below may then count pods instead of keying them."""
+    return len({p.name for p in pods}) == len(pods)
+
+
 def _group_requests(
     pods: Sequence[PodInfo],
     samples: Mapping[str, PodSample],
     resource: str,
     config: ControllerConfig,
     now: datetime,
-) -> tuple[int, dict[str, int], list[str], list[str], list[str], int, dict[str, int]] | None:
-    """`_group` fused with `calculateRequests` for a Utilization target without a container: also
-    the summed requests of the pods that count, and the requests of the unready and missing pods
-    (for the recomputation). None when the general path must decide instead: a pod lacks the
-    request or has no containers (its error comes after the "no metrics" one), pod names repeat,
-    or samples of pods not listed are present. Same decisions as `_group`, line for line."""
-    metrics: dict[str, int] = {}
+) -> tuple[int, int, list[str], list[str], list[str], int, dict[str, int]] | None:
+    """`_group` fused with `calculateRequests` and the first `_utilization`, for a Utilization
+    target without a container and pods with distinct names: the ready count, the sum of their
+    values and of their requests, the unready, missing and ignored pods, and the requests of
+    those (for the recomputation). None when the general path must decide instead: a pod lacks
+    the request or has no containers (its error comes after the "no metrics" one), or samples of
+    pods not listed are present. Same decisions as `_group`, line for line."""
     unready: list[str] = []
     missing: list[str] = []
     ignored: list[str] = []
-    others: dict[str, int] = {}  # requests of unready, missing (and ignored) pods
+    others: dict[str, int] = {}  # requests of unready, missing and ignored pods
     get = samples.get
     other = 0
+    total = 0
     req_total = 0
     try:
         if resource == "cpu":
-            init_cutoff = now - timedelta(seconds=config.cpu_initialization_period)
-            delay = timedelta(seconds=config.initial_readiness_delay)
+            init_cutoff = now - config.cpu_initialization_delta
+            delay = config.initial_readiness_delta
+            windows: dict[float, timedelta] = {}
             for pod in pods:
+                sample = get(pod.name)
+                since = pod.cpu_since
+                # Most pods: Ready, started before the initialization period, with a sample.
+                if sample is not None and since is not None and since <= init_cutoff:
+                    total += sample.milli
+                    req_total += pod.cpu_request  # type: ignore[operator]
+                    continue
                 name = pod.name
                 if not pod.normal:
                     others[name] = pod.request_totals[resource]  # type: ignore[index]
@@ -192,31 +206,32 @@ def _group_requests(
                     if name in samples:
                         other += 1
                     continue
-                sample = get(name)
                 if sample is None:
                     others[name] = pod.request_totals[resource]  # type: ignore[index]
                     missing.append(name)
                     continue
-                if not pod.cpu_simple or pod.start_time > init_cutoff:  # type: ignore[operator]
-                    cond = pod.ready_condition
-                    start = pod.start_time
-                    if cond is None or start is None:
+                cond = pod.ready_condition
+                start = pod.start_time
+                if cond is None or start is None:
+                    others[name] = pod.request_totals[resource]  # type: ignore[index]
+                    unready.append(name)
+                    other += 1
+                    continue
+                if start > init_cutoff:
+                    window = windows.get(sample.window)
+                    if window is None:
+                        window = windows[sample.window] = timedelta(seconds=sample.window)
+                    if cond == "False" or sample.timestamp < (pod.ready_transition or _GO_ZERO_TIME) + window:
                         others[name] = pod.request_totals[resource]  # type: ignore[index]
                         unready.append(name)
                         other += 1
                         continue
-                    if start > init_cutoff:
-                        if cond == "False" or sample.timestamp < (pod.ready_transition or _GO_ZERO_TIME) + timedelta(seconds=sample.window):
-                            others[name] = pod.request_totals[resource]  # type: ignore[index]
-                            unready.append(name)
-                            other += 1
-                            continue
-                    elif cond == "False" and start + delay > (pod.ready_transition or _GO_ZERO_TIME):
-                        others[name] = pod.request_totals[resource]  # type: ignore[index]
-                        unready.append(name)
-                        other += 1
-                        continue
-                metrics[name] = sample.milli
+                elif cond == "False" and start + delay > (pod.ready_transition or _GO_ZERO_TIME):
+                    others[name] = pod.request_totals[resource]  # type: ignore[index]
+                    unready.append(name)
+                    other += 1
+                    continue
+                total += sample.milli
                 req_total += pod.request_totals[resource]  # type: ignore[index]
         else:
             for pod in pods:
@@ -232,14 +247,44 @@ def _group_requests(
                     others[name] = pod.request_totals[resource]  # type: ignore[index]
                     missing.append(name)
                     continue
-                metrics[name] = sample.milli
+                total += sample.milli
                 req_total += pod.request_totals[resource]  # type: ignore[index]
     except (KeyError, TypeError):
         return None
-    ready = len(metrics)
-    if ready + len(others) != len(pods) or ready + other != len(samples) or not others.keys().isdisjoint(metrics):
-        return None  # repeated pod names, or samples of pods not listed
-    return ready, metrics, unready, missing, ignored, req_total, others
+    ready = len(pods) - len(others)
+    if ready + other != len(samples):
+        return None  # samples of pods not listed
+    return ready, total, unready, missing, ignored, req_total, others
+
+
+def _group_plain(
+    pods: Sequence[PodInfo], samples: Mapping[str, PodSample],
+) -> tuple[int, int, list[str], list[str], list[str]] | None:
+    """`_group` for a metric without the CPU rules and pods with distinct names: the ready count
+    and the sum of their values, and the unready, missing and ignored pods. None when samples of
+    pods not listed are present (the general path keeps them)."""
+    unready: list[str] = []
+    missing: list[str] = []
+    ignored: list[str] = []
+    get = samples.get
+    other = 0
+    total = 0
+    for pod in pods:
+        sample = get(pod.name)
+        if sample is not None and pod.normal:
+            total += sample.milli
+            continue
+        name = pod.name
+        if not pod.normal:
+            (ignored if pod.gone else unready).append(name)
+            if name in samples:
+                other += 1
+            continue
+        missing.append(name)
+    ready = len(pods) - len(unready) - len(missing) - len(ignored)
+    if ready + other != len(samples):
+        return None
+    return ready, total, unready, missing, ignored
 
 
 def group_pods(
@@ -343,20 +388,23 @@ def resource_utilization_replicas(
     config: ControllerConfig,
     now: datetime,
     container: str | None = None,
+    unique: bool | None = None,
 ) -> Calc:
-    """`GetResourceReplicas`: a Utilization target (percent of the pods' requests)."""
+    """`GetResourceReplicas`: a Utilization target (percent of the pods' requests). `unique`:
+    whether pod names are distinct (`names_unique`), when the caller knows."""
     if not pods:
         raise CalcError("no pods returned by selector while calculating replica count")
-    fast = None if container else _group_requests(pods, samples, resource, config, now)
+    if unique is None:
+        unique = names_unique(pods)
+    fast = _group_requests(pods, samples, resource, config, now) if unique and not container else None
     if fast is None:
         return _resource_utilization_general(current, target_utilization, resource, tolerances, pods, samples,
                                              config, now, container)
-    ready, metrics, unready, missing, ignored, req_total, others = fast
-    if not metrics:
+    ready, total, unready, missing, ignored, req_total, others = fast
+    if not ready:
         raise CalcError("did not receive metrics for targeted pods (pods might be unready)")
     if req_total == 0:
         raise CalcError("no metrics returned matched known pods")
-    total = sum(metrics.values())
     utilization = _div(total * 100, req_total)
     ratio = utilization / target_utilization
     calc = Calc(current, _div(total, ready), ratio, utilization)
@@ -467,15 +515,27 @@ def plain_metric_replicas(
     samples: Mapping[str, PodSample],
     config: ControllerConfig,
     now: datetime,
+    unique: bool | None = None,
 ) -> Calc:
     """`calcPlainMetricReplicas`: an AverageValue target over the pods (Pods metrics, and Resource
-    AverageValue where `resource` is the resource name so the CPU readiness rules apply)."""
+    AverageValue where `resource` is the resource name so the CPU readiness rules apply).
+    `unique`: whether pod names are distinct (`names_unique`), when the caller knows."""
     if not pods:
         raise CalcError("no pods returned by selector while calculating replica count")
-    ready, metrics, unready, missing, ignored = _group(pods, samples, resource, config, now)
-    if not metrics:
+    fast = None
+    if resource != "cpu" and (names_unique(pods) if unique is None else unique):
+        fast = _group_plain(pods, samples)
+    metrics: dict[str, int] | None
+    if fast is not None:
+        ready, total, unready, missing, ignored = fast
+        metrics, count = None, ready  # distinct names, no samples of pods not listed
+    else:
+        ready, metrics, unready, missing, ignored = _group(pods, samples, resource, config, now)
+        total, count = sum(metrics.values()), len(metrics)
+    if not count:
         raise CalcError("did not receive metrics for targeted pods (pods might be unready)")
-    ratio, usage = _average(metrics, target_milli)
+    usage = _div(total, count)
+    ratio = usage / target_milli
     calc = Calc(current, usage, ratio)
     if unready or missing or ignored:
         calc.notes.append((_grouping_note, ready, unready, missing, ignored))
@@ -486,21 +546,39 @@ def plain_metric_replicas(
             return calc
         calc.replicas = _ceil_int32(ratio * ready)
         return calc
+    # The recomputation (`_average` again): missing pods at the target or 0, unready pods at 0.
+    # With `metrics` (the general path) a name may already be there: keep the total in step.
     if missing:
         if ratio < 1.0:
-            for name in missing:
-                metrics[name] = target_milli
+            if metrics is None:
+                total += target_milli * len(missing)
+                count += len(missing)
+            else:
+                for name in missing:
+                    total += target_milli - metrics.get(name, 0)
+                    metrics[name] = target_milli
             calc.notes.append("scale-down: pods without a metric counted at exactly the target")
         elif ratio > 1.0:
-            for name in missing:
-                metrics[name] = 0
+            if metrics is None:
+                count += len(missing)
+            else:
+                for name in missing:
+                    total -= metrics.get(name, 0)
+                    metrics[name] = 0
             calc.notes.append("scale-up: pods without a metric counted at 0")
     if scale_up_with_unready:
-        for name in unready:
-            metrics[name] = 0
+        if metrics is None:
+            count += len(unready)
+        else:
+            for name in unready:
+                total -= metrics.get(name, 0)
+                metrics[name] = 0
         calc.notes.append("scale-up: not-yet-ready pods counted at 0")
-    new_ratio, new_usage = _average(metrics, target_milli)
-    return _finish(calc, current, ratio, new_ratio, len(metrics), tolerances, f"average {new_usage}m")
+    if metrics is not None:
+        count = len(metrics)
+    new_usage = _div(total, count)
+    new_ratio = new_usage / target_milli
+    return _finish(calc, current, ratio, new_ratio, count, tolerances, f"average {new_usage}m")
 
 
 def ready_pod_count(pods: Sequence[PodInfo]) -> int:

@@ -132,21 +132,24 @@ def _per_pod_text(q: str, total: int) -> str:
     return f"{q} per pod ({_q(total)} total)"
 
 
-def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: Tolerances) -> MetricOutcome:
+def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: Tolerances,
+                   unique: bool | None = None) -> MetricOutcome:
+    """One metric's outcome. `unique`: whether the pods' names are distinct, when the caller
+    computed it once for all metrics (`replicas.names_unique`)."""
     mtype = ms.type
     reason = C.FAILED_GET_REASON.get(mtype, C.INVALID_METRIC_SOURCE_TYPE)
     current = inp.current_replicas
     target = ms.target
     try:
         if mtype in ("Resource", "ContainerResource"):
-            return _resource(ms, reading, inp, tol, reason)
+            return _resource(ms, reading, inp, tol, reason, unique)
         if mtype == "Pods":
             if isinstance(reading, MetricFailure):
                 raise CalcError(f"unable to get metric {ms.name}: {reading.message}")
             if not isinstance(reading, PodReading):
                 raise CalcError(f"unable to get metric {ms.name}: expected pod samples")
             calc = plain_metric_replicas(current, target.average_value_milli or 0, "", tol, inp.pods,
-                                         reading.samples, inp.config, inp.now)
+                                         reading.samples, inp.config, inp.now, unique)
             q = _q(calc.usage)
             status = {"type": "Pods", "pods": {"metric": ms.identifier(), "current": {"averageValue": q}}}
             return _ok(ms, calc, status, q)
@@ -190,7 +193,8 @@ def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: To
         return _fail(ms, reason, str(exc))
 
 
-def _resource(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: Tolerances, reason: str) -> MetricOutcome:
+def _resource(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: Tolerances, reason: str,
+              unique: bool | None = None) -> MetricOutcome:
     res = ms.name
     target = ms.target
     utilization = target.type == "Utilization"
@@ -202,10 +206,10 @@ def _resource(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: Toleran
             raise CalcError(f"unable to get metrics for resource {res}: expected pod samples")
         if utilization:
             calc = resource_utilization_replicas(inp.current_replicas, target.average_utilization or 0, res, tol,
-                                                 inp.pods, reading.samples, inp.config, inp.now, ms.container)
+                                                 inp.pods, reading.samples, inp.config, inp.now, ms.container, unique)
         else:
             calc = plain_metric_replicas(inp.current_replicas, target.average_value_milli or 0, res, tol,
-                                         inp.pods, reading.samples, inp.config, inp.now)
+                                         inp.pods, reading.samples, inp.config, inp.now, unique)
     except CalcError as exc:
         return _fail(ms, reason, f"failed to get {res} {what}: {exc}")
     q = _q(calc.usage)

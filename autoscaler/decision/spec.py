@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from promscaler.quantity import QuantityError, parse_quantity, to_milli
@@ -95,6 +96,12 @@ class ScalingRules:
     select_policy: str                          # Max | Min | Disabled
     policies: tuple[ScalingPolicy, ...]
     tolerance: float | None = None              # per-direction tolerance (HPAConfigurableTolerance)
+    # The window as a timedelta (None when unset), derived once for the per-sync normalization.
+    window_delta: timedelta | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        window = self.stabilization_window_seconds
+        object.__setattr__(self, "window_delta", None if window is None else timedelta(seconds=window))
 
     def longest_period(self) -> int:
         return max((p.period_seconds for p in self.policies), default=0)
@@ -113,10 +120,23 @@ class HPASpec:
     max_replicas: int
     metrics: tuple[MetricSpec, ...]
     behavior: Behavior | None = None
+    # Derived once here (parse_spec runs once per spec generation), read by every decision.
+    _has_obj_ext: bool = field(init=False, repr=False, compare=False)
+    _has_pod_metrics: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_has_obj_ext", any(m.type in ("Object", "External") for m in self.metrics))
+        object.__setattr__(self, "_has_pod_metrics",
+                           any(m.type in ("Resource", "ContainerResource", "Pods") for m in self.metrics))
 
     @property
     def has_object_or_external(self) -> bool:
-        return any(m.type in ("Object", "External") for m in self.metrics)
+        return self._has_obj_ext
+
+    @property
+    def has_pod_metrics(self) -> bool:
+        """Some metric is read per pod (Resource, ContainerResource, Pods)."""
+        return self._has_pod_metrics
 
 
 # API server defaults (pkg/apis/autoscaling/v2/defaults.go).

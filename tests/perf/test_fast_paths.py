@@ -1,0 +1,101 @@
+"""The hot-path shortcuts give exactly what the plain code gives: quantities, batch-built items,
+and label-selector lookups through the index."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adapter.kube import LabelIndex
+from adapter.metricroutes import quantity, timestamp
+from promscaler import wire
+from promscaler.quantity import format_quantity
+from promscaler.selectors import Operator, Requirement, Selector, parse_selector
+from promscaler.times import format_time
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(st.floats(allow_nan=True, allow_infinity=False),
+                 st.floats(min_value=-1e6, max_value=1e6),
+                 st.integers(-10**7, 10**7).map(lambda i: i / 1000),
+                 st.integers(-10**9, 10**9).map(float)))
+def test_quantity_is_format_quantity(value):
+    try:
+        expected = format_quantity(value)
+    except ValueError:  # NaN: format_quantity refuses, so must the fast path
+        try:
+            quantity(value)
+        except ValueError:
+            return
+        raise AssertionError(f"quantity({value!r}) accepted what format_quantity refuses") from None
+    assert quantity(value) == expected, value
+
+
+def test_quantity_edge_cases():
+    for v in (0.0, -0.0, 0.0005, -0.0005, 0.001, 1.5, -1.5, 1e-7, 1e21, 2.3333333333333335, 1536.0, 1e18, 123456.789):
+        assert quantity(v) == format_quantity(v), v
+
+
+def test_timestamp_matches_format_time():
+    for ts in (0.0, 1700000000.0, 1700000000.999, 1795276801.5):
+        assert timestamp(ts) == format_time(datetime.fromtimestamp(ts, UTC))
+
+
+rows = st.lists(st.tuples(st.text(min_size=1, max_size=12), st.sampled_from([None, "web", "ns-\u00e9"]),
+                          st.sampled_from(["1500m", "2", "-3k"]), st.just("2026-01-02T03:04:05Z")), max_size=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["v1beta1", "v1beta2"]), rows, st.sampled_from([None, 60]),
+       st.sampled_from([None, {"matchLabels": {"code": "200"}}]))
+def test_batch_items_are_the_single_items(version, data, window, selector):
+    batch = wire.custom_metric_values(version, "Pod", "/v1", "http_requests", data, window, selector)
+    single = [wire.custom_metric_value(version, wire.object_reference("Pod", n, ns, "/v1"), "http_requests", v, ts,
+                                       window, selector) for n, ns, v, ts in data]
+    assert json.dumps(batch) == json.dumps(single)  # same keys, same order, same values
+
+
+# -- label index --------------------------------------------------------------------------------
+labels_st = st.dictionaries(st.sampled_from(["app", "tier", "track", "shard"]), st.sampled_from(["a", "b", "c"]),
+                            max_size=4)
+objects_st = st.lists(st.tuples(st.sampled_from(["web", "shop", ""]), st.integers(0, 30), labels_st), max_size=40)
+requirement_st = st.one_of(
+    st.builds(lambda k, v: Requirement(k, Operator.EQUALS, (v,)), st.sampled_from(["app", "tier"]), st.sampled_from("abcz")),
+    st.builds(lambda k, vs: Requirement(k, Operator.IN, tuple(sorted(set(vs)))), st.sampled_from(["app", "shard"]),
+              st.lists(st.sampled_from("abcz"), min_size=1, max_size=3)),
+    st.builds(lambda k, vs: Requirement(k, Operator.NOT_IN, tuple(sorted(set(vs)))), st.sampled_from(["track", "app"]),
+              st.lists(st.sampled_from("abc"), min_size=1, max_size=2)),
+    st.builds(lambda k: Requirement(k, Operator.EXISTS), st.sampled_from(["track", "shard"])),
+    st.builds(lambda k: Requirement(k, Operator.DOES_NOT_EXIST), st.sampled_from(["track", "tier"])),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(objects_st, st.lists(requirement_st, max_size=3), st.sampled_from([None, "web", "shop", "none"]),
+       st.lists(st.tuples(st.sampled_from(["web", "shop"]), st.integers(0, 30)), max_size=8))
+def test_index_select_is_a_scan(objects, requirements, namespace, deletions):
+    index = LabelIndex()
+    truth: dict[tuple[str, str], dict[str, str]] = {}
+    for ns, i, labels in objects:  # later puts replace earlier ones, as MODIFIED events do
+        key = (ns, f"obj-{i}")
+        index.put(key, dict(labels))
+        truth[key] = dict(labels)
+    for ns, i in deletions:
+        index.delete((ns, f"obj-{i}"))
+        truth.pop((ns, f"obj-{i}"), None)
+    selector = Selector(tuple(requirements))
+    expected = {name for (ns, name), labels in truth.items()
+                if (namespace is None or ns == namespace) and selector.matches(labels)}
+    assert index.select(namespace, selector) == expected
+    assert len(index) == len(truth)
+
+
+def test_index_with_parsed_selectors():
+    index = LabelIndex([(("web", f"p{i}"), {"app": f"a{i % 3}", "tier": "web"}) for i in range(30)])
+    assert index.select("web", parse_selector("app=a1,tier=web")) == {f"p{i}" for i in range(1, 30, 3)}
+    assert index.select("web", parse_selector("app in (a0,a2),tier!=db")) == {f"p{i}" for i in range(30) if i % 3 != 1}
+    assert index.select("shop", parse_selector("tier=web")) == set()
+    assert index.select(None, parse_selector("")) == {f"p{i}" for i in range(30)}
