@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from kubesim.net import free_port, wait_http
+from kubesim.processes import stop_process
 
 
 def prometheus_binary() -> str:
@@ -134,13 +135,8 @@ class PrometheusServer:
         return self
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc:
+            stop_process(self.proc, timeout=15)
         self.proc = None
         if getattr(self, "_log", None):
             self._log.close()

@@ -3,19 +3,15 @@ the adapter as a real subprocess (`python -m adapter --insecure --port P ...`) q
 
 from __future__ import annotations
 
-import os
-import select
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from kubesim.net import free_port
+from kubesim.processes import AdapterProcess  # noqa: F401  (re-exported to the tests)
 from kubesim.prometheus import PrometheusServer, backfill
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -24,55 +20,6 @@ import data  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 RULES = Path(__file__).parent / "rules.yaml"
 PYTHON = sys.executable
-
-
-class AdapterProcess:
-    """`python -m adapter` on a free port; `wait_ready` waits for its one ready line."""
-
-    def __init__(self, *args: str, port: int | None = None) -> None:
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="adapter-", suffix=".log", delete=False)
-        self.args = [PYTHON, "-m", "adapter", "--insecure", "--port", str(self.port), *args]
-        self.proc = subprocess.Popen(self.args, cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log, text=True)
-
-    def wait_ready(self, timeout: float = 20.0) -> "AdapterProcess":
-        readable, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline() if readable else ""  # exactly one line when ready
-        if "ready" not in line:
-            raise RuntimeError(f"adapter did not get ready: {line!r}\n{self.stderr()}")
-        return self
-
-    def wait_listening(self, timeout: float = 20.0) -> "AdapterProcess":
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"adapter exited {self.proc.returncode}: {self.stderr()}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise TimeoutError(f"adapter not listening: {self.stderr()}")
-
-    def stderr(self) -> str:
-        return Path(self.log.name).read_text()
-
-    def get(self, path: str, **kw) -> httpx.Response:
-        return httpx.get(self.url + path, timeout=15, **kw)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
-        self.log.close()
-        os.unlink(self.log.name)
 
 
 def run_adapter(*args: str, timeout: float = 20.0) -> subprocess.CompletedProcess:

@@ -6,11 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import select
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -27,6 +22,7 @@ from autoscaler.decision.model import ControllerConfig
 from kubesim.apiserver import KubeSim
 from kubesim.net import free_port
 from kubesim.prometheus import PrometheusServer
+from kubesim.processes import AdapterProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "default"
@@ -105,42 +101,6 @@ class Exporter:
         self.server.server_close()
 
 
-class Adapter:
-    """The real adapter: `python -m adapter --insecure ...`, ready when it prints its ready line."""
-
-    def __init__(self, prometheus_url: str, kubeconfig: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.rules = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-        yaml.safe_dump(RULES, self.rules)
-        self.rules.close()
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="e2e-adapter-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "adapter", "--insecure", "--port", str(self.port), "--prometheus-url", prometheus_url,
-             "--config", self.rules.name, "--kubeconfig", kubeconfig, "--metrics-relist-interval", "1s"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log, text=True)
-        readable, _, _ = select.select([self.proc.stdout], [], [], 30)
-        line = self.proc.stdout.readline() if readable else ""
-        if "ready" not in line:
-            self.close()
-            raise RuntimeError(f"adapter did not get ready: {line!r}\n{Path(self.log.name).read_text()[-2000:]}")
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout:
-            self.proc.stdout.close()
-        self.log.close()
-        for name in (self.log.name, self.rules.name):
-            with contextlib.suppress(OSError):
-                os.unlink(name)
-
-
 @pytest.fixture
 def world() -> Iterator[tuple[KubeSim, Exporter]]:
     """KubeSim with the CRD, the exporter scraped by Prometheus, the adapter aggregated."""
@@ -149,15 +109,18 @@ def world() -> Iterator[tuple[KubeSim, Exporter]]:
         exporter = Exporter(sim)
         prom = PrometheusServer(scrape_targets=[f"127.0.0.1:{exporter.port}"], scrape_interval="1s").start()
         exporter.prometheus_url = prom.url
+        rules = Path(prom.dir) / "rules.yaml"
+        rules.write_text(yaml.safe_dump(RULES))
         adapter = None
         try:
-            adapter = Adapter(prom.url, sim.kubeconfig_path)
+            adapter = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules), "--kubeconfig",
+                                     sim.kubeconfig_path, "--metrics-relist-interval", "1s").wait_ready()
             sim.set_aggregated_api("custom.metrics.k8s.io", adapter.url)
             sim.set_aggregated_api("external.metrics.k8s.io", adapter.url)
             yield sim, exporter
         finally:
             if adapter is not None:
-                adapter.close()
+                adapter.stop()
             prom.close()
             exporter.close()
 

@@ -5,12 +5,8 @@ aggregator and the HPA controller do, end to end."""
 from __future__ import annotations
 
 import datetime as dt
-import select
 import socket
 import ssl
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Iterator
@@ -20,10 +16,9 @@ import pytest
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from adapter.security import pki
-from kubesim.net import free_port
+from kubesim.processes import AdapterProcess
 from kubesim.prometheus import PrometheusServer, backfill
 
-ROOT = Path(__file__).resolve().parents[2]
 HPA = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 METRIC = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/%2A/http_requests?labelSelector=app%3Dweb"
 RULES = """
@@ -58,27 +53,21 @@ class Env:
         self.serving = pki.issue(self.server_ca, "adapter", dns=["localhost"], ips=["127.0.0.1"], server=True)
         pki.write_pair(self.serving, tmp / "tls.crt", tmp / "tls.key")
         (tmp / "rules.yaml").write_text(RULES)
-        self.port = free_port()
-        self.url = f"https://127.0.0.1:{self.port}"
         kubeconfig = str(sim.kubeconfig_path)
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="adapter-secure-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "adapter", "--prometheus-url", prom_url, "--config", str(tmp / "rules.yaml"),
-             "--secure-port", str(self.port), "--bind-address", "127.0.0.1",
-             "--tls-cert-file", str(tmp / "tls.crt"), "--tls-private-key-file", str(tmp / "tls.key"),
-             "--requestheader-client-ca-file", str(tmp / "front-proxy-ca.crt"),
-             "--requestheader-allowed-names", "front-proxy-client",
-             "--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig,
-             "--authorization-kubeconfig", kubeconfig, "--anonymous-auth=false",
-             "--authorization-webhook-cache-unauthorized-ttl", "0s"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log, text=True,
+        self.adapter = AdapterProcess(
+            "--prometheus-url", prom_url, "--config", str(tmp / "rules.yaml"),
+            "--tls-cert-file", str(tmp / "tls.crt"), "--tls-private-key-file", str(tmp / "tls.key"),
+            "--requestheader-client-ca-file", str(tmp / "front-proxy-ca.crt"),
+            "--requestheader-allowed-names", "front-proxy-client",
+            "--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig,
+            "--authorization-kubeconfig", kubeconfig, "--anonymous-auth=false",
+            "--authorization-webhook-cache-unauthorized-ttl", "0s",
+            secure=True,
         )
+        self.port, self.url = self.adapter.port, self.adapter.url
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        readable, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline() if readable else ""
-        if f"ready: serving https://127.0.0.1:{self.port}" not in line:
-            raise RuntimeError(f"adapter not ready: {line!r}\n{Path(self.log.name).read_text()}")
+        self.adapter.wait_ready(timeout)
 
     def ctx(self, cert: pki.KeyPair | None = None) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=str(self.tmp / "server-ca.crt"))
@@ -96,14 +85,7 @@ class Env:
             return c.get(self.url + path, headers=headers)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
+        self.adapter.stop()
 
 
 @pytest.fixture(scope="module")

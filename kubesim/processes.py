@@ -1,0 +1,88 @@
+"""Child processes of the sandbox: the real adapter (`python -m adapter`) on a loopback port,
+waited for by its one ready line, and always stopped. Tests, benchmarks and the demo share it."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from kubesim.net import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited after `timeout` seconds."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class AdapterProcess:
+    """`python -m adapter ARGS` on a free port: plain HTTP (`--insecure --port`) by default,
+    or TLS (`--secure-port`, bound to 127.0.0.1) with `secure=True`. Its stderr goes to a log file."""
+
+    def __init__(self, *args: str, port: int | None = None, secure: bool = False, cwd: str | Path = ROOT) -> None:
+        self.port = port or free_port()
+        self.secure = secure
+        self.url = f"{'https' if secure else 'http'}://127.0.0.1:{self.port}"
+        serving = (["--secure-port", str(self.port), "--bind-address", "127.0.0.1"] if secure
+                   else ["--insecure", "--port", str(self.port)])
+        self.args = [sys.executable, "-m", "adapter", *serving, *args]
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="adapter-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(self.args, cwd=cwd, stdout=subprocess.PIPE, stderr=self.log, text=True)
+
+    def wait_ready(self, timeout: float = 30.0) -> "AdapterProcess":
+        """Wait for the one line the adapter prints when it serves."""
+        readable, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if readable else ""
+        if "ready" not in line:
+            log = self.stderr()[-3000:]
+            self.stop()  # a failed start leaves nothing running
+            raise RuntimeError(f"adapter did not get ready: {line!r}\n{log}")
+        return self
+
+    def wait_listening(self, timeout: float = 20.0) -> "AdapterProcess":
+        """Wait until `/healthz` answers (plain HTTP), even while Prometheus is not ready."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"adapter exited {self.proc.returncode}: {self.stderr()}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError(f"adapter not listening: {self.stderr()}")
+
+    def stderr(self) -> str:
+        return Path(self.log.name).read_text()
+
+    def get(self, path: str, **kw) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=15, **kw)
+
+    def stop(self) -> None:
+        stop_process(self.proc)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self.log.close()
+        if os.path.exists(self.log.name):
+            os.unlink(self.log.name)
+
+    def __enter__(self) -> "AdapterProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
