@@ -29,15 +29,26 @@ class SelfMetrics:
                             registry=r)
         self.metrics = Gauge("promscaler_adapter_discovered_metrics", "Metrics served, by API",
                              ["api"], registry=r)
+        self._request_children: dict[tuple[str, int], tuple] = {}
+        self._query_children: dict[tuple[str, str], object] = {}
         self.config_reloads = Counter("promscaler_adapter_config_reloads_total", "Rules file reloads by result",
                                       ["result"], registry=r)
 
     def request(self, path: str, code: int, seconds: float) -> None:
-        self.requests.labels(path, str(code)).inc()
-        self.request_seconds.labels(path).observe(seconds)
+        key = (path, code)
+        children = self._request_children.get(key)
+        if children is None:  # labels() takes a lock and validates: once per (path, code), not per request
+            children = self._request_children[key] = (self.requests.labels(path, str(code)),
+                                                       self.request_seconds.labels(path))
+        children[0].inc()
+        children[1].observe(seconds)
 
     def prometheus_query(self, endpoint: str, outcome: str, seconds: float) -> None:
-        self.prom_seconds.labels(endpoint, outcome).observe(seconds)
+        key = (endpoint, outcome)
+        child = self._query_children.get(key)
+        if child is None:
+            child = self._query_children[key] = self.prom_seconds.labels(endpoint, outcome)
+        child.observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -45,6 +45,7 @@ async def _serve_insecure(settings: Settings, app, on_listening: Callable[[], No
     server = _Server(uvicorn.Config(
         app, host=settings.listen_host, port=settings.listen_port, log_level="warning", access_log=False,
         server_header=False, lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=60,
+        proxy_headers=False,  # nothing reads the client address: skip the X-Forwarded-* pass per request
     ))
 
     async def watch_started() -> None:

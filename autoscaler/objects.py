@@ -19,7 +19,6 @@ from promscaler.selectors import Selector, SelectorError, from_label_selector, p
 from promscaler.times import DurationError, parse_duration, parse_time
 
 from .decision.model import ExternalReading, MetricFailure, ObjectReading, PodInfo, PodReading, PodSample
-from .decision.spec import MetricSpec
 
 __all__ = [
     "ObjectError", "pod_info", "pod_labels", "pod_metrics_reading", "custom_value", "pods_metric_reading",
@@ -212,19 +211,19 @@ def custom_value(item: Mapping[str, Any], path: str = "") -> tuple[Mapping[str, 
     return described, str(name or ""), selector, milli, ts, window
 
 
-def _same_selector(spec: MetricSpec, selector: Selector) -> bool:
-    return (spec.selector or Selector()) == selector
-
-
 def pods_metric_reading(
-    items: Iterable[Mapping[str, Any]], spec: MetricSpec, pod_names: Iterable[str] | None = None
+    items: Iterable[Mapping[str, Any]], metric_name: str, pod_names: Iterable[str] | None = None
 ) -> PodReading | MetricFailure:
-    """custom.metrics.k8s.io values for a Pods metric: Pod items with the spec's name and selector."""
+    """The answer to `pods/*/<metric>` (custom.metrics.k8s.io, either version) as per-pod samples.
+
+    Like the Kubernetes metrics client, it takes what the API answered: the API already applied
+    the label and metric selectors. Samples of pods outside `pod_names` are dropped, as the
+    replica calculator only looks at the target's pods."""
     allowed = None if pod_names is None else set(pod_names)
     samples: dict[str, PodSample] = {}
     for i, item in enumerate(items):
-        described, name, selector, milli, ts, window = custom_value(item, f"[{i}]")
-        if described.get("kind") != "Pod" or name != spec.name or not _same_selector(spec, selector):
+        described, name, _, milli, ts, window = custom_value(item, f"[{i}]")
+        if described.get("kind") != "Pod" or name != metric_name:
             continue
         pod = str(described.get("name", ""))
         if allowed is not None and pod not in allowed:
@@ -235,33 +234,21 @@ def pods_metric_reading(
     return PodReading(samples)
 
 
-def object_metric_reading(items: Iterable[Mapping[str, Any]], spec: MetricSpec) -> ObjectReading | MetricFailure:
-    """The custom.metrics.k8s.io value of an Object metric's described object."""
-    ref = spec.described_object
-    assert ref is not None
+def object_metric_reading(items: Iterable[Mapping[str, Any]], metric_name: str, kind: str, name: str) -> ObjectReading | MetricFailure:
+    """The answer to `<resource>/<name>/<metric>`: the one value of the described object."""
     for i, item in enumerate(items):
-        described, name, selector, milli, ts, _ = custom_value(item, f"[{i}]")
-        if described.get("kind") != ref.kind or described.get("name") != ref.name:
-            continue
-        if ref.api_version and described.get("apiVersion") not in (None, ref.api_version):
-            continue
-        if name != spec.name or not _same_selector(spec, selector):
-            continue
-        return ObjectReading(milli, ts)
-    return MetricFailure(f'the server could not find the metric {spec.name} for {ref.kind.lower()} {ref.name}')
+        _, metric, _, milli, ts, _ = custom_value(item, f"[{i}]")
+        if metric == metric_name:
+            return ObjectReading(milli, ts)
+    return MetricFailure(f"the server could not find the metric {metric_name} for {kind.lower()} {name}")
 
 
-def external_metric_reading(items: Iterable[Mapping[str, Any]], spec: MetricSpec) -> ExternalReading | MetricFailure:
-    """external.metrics.k8s.io values whose labels match the spec's selector; the calculator sums them."""
-    selector = spec.selector or Selector()
+def external_metric_reading(items: Iterable[Mapping[str, Any]]) -> ExternalReading | MetricFailure:
+    """The answer to an external metric request: every returned series counts, and the calculator
+    sums them (the API already applied the label selector, as in Kubernetes)."""
     values: list[int] = []
     latest = None
     for i, item in enumerate(items):
-        if item.get("metricName") != spec.name:
-            continue
-        labels = _map(item.get("metricLabels"), f"[{i}].metricLabels")
-        if not selector.matches(labels):
-            continue
         if "value" not in item:
             raise ObjectError(f"[{i}].value", "required")
         values.append(_milli(item["value"], f"[{i}].value"))

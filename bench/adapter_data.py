@@ -101,23 +101,23 @@ def write_openmetrics(path: Path, now: float | None = None) -> int:
     return n
 
 
-QUERY_RULES = f"""\
+QUERY_RULES = """\
 rules:
-- seriesQuery: '{{__name__=~"bench_.*_total",namespace!="",pod!=""}}'
+- seriesQuery: '{__name__=~"bench_.*_total",namespace!="",pod!=""}'
   resources:
     overrides:
-      namespace: {{resource: namespace}}
-      pod: {{resource: pod}}
+      namespace: {resource: namespace}
+      pod: {resource: pod}
   name:
     matches: "^(.*)_total$"
-    as: "${{1}}"
-  metricsQuery: 'sum(rate(<<.Series>>{{<<.LabelMatchers>>}}[1m])) by (<<.GroupBy>>)'
-- seriesQuery: 'bench_sel_inflight{{namespace!="",pod!=""}}'
+    as: "${1}"
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'
+- seriesQuery: 'bench_sel_inflight{namespace!="",pod!=""}'
   resources:
     overrides:
-      namespace: {{resource: namespace}}
-      pod: {{resource: pod}}
-  metricsQuery: 'sum(<<.Series>>{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)'
+      namespace: {resource: namespace}
+      pod: {resource: pod}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
 """
 
 

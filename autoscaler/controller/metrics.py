@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
 
 from autoscaler import objects
 from autoscaler.decision.model import MetricFailure, Reading
@@ -95,7 +93,7 @@ class MetricsClient:
             body = await self.kube.get(f"/apis/{CUSTOM}/{version}/namespaces/{namespace}/pods/*/{metric.name}", q)
         except ApiError as exc:
             raise MetricsError(f"unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
-        return objects.pods_metric_reading(_as_answered(body.get("items")), _unselected(metric), pod_names)
+        return objects.pods_metric_reading(body.get("items") or [], metric.name, pod_names)
 
     async def _object(self, namespace: str, metric: MetricSpec) -> Reading:
         described = metric.described_object
@@ -109,7 +107,7 @@ class MetricsClient:
         except ApiError as exc:
             raise MetricsError(f"{described.kind} on {namespace} {described.name}/unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
         items = body.get("items") if "items" in body else [body]
-        return objects.object_metric_reading(_as_answered(items, described_api_version=False), _unselected(metric))
+        return objects.object_metric_reading(items, metric.name, described.kind, described.name)
 
     async def _external(self, namespace: str, metric: MetricSpec) -> Reading:
         q = query(labelSelector=_selector_string(metric))
@@ -117,29 +115,7 @@ class MetricsClient:
             body = await self.kube.get(f"/apis/{EXTERNAL}/v1beta1/namespaces/{namespace}/{metric.name}", q)
         except ApiError as exc:
             raise MetricsError(f"unable to fetch metrics from external metrics API: {exc.message or exc.reason}") from None
-        return objects.external_metric_reading(body.get("items") or [], _unselected(metric))
-
-
-def _unselected(metric: MetricSpec) -> MetricSpec:
-    """The API already applied the metric's label selector (as the request asked). Like the
-    Kubernetes metrics client, take what it answered instead of filtering again: adapters may
-    drop labels from external series or not echo the selector back."""
-    return replace(metric, selector=None, selector_raw=None)
-
-
-def _as_answered(items: list[dict[str, Any]] | None, described_api_version: bool = True) -> list[dict[str, Any]]:
-    """MetricValue items without their echoed selector (see `_unselected`); for an Object metric
-    also without describedObject.apiVersion, which servers spell variously for the core group
-    ("/v1" or "v1") though they answered for exactly the object asked."""
-    out = []
-    for item in items or []:
-        item = {k: v for k, v in item.items() if k != "selector"}
-        if isinstance(item.get("metric"), dict):
-            item["metric"] = {k: v for k, v in item["metric"].items() if k != "selector"}
-        if not described_api_version and isinstance(item.get("describedObject"), dict):
-            item["describedObject"] = {k: v for k, v in item["describedObject"].items() if k != "apiVersion"}
-        out.append(item)
-    return out
+        return objects.external_metric_reading(body.get("items") or [])
 
 
 def _selector_string(metric: MetricSpec) -> str | None:

@@ -4,6 +4,8 @@ Order of Kubernetes' horizontal.go: the zero-replica and out-of-range rules firs
 metric's proposal (the largest wins, a failing metric allows scaling up but blocks scaling down);
 then normalization (legacy or behavior); then the conditions the controller would write. The
 history goes in as an argument and comes back with this decision's recommendation recorded.
+The words for people (`explanation`, `details`, `steps`) are formatted when first read: the live
+controller never reads them, `simulate` always does, and both see the same text.
 """
 
 from __future__ import annotations
@@ -85,7 +87,12 @@ def decide(inp: DecisionInput) -> Decision:
         pre.append(f"the target's selector is unusable: {inp.selector_error}")
         desired, rescale, compute = current, False, False
     if compute:
-        tol = tolerances_for(spec, inp.config.tolerance)
+        default_tolerance = inp.config.tolerance
+        tol = spec.memo.get(default_tolerance)
+        if tol is None:
+            tol = tolerances_for(spec, default_tolerance)
+            if len(spec.memo) < 8:  # one or two cluster defaults in practice: keep it bounded
+                spec.memo[default_tolerance] = tol
         readings = inp.readings
         metric_desired = 0
         metric_spec = None
@@ -151,7 +158,7 @@ def decide(inp: DecisionInput) -> Decision:
         conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, True, "ScaledToZero", C.MSG_SCALED_TO_ZERO)
 
     proposals: list[Proposal] = [o.proposal for o in outcomes]
-    condition_list = C.ordered(conds)
+    condition_list = [conds[t] for t in C.CONDITION_ORDER if t in conds]  # C.ordered
     if recommendations is kept_recommendations and not fresh:
         new_history = history
     else:

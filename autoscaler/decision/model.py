@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 # --- the world at one instant ------------------------------------------------------------------
+
+_NEVER = datetime.max.replace(tzinfo=timezone.utc)  # PodInfo.cpu_since of pods the CPU rules must look at
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,8 @@ class PodInfo:
     normal: bool = field(init=False, repr=False, compare=False)      # neither ignored nor Pending
     cpu_simple: bool = field(init=False, repr=False, compare=False)  # normal, Ready "True", has a start time
     cpu_request: int | None = field(init=False, repr=False, compare=False)  # request_totals["cpu"], or None
-    cpu_since: datetime | None = field(init=False, repr=False, compare=False)  # start_time when cpu_simple
+    # start_time when cpu_simple, else a time after any cutoff: one comparison tells the common case.
+    cpu_since: datetime = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.ready_condition == "derive":
@@ -60,7 +63,7 @@ class PodInfo:
         object.__setattr__(self, "normal", normal)
         object.__setattr__(self, "cpu_simple", normal and self.ready_condition == "True" and self.start_time is not None)
         object.__setattr__(self, "cpu_request", None if totals is None else totals.get("cpu"))
-        object.__setattr__(self, "cpu_since", self.start_time if self.cpu_simple else None)
+        object.__setattr__(self, "cpu_since", self.start_time if self.cpu_simple else _NEVER)
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,18 +167,27 @@ def normalize_with_behavior(
     down_cutoff = now - (timedelta(seconds=down_window) if down_delta is None else down_delta)
     up_rec = down_rec = desired
     keep_cutoff = min(up_cutoff, down_cutoff)  # older than both windows: forgotten
-    kept: list[Recommendation] = []
-    keep = kept.append
+    dropped = 0         # recommendations older than keep_cutoff
+    kept_one = False
+    gap = False         # one of them comes after a kept one (they are not a leading run)
     for rec in recommendations:
         ts = rec.timestamp
         if ts >= keep_cutoff:
-            keep(rec)
+            kept_one = True
             replicas = rec.replicas
             if replicas < up_rec and ts > up_cutoff:
                 up_rec = replicas
             if replicas > down_rec and ts > down_cutoff:
                 down_rec = replicas
-    kept.append(Recommendation(now, desired))
+        else:
+            dropped += 1
+            if kept_one:
+                gap = True
+    # The engine records in time order, so the forgotten ones lead: keep a slice.
+    if gap:
+        kept = tuple(rec for rec in recommendations if rec.timestamp >= keep_cutoff) + (Recommendation(now, desired),)
+    else:
+        kept = tuple(recommendations[dropped:]) + (Recommendation(now, desired),)
     stabilized = current
     if stabilized < up_rec:
         stabilized = up_rec

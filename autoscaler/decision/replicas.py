@@ -5,6 +5,12 @@ Semantics of Kubernetes `pkg/controller/podautoscaler/replica_calculator.go` (an
 with Go's truncating division, the tolerance band, and the conservative recomputation that
 treats missing pods as at target (or 0 %) and unready pods as 0 % -- skipped when the direction
 would flip or the new ratio lands in tolerance. Errors are `CalcError` with the calculator's words.
+
+Speed (the controller re-decides thousands of autoscalers a second): when the pods' names are
+distinct (`names_unique`, once per decision), one pass counts and sums instead of keying values by
+pod (`_group_requests`, which also sums the requests, and `_group_plain`); anything unusual --
+samples of pods not listed, a pod without the request, a named container -- takes the general
+path, which is the reference. The reasons (`Calc.notes`) are formatted only when read.
 """
 
 from __future__ import annotations
@@ -59,6 +65,8 @@ class Calc:
 
 def _div(a: int, b: int) -> int:
     """Go's int64 division: truncates toward zero."""
+    if a >= 0 and b > 0:
+        return a // b
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
 
@@ -193,9 +201,8 @@ def _group_requests(
             windows: dict[float, timedelta] = {}
             for pod in pods:
                 sample = get(pod.name)
-                since = pod.cpu_since
                 # Most pods: Ready, started before the initialization period, with a sample.
-                if sample is not None and since is not None and since <= init_cutoff:
+                if sample is not None and pod.cpu_since <= init_cutoff:
                     total += sample.milli
                     req_total += pod.cpu_request  # type: ignore[operator]
                     continue
@@ -346,11 +353,6 @@ def _utilization(metrics: Mapping[str, int], requests: Mapping[str, int], target
         raise CalcError("no metrics returned matched known pods")
     utilization = _div(total * 100, req_total)
     return utilization / target, utilization, _div(total, entries)
-
-
-def _average(metrics: Mapping[str, int], target: int) -> tuple[float, int]:
-    usage = _div(sum(metrics.values()), len(metrics))
-    return usage / target, usage
 
 
 def render_notes(notes: Sequence[Any]) -> tuple[str, ...]:
@@ -546,7 +548,7 @@ def plain_metric_replicas(
             return calc
         calc.replicas = _ceil_int32(ratio * ready)
         return calc
-    # The recomputation (`_average` again): missing pods at the target or 0, unready pods at 0.
+    # The recomputation (the average again): missing pods at the target or 0, unready pods at 0.
     # With `metrics` (the general path) a name may already be there: keep the total in step.
     if missing:
         if ratio < 1.0:

@@ -32,6 +32,9 @@ class MetricOutcome(NamedTuple):
     failure: Any = None               # the ScalingActive condition a failure would set
 
 
+_tuple_new = tuple.__new__
+
+
 def _go_selector(raw: Any) -> str:
     """`%+v` of a *metav1.LabelSelector, as Kubernetes prints it in messages."""
     if raw is None:
@@ -117,7 +120,9 @@ def _fail(ms: MetricSpec, reason: str, error: str) -> MetricOutcome:
 
 
 def _ok(ms: MetricSpec, calc: Calc, status: dict[str, Any], current_text: Any) -> MetricOutcome:
-    return MetricOutcome(Proposal(ms.type, ms.name, calc.replicas), status, (_ok_detail, ms, calc, current_text), _label(ms))
+    # tuple.__new__: the NamedTuple without its Python-level __new__ (one per metric per sync).
+    return _tuple_new(MetricOutcome, (Proposal(ms.type, ms.name, calc.replicas), status,
+                                      (_ok_detail, ms, calc, current_text), _label(ms), None))
 
 
 def _ok_detail(ms: MetricSpec, calc: Calc, current_text: Any) -> MetricDetail:

@@ -123,6 +123,8 @@ class HPASpec:
     # Derived once here (parse_spec runs once per spec generation), read by every decision.
     _has_obj_ext: bool = field(init=False, repr=False, compare=False)
     _has_pod_metrics: bool = field(init=False, repr=False, compare=False)
+    # Values derived from this spec at decision time (tolerances by cluster default), kept.
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_has_obj_ext", any(m.type in ("Object", "External") for m in self.metrics))

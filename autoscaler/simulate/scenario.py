@@ -21,9 +21,12 @@ from ..decision import (
     ControllerConfig, DecisionInput, History, MetricFailure, Reading, Recommendation, ScaleEvent,
 )
 from ..decision.spec import METRIC_TYPES, HPASpec, SpecError, parse_spec
+from promscaler.selectors import Selector
+
+from ..decision.spec import MetricSpec
 from ..objects import (
-    ObjectError, external_metric_reading, object_metric_reading, pod_info, pod_labels, pod_metrics_reading,
-    pods_metric_reading, scale_selector,
+    ObjectError, custom_value, external_metric_reading, object_metric_reading, pod_info, pod_labels,
+    pod_metrics_reading, pods_metric_reading, scale_selector,
 )
 
 __all__ = ["ScenarioError", "Scenario", "load_scenarios", "build_scenario"]
@@ -194,6 +197,59 @@ def _wrap(prefix: str, exc: ObjectError) -> ScenarioError:
     return _err(f"{prefix}{sep}{exc.path}", exc.reason)
 
 
+# --- the metrics APIs, played by the file -----------------------------------------------------
+# The live controller asks the APIs and takes what they answer; here the file's items stand in
+# for the APIs' contents, so selecting what a request would return happens here, once.
+
+
+def _same_selector(ms: MetricSpec, selector: Selector) -> bool:
+    return (ms.selector or Selector()) == selector
+
+
+def _core_version(api_version: Any) -> Any:
+    """Core-group objects are written `v1` in specs and `/v1` in MetricValues: the same thing."""
+    return "v1" if api_version == "/v1" else api_version
+
+
+def _answer_pods(items: Sequence[Mapping[str, Any]], ms: MetricSpec) -> list[Mapping[str, Any]]:
+    """`pods/*/<metric>?metricLabelSelector=`: Pod items with the spec's metric name and selector."""
+    out = []
+    for i, item in enumerate(items):
+        described, name, selector, *_ = custom_value(item, f"[{i}]")
+        if described.get("kind") == "Pod" and name == ms.name and _same_selector(ms, selector):
+            out.append(item)
+    return out
+
+
+def _answer_object(items: Sequence[Mapping[str, Any]], ms: MetricSpec) -> list[Mapping[str, Any]]:
+    """`<resource>/<name>/<metric>`: the described object's item (apiVersion compared when given)."""
+    ref = ms.described_object
+    assert ref is not None
+    for i, item in enumerate(items):
+        described, name, selector, *_ = custom_value(item, f"[{i}]")
+        if described.get("kind") != ref.kind or described.get("name") != ref.name:
+            continue
+        given = described.get("apiVersion")
+        if ref.api_version and given is not None and _core_version(given) != _core_version(ref.api_version):
+            continue
+        if name == ms.name and _same_selector(ms, selector):
+            return [item]
+    return []
+
+
+def _answer_external(items: Sequence[Mapping[str, Any]], ms: MetricSpec) -> list[Mapping[str, Any]]:
+    """`<metric>?labelSelector=`: the series with the spec's name whose labels match its selector."""
+    selector = ms.selector or Selector()
+    out = []
+    for i, item in enumerate(items):
+        labels = item.get("metricLabels") or {}
+        if not isinstance(labels, Mapping):
+            raise ObjectError(f"[{i}].metricLabels", "must be an object")
+        if item.get("metricName") == ms.name and selector.matches(labels):
+            out.append(item)
+    return out
+
+
 def _readings(spec: HPASpec, metrics: Mapping[str, Any], pods: Sequence[str], namespace: str | None) -> list[Reading]:
     resource = _list(metrics, "resource", "metrics.resource")
     custom = _list(metrics, "custom", "metrics.custom")
@@ -234,12 +290,13 @@ def _readings(spec: HPASpec, metrics: Mapping[str, Any], pods: Sequence[str], na
                 out.append(pod_metrics_reading(mine, ms.name, ms.container))
             elif ms.type == "Pods":
                 mine = [it for it in custom if in_namespace((it.get("describedObject") or {}).get("namespace"))]
-                out.append(pods_metric_reading(mine, ms, pod_set))
+                out.append(pods_metric_reading(_answer_pods(mine, ms), ms.name, pod_set))
             elif ms.type == "Object":
                 mine = [it for it in custom if in_namespace((it.get("describedObject") or {}).get("namespace"))]
-                out.append(object_metric_reading(mine, ms))
+                ref = ms.described_object
+                out.append(object_metric_reading(_answer_object(mine, ms), ms.name, ref.kind, ref.name))
             else:
-                out.append(external_metric_reading(external, ms))
+                out.append(external_metric_reading(_answer_external(external, ms)))
         except ObjectError as exc:
             key = {"Resource": "resource", "ContainerResource": "resource", "External": "external"}.get(ms.type, "custom")
             raise _wrap(f"metrics.{key}", exc) from None

@@ -14,8 +14,7 @@ import pytest
 from kubesim.processes import AdapterProcess  # noqa: F401  (re-exported to the tests)
 from kubesim.prometheus import PrometheusServer, backfill
 
-sys.path.insert(0, str(Path(__file__).parent))
-import data  # noqa: E402
+from . import data
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = Path(__file__).parent / "rules.yaml"

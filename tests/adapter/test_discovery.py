@@ -13,7 +13,7 @@ import pytest
 from adapter.discovery import Discovery, load_compiled
 from adapter.prometheus import PrometheusClient
 from adapter.settings import parse_settings
-from conftest import RULES
+from .conftest import RULES
 
 
 class _SeriesAPI(BaseHTTPRequestHandler):

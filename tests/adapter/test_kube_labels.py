@@ -12,7 +12,7 @@ from kubernetes.aio import client as kclient
 
 from adapter.kube import LabelCache
 from adapter.naming import resource_by_api_name
-from conftest import RULES, AdapterProcess, approx
+from .conftest import RULES, AdapterProcess, approx
 from kubesim.apiserver import KubeSim
 from promscaler.selectors import parse_selector
 
@@ -114,7 +114,7 @@ def test_through_the_aggregation_layer_with_kubectl(adapter_k8s, sim, promql):
     import json
     import subprocess
 
-    from conftest import ROOT
+    from .conftest import ROOT
 
     sim.set_aggregated_api("custom.metrics.k8s.io", adapter_k8s.url)
     try:

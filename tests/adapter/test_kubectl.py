@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import ROOT, approx
+from .conftest import ROOT, approx
 
 KUBECTL = str(ROOT / ".venv" / "bin" / "kubectl")
 

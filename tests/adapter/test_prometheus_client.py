@@ -12,7 +12,7 @@ import pytest
 
 from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 from adapter.settings import parse_settings
-from conftest import RULES, AdapterProcess, approx, start_prometheus
+from .conftest import RULES, AdapterProcess, approx, start_prometheus
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import os
 import signal
 import time
 
-from conftest import RULES, AdapterProcess, approx, data, run_adapter
+from .conftest import RULES, AdapterProcess, approx, data, run_adapter
 from kubesim.net import free_port
 from kubesim.prometheus import PrometheusServer, backfill
 

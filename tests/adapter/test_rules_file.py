@@ -10,7 +10,7 @@ import yaml
 
 from adapter.naming import compile_rules
 from adapter.rules import RuleError, parse_rules
-from conftest import RULES, AdapterProcess, approx, run_adapter
+from .conftest import RULES, AdapterProcess, approx, run_adapter
 from kubesim.net import free_port
 
 GOOD = {"seriesQuery": "x_total", "resources": {"template": "<<.Resource>>"}, "metricsQuery": "sum(<<.Series>>)"}

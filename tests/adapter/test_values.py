@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import approx
+from .conftest import approx
 
 C = "/apis/custom.metrics.k8s.io"
 E = "/apis/external.metrics.k8s.io/v1beta1"

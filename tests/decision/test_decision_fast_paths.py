@@ -25,7 +25,7 @@ from autoscaler.decision.replicas import (
     CalcError, Tolerances, names_unique, plain_metric_replicas, render_notes, resource_utilization_replicas,
 )
 from autoscaler.simulate.scenario import build_scenario, load_scenarios
-from decision_helpers import NOW
+from .decision_helpers import NOW
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT.parent / "shared" / "examples" / "scenarios").glob("*.yaml"))
@@ -166,3 +166,25 @@ def test_repeated_pod_names_take_the_general_path():
     assert (calc.utilization, calc.replicas) == (200, 2)
     calc = plain_metric_replicas(1, 100, "", Tolerances(), (a, b), samples, ControllerConfig(), NOW)
     assert (calc.usage, calc.replicas) == (200, 2)
+
+
+# --- normalization keeps the recommendations of the longest window, in order ------------------
+
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from([0, 30, 59, 60, 61, 299, 300, 301, 900]), st.integers(0, 50)), max_size=12),
+       st.sampled_from([0, 60, 300]), st.sampled_from([None, 0, 120, 600]), st.integers(1, 50))
+def test_kept_recommendations_are_the_window_filter_in_order(recs, up_window, down_window, desired):
+    # Any order (a pasted history need not be sorted): the leading-run slice must equal the filter.
+    from autoscaler.decision import Recommendation, parse_spec
+    from autoscaler.decision.normalize import normalize_with_behavior
+
+    scale_down = {} if down_window is None else {"stabilizationWindowSeconds": down_window}
+    spec = parse_spec({"scaleTargetRef": {"kind": "Deployment", "name": "t"}, "maxReplicas": 100,
+                       "metrics": [{"type": "External", "external": {"metric": {"name": "q"},
+                                    "target": {"type": "Value", "value": "1"}}}],
+                       "behavior": {"scaleUp": {"stabilizationWindowSeconds": up_window}, "scaleDown": scale_down}})
+    history = tuple(Recommendation(NOW - timedelta(seconds=s), r) for s, r in recs)
+    norm = normalize_with_behavior(spec, 10, desired, 1, history, (), (), NOW, 300.0)
+    longest = max(up_window, 300 if down_window is None else down_window)
+    expected = tuple(r for r in history if r.timestamp >= NOW - timedelta(seconds=longest))
+    assert norm.recommendations == expected + (Recommendation(NOW, desired),)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from autoscaler.decision import History, Recommendation, ScaleEvent, decide, record_scale
-from decision_helpers import NOW, ago, events, ext_avg, external, inp, recs, spec, want
+from .decision_helpers import NOW, ago, events, ext_avg, external, inp, recs, spec, want
 
 
 def test_fresh_controller_seeds_current_then_records_recommendation() -> None:
@@ -17,7 +17,7 @@ def test_fresh_controller_seeds_current_then_records_recommendation() -> None:
 
 def test_seed_is_kept_even_when_no_recommendation_is_made() -> None:
     # All metrics fail: nothing is recommended, but the first-sync seed is still remembered.
-    from decision_helpers import failure
+    from .decision_helpers import failure
     d = decide(inp(spec([ext_avg("1")]), 4, [], [failure()], history=History()))
     assert d.recommendation is None and d.history.recommendations == (Recommendation(NOW, 4),)
 

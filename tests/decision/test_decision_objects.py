@@ -6,6 +6,7 @@ import pytest
 
 from autoscaler.decision import ExternalReading, MetricFailure, ObjectReading, PodReading
 from autoscaler.decision.spec import parse_spec
+from autoscaler.simulate.scenario import _answer_external, _answer_object, _answer_pods
 from autoscaler.objects import (
     ObjectError, external_metric_reading, object_metric_reading, pod_info, pod_metrics_reading, pods_metric_reading,
     scale_selector,
@@ -105,15 +106,17 @@ def test_pods_metric_matching_rules_both_versions() -> None:
     items = [cm("a", "qps", "1500m"), cm("b", "qps", "2", v1beta1=True), cm("c", "qps", "9"),  # c: not a target pod
              cm("a", "latency", "7"), cm("b", "qps", "5", selector={"matchLabels": {"x": "y"}}),  # other selector
              cm("svc", "qps", "3", kind="Service")]
-    r = pods_metric_reading(items, spec, ["a", "b"])
+    r = pods_metric_reading(_answer_pods(items, spec), "qps", ["a", "b"])
     assert isinstance(r, PodReading)
     assert {k: v.milli for k, v in r.samples.items()} == {"a": 1500, "b": 2000}
     assert r.samples["a"].window == 30.0 and r.samples["b"].window == 60.0  # v1beta1 item without window: 1 minute
     sel = metric({"type": "Pods", "pods": {"metric": {"name": "qps", "selector": {"matchLabels": {"x": "y"}}},
                                            "target": {"type": "AverageValue", "averageValue": "1"}}})
-    r2 = pods_metric_reading(items, sel, ["a", "b"])
+    r2 = pods_metric_reading(_answer_pods(items, sel), "qps", ["a", "b"])
     assert {k: v.milli for k, v in r2.samples.items()} == {"b": 5000}
-    assert isinstance(pods_metric_reading([], spec, ["a"]), MetricFailure)
+    assert isinstance(pods_metric_reading([], "qps", ["a"]), MetricFailure)
+    # The live controller takes the API's answer as it is: no second selector check.
+    assert {k: v.milli for k, v in pods_metric_reading(items[4:5], "qps").samples.items()} == {"b": 5000}
 
 
 def test_object_metric_matching() -> None:
@@ -121,9 +124,13 @@ def test_object_metric_matching() -> None:
                                                 "metric": {"name": "hits"}, "target": {"type": "Value", "value": "1"}}})
     items = [cm("svc", "hits", "4", kind="Ingress"), cm("other", "hits", "5", kind="Service"),
              {**cm("svc", "hits", "6", kind="Service"), "describedObject": {"kind": "Service", "name": "svc", "apiVersion": "v1"}}]
-    r = object_metric_reading(items, spec)
+    r = object_metric_reading(_answer_object(items, spec), "hits", "Service", "svc")
     assert isinstance(r, ObjectReading) and r.milli == 6000
-    assert isinstance(object_metric_reading(items[:2], spec), MetricFailure)
+    assert _answer_object(items[:2], spec) == []
+    assert isinstance(object_metric_reading([], "hits", "Service", "svc"), MetricFailure)
+    # "/v1" (as servers write core objects) and "v1" (as specs do) are the same group version.
+    core = {**items[2], "describedObject": {"kind": "Service", "name": "svc", "apiVersion": "/v1"}}
+    assert _answer_object([core], spec) == [core]
 
 
 def test_external_metric_matching_and_sum() -> None:
@@ -134,10 +141,14 @@ def test_external_metric_matching_and_sum() -> None:
              {"metricName": "queue", "metricLabels": {"q": "b", "x": "1"}, "timestamp": "2026-01-01T00:09:55Z", "value": "2500m"},
              {"metricName": "queue", "metricLabels": {"q": "c"}, "timestamp": "2026-01-01T00:09:50Z", "value": "99"},
              {"metricName": "other", "metricLabels": {"q": "a"}, "timestamp": "2026-01-01T00:09:50Z", "value": "99"}]
-    r = external_metric_reading(items, spec)
+    r = external_metric_reading(_answer_external(items, spec))
     assert isinstance(r, ExternalReading) and sorted(r.millis) == [2500, 10000]
     assert r.timestamp == parse_time("2026-01-01T00:09:55Z")
-    assert isinstance(external_metric_reading(items[2:], spec), MetricFailure)
+    assert _answer_external(items[2:], spec) == []
+    assert isinstance(external_metric_reading([]), MetricFailure)
+    # Series without labels (an adapter's `sum(...) by ()`) count as answered: Kubernetes sums them all.
+    bare = [{"metricName": "queue", "metricLabels": {}, "value": "7"}, {"metricName": "queue", "metricLabels": {}, "value": "3"}]
+    assert external_metric_reading(bare).millis == (7000, 3000)
 
 
 def test_scale_selector() -> None:

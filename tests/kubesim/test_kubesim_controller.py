@@ -11,7 +11,7 @@ from kubernetes import client
 from kubernetes.aio import client as aclient
 from kubernetes.aio.leaderelection import electionconfig, leaderelection
 from kubernetes.aio.leaderelection.resourcelock.leaselock import LeaseLock
-from kubesim_objects import deployment
+from .kubesim_objects import deployment
 
 from kubesim.apiserver import KubeSim
 

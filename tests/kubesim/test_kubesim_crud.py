@@ -10,7 +10,7 @@ import httpx
 import pytest
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
-from kubesim_objects import deployment, pod
+from .kubesim_objects import deployment, pod
 
 from kubesim.apiserver import KubeSim
 

@@ -14,7 +14,7 @@ from kubernetes import client, watch
 from kubernetes.aio import client as aclient
 from kubernetes.aio import watch as awatch
 from kubernetes.client.exceptions import ApiException
-from kubesim_objects import pod
+from .kubesim_objects import pod
 
 from kubesim.apiserver import KubeSim
 

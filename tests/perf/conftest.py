@@ -3,22 +3,17 @@ prefix and basic auth) backfilled with a small known data set, and the adapter a
 
 from __future__ import annotations
 
-import os
-import select
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from kubesim.net import free_port
+from kubesim import processes
 from kubesim.prometheus import PrometheusServer, backfill
 
-ROOT = Path(__file__).resolve().parents[2]
 STEP = 15
 
 # name -> list of (labels, per-second rate); counters grow linearly so rates are known
@@ -115,48 +110,17 @@ def rules_file(tmp_path_factory) -> Path:
     return path
 
 
-class AdapterProcess:
-    """`python -m adapter --insecure` on a free port; waits for its one ready line."""
-
-    def __init__(self, *args: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="adapter-perf-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen([sys.executable, "-m", "adapter", "--insecure", "--port", str(self.port), *args],
-                                     cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log, text=True)
-
-    def wait_ready(self, timeout: float = 30.0) -> "AdapterProcess":
-        readable, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline() if readable else ""
-        if "ready" not in line:
-            raise RuntimeError(f"adapter did not get ready: {line!r}\n{Path(self.log.name).read_text()}")
-        return self
-
-    def get(self, path: str, **kw) -> httpx.Response:
-        return httpx.get(self.url + path, timeout=15, **kw)
+class AdapterProcess(processes.AdapterProcess):
+    """The shared adapter child process, plus a reader of its own /metrics."""
 
     def metric(self, name: str, **labels: str) -> float:
         """Sum of the adapter's own samples `name` whose labels include `labels`."""
-        from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
-
         total = 0.0
         for fam in text_string_to_metric_families(self.get("/metrics").text):
             for s in fam.samples:
                 if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
                     total += s.value
         return total
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
-        self.log.close()
-        os.unlink(self.log.name)
 
 
 def direct(url: str, expr: str, **kw) -> dict[str, float]:

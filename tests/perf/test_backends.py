@@ -5,6 +5,7 @@ proxy, with a per-request timeout and extra query parameters on every call."""
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
@@ -12,6 +13,9 @@ from urllib.parse import parse_qs, urlparse
 import bcrypt
 import httpx
 import pytest
+
+from adapter.security import pki
+from promscaler.quantity import parse_quantity
 
 from .conftest import AdapterProcess, direct, start_prometheus
 
@@ -53,8 +57,6 @@ def test_prefix_and_basic_auth(guarded_prometheus, rules_file, tmp_path):
     try:
         resp = adapter.get(PATH)
         assert resp.status_code == 200, resp.text
-        from promscaler.quantity import parse_quantity  # noqa: PLC0415
-
         assert abs(float(parse_quantity(resp.json()["items"][0]["value"])) - expected) < 0.0011
         assert len(adapter.get("/apis/custom.metrics.k8s.io/v1beta1").json()["resources"]) >= 8  # discovery too
     finally:
@@ -64,10 +66,8 @@ def test_prefix_and_basic_auth(guarded_prometheus, rules_file, tmp_path):
 def test_wrong_password_is_not_ready_and_says_why(guarded_prometheus, rules_file, tmp_path):
     auth = _auth_config(tmp_path, guarded_prometheus.url, {"username": USER, "password": "wrong"})
     adapter = AdapterProcess("--prometheus-url", guarded_prometheus.url, "--prometheus-auth-config", auth,
-                             "--config", str(rules_file))
+                             "--config", str(rules_file)).wait_listening()  # serving, but not ready
     try:
-        with pytest.raises(RuntimeError, match="did not get ready"):
-            adapter.wait_ready(timeout=4)
         resp = adapter.get("/readyz")
         assert resp.status_code == 503 and "401" in resp.text
         assert adapter.get(PATH).status_code == 503  # "I could not ask", never an empty answer
@@ -109,11 +109,18 @@ class _TokenProxy(BaseHTTPRequestHandler):
         pass
 
 
+def _serve_proxy(upstream: str, tls: ssl.SSLContext | None = None):
+    _TokenProxy.upstream, _TokenProxy.seen = upstream, []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _TokenProxy)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 @pytest.fixture(scope="module")
 def token_proxy(prometheus):
-    _TokenProxy.upstream, _TokenProxy.seen = prometheus.url, []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _TokenProxy)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = _serve_proxy(prometheus.url)
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
     server.server_close()
@@ -133,8 +140,6 @@ def test_bearer_token_timeout_and_extra_params(token_proxy, prometheus, rules_fi
         resp = adapter.get(PATH)
         assert resp.status_code == 200, resp.text
         expected = direct(prometheus.url, EXPR)["web-3"]
-        from promscaler.quantity import parse_quantity  # noqa: PLC0415
-
         assert abs(float(parse_quantity(resp.json()["items"][0]["value"])) - expected) < 0.0011
     finally:
         adapter.stop()
@@ -144,3 +149,39 @@ def test_bearer_token_timeout_and_extra_params(token_proxy, prometheus, rules_fi
     queries = [s for s in seen if s["path"] == "/api/v1/query" and s["params"].get("query") == [EXPR]]
     assert queries and all(s["params"].get("timeout") == ["7s"] for s in queries)
     assert any(s["path"].startswith("/api/v1/label") for s in seen)  # aggregated discovery went through it too
+
+
+def test_tls_with_a_private_ca(prometheus, rules_file, tmp_path):
+    """https with `--prometheus-ca-file` (a gateway's own CA), token and keep-alive over TLS."""
+    ca, serving = pki.self_signed_serving("127.0.0.1")
+    cert, key, ca_file = tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "ca.crt"
+    pki.write_pair(serving, cert, key)
+    ca_file.write_bytes(ca.cert_pem)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    server = _serve_proxy(prometheus.url, tls)
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    url = f"https://127.0.0.1:{server.server_port}"
+    try:
+        adapter = AdapterProcess("--prometheus-url", url, "--prometheus-ca-file", str(ca_file),
+                                 "--prometheus-token-file", str(token), "--config", str(rules_file),
+                                 "--query-cache-ttl", "0").wait_ready()
+        try:
+            for _ in range(3):  # the same pooled TLS connection serves several queries
+                resp = adapter.get(PATH)
+                assert resp.status_code == 200, resp.text
+            expected = direct(prometheus.url, EXPR)["web-3"]
+            assert abs(float(parse_quantity(resp.json()["items"][0]["value"])) - expected) < 0.0011
+        finally:
+            adapter.stop()
+        untrusted = AdapterProcess("--prometheus-url", url, "--prometheus-token-file", str(token),
+                                   "--config", str(rules_file)).wait_listening()  # system CAs do not know it
+        try:
+            resp = untrusted.get("/readyz")
+            assert resp.status_code == 503 and "certificate" in resp.text.lower()
+        finally:
+            untrusted.stop()
+    finally:
+        server.shutdown()
+        server.server_close()
