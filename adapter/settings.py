@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from promscaler.times import DurationError, parse_duration
+from promscaler import flags
 
 __all__ = ["Settings", "build_parser", "parse_settings"]
 
@@ -81,33 +81,6 @@ class Settings:
         return self.port if self.insecure else self.secure_port
 
 
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except DurationError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _bool(text: str) -> bool:
-    low = text.strip().lower()
-    if low in ("true", "1", "yes", "t"):
-        return True
-    if low in ("false", "0", "no", "f"):
-        return False
-    raise argparse.ArgumentTypeError(f"not a boolean: {text!r}")
-
-
-def _pair(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
-    return key.strip(), value
-
-
-def _csv(text: str) -> tuple[str, ...]:
-    return tuple(p.strip() for p in text.split(",") if p.strip())
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, no usage dump
         self.exit(2, f"promscaler-adapter: error: {message}\n")
@@ -116,7 +89,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="promscaler-adapter", allow_abbrev=False,
                 description="Kubernetes custom/external metrics API server backed by Prometheus")
-    b = {"nargs": "?", "const": True, "type": _bool, "metavar": "BOOL"}  # --flag or --flag=false, Go style
+    b = {"nargs": "?", "const": True, "type": flags.boolean, "metavar": "BOOL"}  # --flag or --flag=false, Go style
     g = p.add_argument_group("prometheus")
     g.add_argument("--prometheus-url", default=Settings.prometheus_url)
     g.add_argument("--prometheus-auth-config", help="kubeconfig-style file with credentials for Prometheus")
@@ -126,22 +99,22 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--prometheus-client-tls-cert-file")
     g.add_argument("--prometheus-client-tls-key-file")
     g.add_argument("--prometheus-insecure-skip-tls-verify", **b, default=False)
-    g.add_argument("--prometheus-header", type=_pair, action="append", default=[], metavar="KEY=VALUE")
-    g.add_argument("--prometheus-query-param", type=_pair, action="append", default=[], metavar="KEY=VALUE",
+    g.add_argument("--prometheus-header", type=flags.key_value, action="append", default=[], metavar="KEY=VALUE")
+    g.add_argument("--prometheus-query-param", type=flags.key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="extra query parameter on every query, e.g. dedup=true, partial_response=false")
-    g.add_argument("--prometheus-timeout", type=_duration, default=Settings.prometheus_timeout)
+    g.add_argument("--prometheus-timeout", type=flags.duration, default=Settings.prometheus_timeout)
     g.add_argument("--prometheus-verb", choices=("GET", "POST"), default="GET")
-    g.add_argument("--query-cache-ttl", type=_duration, default=None,
+    g.add_argument("--query-cache-ttl", type=flags.duration, default=None,
                    help="how long a query answer may be reused (0 disables); default: 1/30 of the "
                         "rule's rate range (2s for [1m]), at most 5s, or 1s for rules without a range")
     g = p.add_argument_group("rules and discovery")
     g.add_argument("--config", "-c", help="prometheus-adapter rules file")
-    g.add_argument("--metrics-relist-interval", type=_duration, default=Settings.metrics_relist_interval)
-    g.add_argument("--metrics-max-age", type=_duration, default=None)
+    g.add_argument("--metrics-relist-interval", type=flags.duration, default=Settings.metrics_relist_interval)
+    g.add_argument("--metrics-max-age", type=flags.duration, default=None)
     g.add_argument("--metrics-discovery", choices=("aggregate", "series"), default=Settings.metrics_discovery,
                    help="aggregate: Prometheus groups series by name and resource labels (cost independent of "
                         "the number of series); series: list every series with /api/v1/series")
-    g.add_argument("--config-check-interval", type=_duration, default=Settings.config_check_interval,
+    g.add_argument("--config-check-interval", type=flags.duration, default=Settings.config_check_interval,
                    help="how often the rules file is checked for changes")
     g.add_argument("--disable-custom-metrics", **b, default=False)
     g.add_argument("--disable-external-metrics", **b, default=False)
@@ -154,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--port", type=int, default=Settings.port, help="port for --insecure")
     g.add_argument("--secure-port", type=int, default=Settings.secure_port)
     g.add_argument("--bind-address")
-    g.add_argument("--request-timeout", type=_duration, default=Settings.request_timeout)
+    g.add_argument("--request-timeout", type=flags.duration, default=Settings.request_timeout)
     g.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     g.add_argument("--v", "-v", type=int, default=None, help="klog verbosity (>=4 means debug)")
     g.add_argument("--logtostderr", **b, default=True, help="accepted for compatibility")
@@ -163,21 +136,21 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--tls-private-key-file")
     g.add_argument("--cert-dir", default=Settings.cert_dir)
     g.add_argument("--tls-min-version")
-    g.add_argument("--tls-cipher-suites", type=_csv, default=())
+    g.add_argument("--tls-cipher-suites", type=flags.csv, default=())
     g.add_argument("--client-ca-file")
     g.add_argument("--requestheader-client-ca-file")
-    g.add_argument("--requestheader-allowed-names", type=_csv, default=())
-    g.add_argument("--requestheader-username-headers", type=_csv, default=Settings.requestheader_username_headers)
-    g.add_argument("--requestheader-group-headers", type=_csv, default=Settings.requestheader_group_headers)
-    g.add_argument("--requestheader-extra-headers-prefix", type=_csv,
+    g.add_argument("--requestheader-allowed-names", type=flags.csv, default=())
+    g.add_argument("--requestheader-username-headers", type=flags.csv, default=Settings.requestheader_username_headers)
+    g.add_argument("--requestheader-group-headers", type=flags.csv, default=Settings.requestheader_group_headers)
+    g.add_argument("--requestheader-extra-headers-prefix", type=flags.csv,
                    default=Settings.requestheader_extra_headers_prefix)
     g.add_argument("--authentication-kubeconfig")
     g.add_argument("--authorization-kubeconfig")
     g.add_argument("--authentication-skip-lookup", **b, default=False)
-    g.add_argument("--authentication-token-webhook-cache-ttl", type=_duration, default=10.0)
-    g.add_argument("--authorization-webhook-cache-authorized-ttl", type=_duration, default=10.0)
-    g.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=_duration, default=10.0)
-    g.add_argument("--authorization-always-allow-paths", type=_csv,
+    g.add_argument("--authentication-token-webhook-cache-ttl", type=flags.duration, default=10.0)
+    g.add_argument("--authorization-webhook-cache-authorized-ttl", type=flags.duration, default=10.0)
+    g.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=flags.duration, default=10.0)
+    g.add_argument("--authorization-always-allow-paths", type=flags.csv,
                    default=Settings.authorization_always_allow_paths)
     g.add_argument("--authentication-tolerate-lookup-failure", **b, default=False)
     g.add_argument("--anonymous-auth", **b, default=True)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autoscaler.decision.model import ControllerConfig
-from promscaler.times import DurationError, parse_duration
+from promscaler import flags
 
 from .controller import Controller, Settings
 from .kube import Kube, load_configuration
@@ -27,42 +27,6 @@ NATIVE_HELP = (
     "where kube-controller-manager runs with the HPA controller disabled (--controllers=-horizontalpodautoscaling), "
     "or together with --dry-run to compare decisions without writing anything"
 )
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except DurationError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _bool(text: str) -> bool:
-    value = text.strip().lower()
-    if value in ("true", "1", "yes", "t"):
-        return True
-    if value in ("false", "0", "no", "f"):
-        return False
-    raise argparse.ArgumentTypeError(f"not a boolean: {text!r} (use true or false)")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return value
 
 
 def _default_lease_namespace() -> str:
@@ -85,24 +49,24 @@ def build_parser() -> argparse.ArgumentParser:
                         "native HPAs get nothing written (their decision is exported on /metrics and logged next to the cluster's)")
     p.add_argument("--reconcile-native-hpas", action="store_true", help=NATIVE_HELP)
     g = p.add_argument_group("horizontal pod autoscaler (kube-controller-manager names and defaults)")
-    g.add_argument("--horizontal-pod-autoscaler-sync-period", type=_duration, default=15.0, metavar="DURATION",
+    g.add_argument("--horizontal-pod-autoscaler-sync-period", type=flags.duration, default=15.0, metavar="DURATION",
                    help="how often every autoscaler is re-synced (default 15s)")
-    g.add_argument("--concurrent-horizontal-pod-autoscaler-syncs", type=_positive_int, default=5, metavar="N",
+    g.add_argument("--concurrent-horizontal-pod-autoscaler-syncs", type=flags.positive_int, default=5, metavar="N",
                    help="autoscalers synced concurrently (default 5)")
-    g.add_argument("--horizontal-pod-autoscaler-tolerance", type=_fraction, default=0.1, metavar="RATIO",
+    g.add_argument("--horizontal-pod-autoscaler-tolerance", type=flags.non_negative_float, default=0.1, metavar="RATIO",
                    help="minimum change in the desired-to-actual metric ratio to scale (default 0.1)")
-    g.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period", type=_duration, default=300.0, metavar="DURATION",
+    g.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period", type=flags.duration, default=300.0, metavar="DURATION",
                    help="after pod start, CPU samples may be skipped (default 5m)")
-    g.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay", type=_duration, default=30.0, metavar="DURATION",
+    g.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay", type=flags.duration, default=30.0, metavar="DURATION",
                    help="after pod start, readiness changes count as initial readiness (default 30s)")
-    g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=_duration, default=300.0, metavar="DURATION",
+    g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=flags.duration, default=300.0, metavar="DURATION",
                    help="scale-down looks back this far and takes the highest recommendation (default 5m)")
     le = p.add_argument_group("leader election (kube-controller-manager names and defaults)")
-    le.add_argument("--leader-elect", type=_bool, default=True, nargs="?", const=True, metavar="BOOL",
+    le.add_argument("--leader-elect", type=flags.boolean, default=True, nargs="?", const=True, metavar="BOOL",
                     help="elect a leader on a Lease before syncing, so several replicas are safe (default true)")
-    le.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0, metavar="DURATION")
-    le.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0, metavar="DURATION")
-    le.add_argument("--leader-elect-retry-period", type=_duration, default=2.0, metavar="DURATION")
+    le.add_argument("--leader-elect-lease-duration", type=flags.duration, default=15.0, metavar="DURATION")
+    le.add_argument("--leader-elect-renew-deadline", type=flags.duration, default=10.0, metavar="DURATION")
+    le.add_argument("--leader-elect-retry-period", type=flags.duration, default=2.0, metavar="DURATION")
     le.add_argument("--leader-elect-resource-name", default="promscaler-autoscaler")
     le.add_argument("--leader-elect-resource-namespace", default=None,
                     help="namespace of the Lease (default: the pod's namespace, else kube-system)")

@@ -3,21 +3,19 @@ controllers run in the test's event loop against the sim through the real kubern
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable
+
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from autoscaler.controller.controller import Controller, Settings
-from autoscaler.controller.kube import Kube, load_configuration
+from autoscaler.controller.controller import Settings
 from autoscaler.decision.model import ControllerConfig
 from kubesim.apiserver import KubeSim
 from promscaler.selectors import parse_selector
 
+from ..support import eventually, running  # noqa: F401  (used by the tests through this module)
 from .fakemetrics import FakeMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,34 +83,6 @@ def settings(**overrides: Any) -> Settings:
     )
     base.update(overrides)
     return Settings(**base)
-
-
-@contextlib.asynccontextmanager
-async def running(sim: KubeSim, s: Settings) -> AsyncIterator[Controller]:
-    """A controller running in this loop until the block exits (then stopped gracefully)."""
-    kube = Kube(await load_configuration(sim.kubeconfig_path))
-    controller = Controller(kube, s)
-    stop = asyncio.Event()
-    task = asyncio.create_task(controller.run(stop))
-    try:
-        yield controller
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 20)
-        await kube.close()
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05) -> Any:
-    """Poll `check` until it returns a truthy value; fail with its last value."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    value = None
-    while loop.time() < deadline:
-        value = check()
-        if value:
-            return value
-        await asyncio.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
 
 
 def replicas(sim: KubeSim, name: str, ns: str = NS) -> int:

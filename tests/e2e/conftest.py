@@ -4,7 +4,6 @@ windows, 1 s sync period."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 import time
@@ -17,9 +16,11 @@ import pytest
 import yaml
 
 from autoscaler.controller.controller import Controller, Settings
-from autoscaler.controller.kube import Kube, load_configuration
 from autoscaler.decision.model import ControllerConfig
 from kubesim.apiserver import KubeSim
+
+from .. import support
+from ..support import running
 from kubesim.net import free_port
 from kubesim.prometheus import PrometheusServer
 from kubesim.processes import AdapterProcess
@@ -130,25 +131,10 @@ async def controller(sim: KubeSim, **overrides: Any) -> AsyncIterator[Controller
     base: dict[str, Any] = dict(sync_period=1.0, leader_elect=False, http_port=None,
                                 config=ControllerConfig(downscale_stabilization_window=5.0))
     base.update(overrides)
-    kube = Kube(await load_configuration(sim.kubeconfig_path))
-    c = Controller(kube, Settings(**base))
-    stop = asyncio.Event()
-    task = asyncio.create_task(c.run(stop))
-    try:
+    async with running(sim, Settings(**base)) as c:
         yield c
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 20)
-        await kube.close()
 
 
 async def eventually(check: Callable[[], Any], timeout: float = 45.0, interval: float = 0.2) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    value = None
-    while loop.time() < deadline:
-        value = check()
-        if value:
-            return value
-        await asyncio.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
+    """End-to-end conditions take longer: scrapes, rate windows and sync periods add up."""
+    return await support.eventually(check, timeout, interval)

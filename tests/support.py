@@ -1,0 +1,41 @@
+"""Helpers shared by several test packages: a controller running in the test's event loop, and
+polling for an eventual condition (asynchronous systems settle; tests wait, never sleep blindly)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from autoscaler.controller.controller import Controller, Settings
+from autoscaler.controller.kube import Kube, load_configuration
+from kubesim.apiserver import KubeSim
+
+
+@contextlib.asynccontextmanager
+async def running(sim: KubeSim, s: Settings) -> AsyncIterator[Controller]:
+    """A controller running in this loop until the block exits (then stopped gracefully)."""
+    kube = Kube(await load_configuration(sim.kubeconfig_path))
+    controller = Controller(kube, s)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        yield controller
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)
+        await kube.close()
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05) -> Any:
+    """Poll `check` until it returns a truthy value; fail with its last value."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    value = None
+    while loop.time() < deadline:
+        value = check()
+        if value:
+            return value
+        await asyncio.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
