@@ -87,20 +87,31 @@ class LabelIndex:
                 del postings[k]
 
     def select(self, namespace: str | None, selector: Selector) -> set[str]:
-        """Names of the objects in `namespace` (None: all) that match `selector`."""
-        candidates: set[Key] | None = None
-        if namespace is not None:
-            candidates = self._by_namespace.get(namespace, set())
-        for r in selector.requirements:  # narrow by every =/in clause, smallest postings first
+        """Names of the objects in `namespace` (None: all) that match `selector`.
+
+        The namespace and every `=`/`in` clause are set intersections over the postings, smallest
+        first; only the other clauses (`!=`, `notin`, exists...) are checked object by object."""
+        postings: list = [] if namespace is None else [self._by_namespace.get(namespace, set())]
+        rest = []
+        for r in selector.requirements:
             if r.operator in (Operator.EQUALS, Operator.IN):
-                keys = set().union(*(self._by_pair.get((r.key, v), ()) for v in r.values))
-                candidates = keys if candidates is None else candidates & keys
-                if not candidates:
-                    return set()
-        if candidates is None:
+                if len(r.values) == 1:
+                    postings.append(self._by_pair.get((r.key, r.values[0]), set()))
+                else:
+                    postings.append(set().union(*(self._by_pair.get((r.key, v), ()) for v in r.values)))
+            else:
+                rest.append(r)
+        if postings:
+            postings.sort(key=len)
+            candidates = postings[0]
+            for other in postings[1:]:
+                candidates = candidates & other  # a new set: the postings stay untouched
+        else:
             candidates = self.items.keys()
-        items = self.items
-        return {key[1] for key in candidates if selector.matches(items[key])}
+        if not rest:
+            return {key[1] for key in candidates}
+        others, items = Selector(tuple(rest)), self.items
+        return {key[1] for key in candidates if others.matches(items[key])}
 
 
 class _Informer:

@@ -14,16 +14,15 @@ import math
 import ssl
 import tempfile
 import time
-import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlencode
 
 import orjson
+import httpx
 import yaml
 
-from adapter.httpconn import HTTPPool
 from adapter.querycache import QueryCache
 from adapter.settings import Settings
 
@@ -101,12 +100,10 @@ class PrometheusClient:
     """`query` (instant vector), `series`, `labels` and `label_values`, with single-flight and a
     short freshness cache.
 
-    One pool of keep-alive connections (`adapter.httpconn`) for the whole process: a general
-    HTTP client's per-request machinery cost more than the adapter's whole overhead budget over
-    the PromQL query itself (issue 7).
+    One shared `httpx.AsyncClient` (pooled keep-alive connections, timeouts) for the whole process.
     """
 
-    def __init__(self, settings: Settings, metrics: Any = None) -> None:
+    def __init__(self, settings: Settings, metrics: Any = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.base = settings.prometheus_url.rstrip("/")
         self.timeout = settings.prometheus_timeout
         self.post = settings.prometheus_verb == "POST"
@@ -135,10 +132,17 @@ class PrometheusClient:
             self._basic = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         headers = {"Accept": "application/json", "User-Agent": "promscaler-adapter"}
         headers.update(dict(settings.prometheus_headers))
-        self._pool = HTTPPool(self.base, ctx, limit=64, connect_timeout=min(5.0, self.timeout), headers=headers)
+        self.client = httpx.AsyncClient(
+            base_url=self.base,
+            verify=ctx if ctx is not None else True,
+            headers=headers,
+            timeout=httpx.Timeout(self.timeout, connect=min(5.0, self.timeout)),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32, keepalive_expiry=60),
+            transport=transport,
+        )
 
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        await self.client.aclose()
 
     def _request_headers(self, endpoint: str) -> dict[str, str]:
         # Instant-query answers are small: gzip costs Prometheus more than the bytes it saves (half
@@ -158,17 +162,18 @@ class PrometheusClient:
         outcome = "error"
         try:
             try:
-                async with asyncio.timeout(self.timeout):
+                headers = self._request_headers(endpoint)
+                async with asyncio.timeout(self.timeout):  # the whole answer, not each read
                     if self.post and not endpoint.startswith("label/"):  # label values: GET only
-                        resp = await self._pool.request("POST", target, self._request_headers(endpoint),
-                                                        form.encode())
+                        resp = await self.client.post(target, content=form.encode(), headers={
+                            **headers, "Content-Type": "application/x-www-form-urlencoded"})
                     else:
-                        resp = await self._pool.request("GET", f"{target}?{form}", self._request_headers(endpoint))
-                status, content = resp.status, resp.body
-            except TimeoutError:
+                        resp = await self.client.get(f"{target}?{form}", headers=headers)
+                status, content = resp.status_code, resp.content
+            except (httpx.TimeoutException, TimeoutError):
                 outcome = "timeout"
                 raise PrometheusUnavailable(f"Prometheus at {self.base} did not answer within {self.timeout:g}s") from None
-            except (OSError, zlib.error) as exc:
+            except (httpx.HTTPError, OSError) as exc:
                 raise PrometheusUnavailable(f"Prometheus at {self.base} is unreachable: {exc or type(exc).__name__}") from None
             try:
                 body = orjson.loads(content)

@@ -18,7 +18,7 @@ __all__ = ["QueryBuildError", "quote", "regex_alternation", "selector_matchers",
            "external_query"]
 
 _LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_RE2_META = re.compile(r"([\\.+*?()|\[\]{}^$])")
+_RE2_ESCAPES = str.maketrans({c: "\\" + c for c in "\\.+*?()|[]{}^$"})  # each RE2 metacharacter, backslashed
 
 
 class QueryBuildError(ValueError):
@@ -32,7 +32,7 @@ def quote(value: str) -> str:
 
 def regex_alternation(values: Iterable[str]) -> str:
     """A quoted regex matching exactly one of `values` (Prometheus anchors regexes)."""
-    return quote("|".join(_RE2_META.sub(r"\\\1", v) for v in values))
+    return quote("|".join(v.translate(_RE2_ESCAPES) for v in values))
 
 
 def _check_label(key: str) -> str:

@@ -103,10 +103,17 @@ class PrometheusServer:
         """Change the scrape targets of a running server (rewrites config, sends SIGHUP)."""
         self.scrape_targets = list(targets)
         (self.dir / "prometheus.yml").write_text(yaml.safe_dump(self._config()))
-        if self.proc and self.proc.poll() is None:
+        if self.running:
             self.proc.send_signal(signal.SIGHUP)
 
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def start(self, timeout: float = 60.0) -> "PrometheusServer":
+        """Start the server (a no-op when it runs already, so `with server.start():` is safe)."""
+        if self.running:
+            return self
         config_path = self.dir / "prometheus.yml"
         config_path.write_text(yaml.safe_dump(self._config()))
         args = [

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import uvicorn
 from prometheus_client import CollectorRegistry
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from adapter.security import kube
 from adapter.security.authn import Authenticator, RequestHeaderConfig, ReviewUnavailable, TokenReviewer, read_authentication_configmap
@@ -33,8 +33,8 @@ __all__ = ["SecurityStack", "build_stack", "check_flags", "serve_secure", "uvico
 
 log = logging.getLogger("adapter.security")
 
-# h11 is what uvicorn uses here (httptools is not installed); both keep the app in `self.app`.
-HTTP_PROTOCOL = with_tls_extension(H11Protocol)
+# httptools, uvicorn's fast HTTP parser (a dependency), with the peer-certificate hook.
+HTTP_PROTOCOL = with_tls_extension(HttpToolsProtocol)
 
 
 class SecurityConfigError(ValueError):

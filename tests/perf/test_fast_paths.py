@@ -4,6 +4,7 @@ and label-selector lookups through the index."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 from hypothesis import given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from adapter.kube import LabelIndex
 from adapter.metricroutes import quantity, timestamp
+from adapter.promql import regex_alternation
 from promscaler import wire
 from promscaler.quantity import format_quantity
 from promscaler.selectors import Operator, Requirement, Selector, parse_selector
@@ -99,3 +101,14 @@ def test_index_with_parsed_selectors():
     assert index.select("web", parse_selector("app in (a0,a2),tier!=db")) == {f"p{i}" for i in range(30) if i % 3 != 1}
     assert index.select("shop", parse_selector("tier=web")) == set()
     assert index.select(None, parse_selector("")) == {f"p{i}" for i in range(30)}
+
+
+_RE2_META = re.compile(r"([\\.+*?()|\[\]{}^$])")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=12), min_size=1, max_size=6))
+def test_regex_alternation_escapes_every_metacharacter(values):
+    """The translate-based escaping gives what a per-character regex substitution gives."""
+    expected = json.dumps("|".join(_RE2_META.sub(r"\\\1", v) for v in values), ensure_ascii=False)
+    assert regex_alternation(values) == expected
