@@ -157,3 +157,15 @@ class PrometheusServer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def start_backfilled(openmetrics: str, **kwargs) -> PrometheusServer:
+    """A started server whose TSDB already holds `openmetrics` (backfilled before start);
+    `kwargs` go to `PrometheusServer`. Close it with `close()` or use it in a `with` block."""
+    server = PrometheusServer(**kwargs)
+    try:
+        backfill(openmetrics, server.data_dir)
+        return server.start()
+    except BaseException:
+        server.close()
+        raise

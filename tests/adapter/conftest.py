@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from kubesim.processes import AdapterProcess  # noqa: F401  (re-exported to the tests)
-from kubesim.prometheus import PrometheusServer, backfill
+from kubesim.prometheus import PrometheusServer, start_backfilled
 
 from . import data
 
@@ -27,9 +27,7 @@ def run_adapter(*args: str, timeout: float = 20.0) -> subprocess.CompletedProces
 
 
 def start_prometheus(**kwargs) -> PrometheusServer:
-    prom = PrometheusServer(**kwargs)
-    backfill(data.openmetrics(), prom.data_dir)
-    return prom.start()
+    return start_backfilled(data.openmetrics(), **kwargs)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubesim import processes
-from kubesim.prometheus import PrometheusServer, backfill
+from kubesim.prometheus import PrometheusServer, start_backfilled
 
 STEP = 15
 
@@ -53,9 +53,7 @@ def openmetrics(now: float | None = None) -> str:
 
 
 def start_prometheus(**kwargs) -> PrometheusServer:
-    prom = PrometheusServer(**kwargs)
-    backfill(openmetrics(), prom.data_dir)
-    return prom.start()
+    return start_backfilled(openmetrics(), **kwargs)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from adapter.security import pki
 from kubesim.processes import AdapterProcess
-from kubesim.prometheus import PrometheusServer, backfill
+from kubesim.prometheus import start_backfilled
 
 HPA = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 METRIC = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/%2A/http_requests?labelSelector=app%3Dweb"
@@ -93,9 +93,7 @@ def env(tmp_path_factory) -> Iterator[Env]:
     from kubesim.apiserver import KubeSim
 
     tmp = tmp_path_factory.mktemp("adapter-secure")
-    prom = PrometheusServer()
-    backfill(_openmetrics(int(time.time())), prom.data_dir)
-    with prom.start(), KubeSim() as sim:
+    with start_backfilled(_openmetrics(int(time.time()))) as prom, KubeSim() as sim:
         for pod in ("web-1", "web-2"):
             sim.apply({"apiVersion": "v1", "kind": "Pod",
                        "metadata": {"name": pod, "namespace": "web", "labels": {"app": "web"}},
