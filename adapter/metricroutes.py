@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Awaitable
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -22,11 +21,11 @@ import orjson
 
 from adapter.provider import CustomMetricsProvider, CustomValue, ExternalMetricsProvider
 from promscaler import wire
-from promscaler.quantity import _DECIMAL_SUFFIXES, format_quantity
-from promscaler.selectors import Operator, Selector, SelectorError, parse_selector
+from promscaler.quantity import format_quantity
+from promscaler.selectors import Selector, SelectorError, parse_selector, to_label_selector
 from promscaler.status import BadRequest, MethodNotAllowed, NotFound, ServiceUnavailable, StatusError, status_body
 
-__all__ = ["MetricRoutes", "label_selector_obj"]
+__all__ = ["MetricRoutes"]
 
 log = logging.getLogger("adapter.app")
 _JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -39,77 +38,10 @@ class _Route:
         self.path = path
 
 
-def label_selector_obj(sel: Selector) -> dict[str, Any] | None:
-    """A parsed selector as `metav1.LabelSelector` (echoed in v1beta2 `metric.selector`)."""
-    if sel.empty():
-        return None
-    match_labels, exprs = {}, []
-    names = {Operator.IN: "In", Operator.NOT_IN: "NotIn", Operator.EXISTS: "Exists", Operator.DOES_NOT_EXIST: "DoesNotExist"}
-    for r in sel.requirements:
-        if r.operator is Operator.EQUALS:
-            match_labels[r.key] = r.values[0]
-        elif r.operator is Operator.NOT_EQUALS:
-            exprs.append({"key": r.key, "operator": "NotIn", "values": list(r.values)})
-        elif r.operator in names:
-            exprs.append({"key": r.key, "operator": names[r.operator], **({"values": list(r.values)} if r.values else {})})
-    out: dict[str, Any] = {}
-    if match_labels:
-        out["matchLabels"] = match_labels
-    if exprs:
-        out["matchExpressions"] = exprs
-    return out
-
-
 @lru_cache(maxsize=4096)
 def timestamp(ts: float) -> str:
     """RFC 3339 seconds; cached because every item of one answer shares its sample time."""
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _milli_from_repr(value: float) -> int | None:
-    """ceil(decimal(repr(value)) * 1000), read off the digits; None for exponent notation."""
-    r = repr(value)
-    if "e" in r:
-        return None
-    negative = r[0] == "-"
-    whole, _, frac = (r[1:] if negative else r).partition(".")
-    milli = int(whole) * 1000 + int(frac[:3].ljust(3, "0"))
-    if negative:
-        return -milli  # towards +inf: the dropped digits only shrink the magnitude
-    return milli + 1 if frac[3:].strip("0") else milli
-
-
-def quantity(value: float) -> str:
-    """`promscaler.quantity.format_quantity(value)` for a float, three times as fast.
-
-    format_quantity rounds `Decimal(repr(value)) * 1000` up to an integer of milli-units. Here:
-    whole numbers are exact; otherwise `ceil(value * 1000.0)` is that integer whenever
-    `value * 1000.0` is farther from an integer than its rounding error (|m| * 1e-15); in the
-    rare remaining cases the digits of repr() are read. NaN/Inf/huge values go to format_quantity.
-    """
-    if not -9e15 < value < 9e15:  # also NaN
-        return format_quantity(value)
-    whole = int(value)
-    if whole == value:
-        milli = whole * 1000
-    else:
-        m = value * 1000.0
-        floor = math.floor(m)
-        eps = abs(m) * 1e-15 + 1e-12
-        if eps < m - floor < 1.0 - eps:
-            milli = floor + 1
-        else:
-            milli = _milli_from_repr(value)
-            if milli is None:
-                return format_quantity(value)
-    if milli == 0:
-        return "0"
-    negative = milli < 0
-    mantissa, exponent = abs(milli), -3
-    while mantissa % 1000 == 0 and exponent < 18:
-        mantissa //= 1000
-        exponent += 3
-    return f"{'-' if negative else ''}{mantissa}{_DECIMAL_SUFFIXES[exponent]}"
 
 
 def _custom_items(version: str, values: list[CustomValue], metric_selector: dict | None) -> list[dict[str, Any]]:
@@ -119,7 +51,7 @@ def _custom_items(version: str, values: list[CustomValue], metric_selector: dict
     res = first.resource
     return wire.custom_metric_values(
         version, res.kind, res.api_version, first.metric,
-        [(v.name, v.namespace, quantity(v.value), timestamp(v.timestamp)) for v in values],
+        [(v.name, v.namespace, format_quantity(v.value), timestamp(v.timestamp)) for v in values],
         first.window_seconds, metric_selector)
 
 
@@ -222,7 +154,7 @@ class MetricRoutes:
         if not all(parts):
             raise BadRequest(f"malformed path /apis/{wire.CUSTOM_GROUP}/{version}/{rest}: empty segment")
         metric_selector = _selector(query, "metricLabelSelector")
-        echo = label_selector_obj(metric_selector)
+        echo = to_label_selector(metric_selector)
         if name == "*":
             selector = _selector(query, "labelSelector")
             values = await self.custom.get_metric_by_selector(resource, namespace, selector, metric, metric_selector)
@@ -239,7 +171,7 @@ class MetricRoutes:
         selector = _selector(query, "labelSelector")
         values = await self.external.get_external_metric(parts[1], parts[2], selector)
         return orjson.dumps(wire.external_metric_value_list(
-            wire.external_metric_value(v.metric, v.labels, quantity(v.value), timestamp(v.timestamp),
+            wire.external_metric_value(v.metric, v.labels, format_quantity(v.value), timestamp(v.timestamp),
                                        v.window_seconds) for v in values))
 
 

@@ -53,22 +53,7 @@ def to_milli(value: str | int | float | Decimal) -> int:
 
 
 def format_milli(milli: int, binary: bool = False) -> str:
-    """Canonical spelling of a milli-unit integer."""
-    return format_quantity(Decimal(milli) / 1000, binary=binary)
-
-
-def format_quantity(value: Decimal | int | float, binary: bool = False) -> str:
-    """Canonical apimachinery spelling: `1500m`, `2k`, `1536Mi`.
-
-    Values are rounded up to milli precision first, as adapters serve them
-    (`resource.NewMilliQuantity`). `binary` picks BinarySI when the value is a whole
-    multiple of 1024 (memory), falling back to DecimalSI as apimachinery does.
-    """
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise QuantityError(f"not a finite quantity: {value!r}")
-        value = Decimal(repr(value))
-    milli = int((Decimal(value) * 1000).to_integral_value(rounding=ROUND_CEILING))
+    """Canonical spelling of a milli-unit integer (integer arithmetic only: the hot path)."""
     if milli == 0:
         return "0"
     sign = "-" if milli < 0 else ""
@@ -86,3 +71,49 @@ def format_quantity(value: Decimal | int | float, binary: bool = False) -> str:
         mantissa //= 1000
         exponent += 3
     return f"{sign}{mantissa}{_DECIMAL_SUFFIXES[exponent]}"
+
+
+def format_quantity(value: Decimal | int | float, binary: bool = False) -> str:
+    """Canonical apimachinery spelling: `1500m`, `2k`, `1536Mi`.
+
+    Values are rounded up to milli precision first, as adapters serve them
+    (`resource.NewMilliQuantity`). `binary` picks BinarySI when the value is a whole
+    multiple of 1024 (memory), falling back to DecimalSI as apimachinery does.
+    """
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"not a finite quantity: {value!r}")
+        return format_milli(_float_milli(value), binary)
+    return format_milli(_decimal_milli(value), binary)
+
+
+def _decimal_milli(value: Decimal | int | float) -> int:
+    """ceil(value * 1000), exactly; a float counts as the decimal its repr() shows."""
+    exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    return int((exact * 1000).to_integral_value(rounding=ROUND_CEILING))
+
+
+def _float_milli(value: float) -> int:
+    """`_decimal_milli` for a float, without Decimal in the common cases (adapters format one
+    value per served item). Whole numbers are exact; otherwise `ceil(value * 1000.0)` is right
+    whenever `value * 1000.0` is farther from an integer than its rounding error; the rare rest
+    is read off repr()'s digits, or goes to Decimal."""
+    if not -9e15 < value < 9e15:
+        return _decimal_milli(value)
+    whole = int(value)
+    if whole == value:
+        return whole * 1000
+    m = value * 1000.0
+    floor = math.floor(m)
+    eps = abs(m) * 1e-15 + 1e-12
+    if eps < m - floor < 1.0 - eps:
+        return floor + 1
+    r = repr(value)
+    if "e" in r:
+        return _decimal_milli(value)
+    negative = r[0] == "-"
+    integral, _, frac = (r[1:] if negative else r).partition(".")
+    milli = int(integral) * 1000 + int(frac[:3].ljust(3, "0"))
+    if negative:
+        return -milli  # rounding up (towards +inf) drops the extra digits of a negative value
+    return milli + 1 if frac[3:].strip("0") else milli

@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["Operator", "Requirement", "Selector", "SelectorError", "parse_selector", "from_label_selector"]
+__all__ = [
+    "Operator", "Requirement", "Selector", "SelectorError", "parse_selector", "from_label_selector", "to_label_selector",
+]
 
 
 class SelectorError(ValueError):
@@ -258,3 +260,31 @@ def from_label_selector(obj: Mapping | None) -> Selector:
         except SelectorError as exc:
             raise SelectorError(f"matchExpressions[{n}]: {exc}") from None
     return Selector(tuple(sorted(reqs, key=lambda r: (r.key, r.operator.value))))
+
+
+_OBJECT_OPS = {Operator.IN: "In", Operator.NOT_IN: "NotIn", Operator.EXISTS: "Exists", Operator.DOES_NOT_EXIST: "DoesNotExist"}
+
+
+def to_label_selector(sel: Selector) -> dict | None:
+    """The `metav1.LabelSelector` object of a parsed selector (`None` when empty), as the v1beta2
+    custom metrics API echoes `metric.selector`. `!=` becomes `NotIn`; `gt`/`lt` have no object form."""
+    if sel.empty():
+        return None
+    match_labels: dict[str, str] = {}
+    exprs: list[dict] = []
+    for r in sel.requirements:
+        if r.operator is Operator.EQUALS:
+            match_labels[r.key] = r.values[0]
+        elif r.operator is Operator.NOT_EQUALS:
+            exprs.append({"key": r.key, "operator": "NotIn", "values": list(r.values)})
+        elif r.operator in _OBJECT_OPS:
+            expr = {"key": r.key, "operator": _OBJECT_OPS[r.operator]}
+            if r.values:
+                expr["values"] = list(r.values)
+            exprs.append(expr)
+    out: dict = {}
+    if match_labels:
+        out["matchLabels"] = match_labels
+    if exprs:
+        out["matchExpressions"] = exprs
+    return out

@@ -48,23 +48,6 @@ def _go_selector(raw: Any) -> str:
     return f"&LabelSelector{{MatchLabels:{label_part},MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}"
 
 
-_EXACT = 10**27
-
-
-def _q(milli: int) -> str:
-    """`format_milli`, without Decimal for the usual values (`1500m`, `2`, `0`)."""
-    if not milli:
-        return "0"
-    if not -_EXACT < milli < _EXACT:
-        return format_milli(milli)  # beyond Decimal's 28 digits: keep its rounding
-    if milli % 1000:
-        return f"{milli}m"
-    whole = milli // 1000
-    if whole % 1000:
-        return str(whole)
-    return format_milli(milli)  # k, M, G, ... suffixes
-
-
 def _sum_capped(values: tuple[int, ...]) -> int:
     total = 0
     for v in values:
@@ -81,9 +64,9 @@ def _target_text(ms: MetricSpec) -> str:
         if t.type == "Utilization":
             text = f"{t.average_utilization}% of request"
         elif t.type == "AverageValue":
-            text = f"{_q(t.average_value_milli or 0)} per pod"
+            text = f"{format_milli(t.average_value_milli or 0)} per pod"
         else:
-            text = f"{_q(t.value_milli or 0)}"
+            text = f"{format_milli(t.value_milli or 0)}"
         ms.memo["target"] = text
     return text
 
@@ -134,7 +117,7 @@ def _ok_detail(ms: MetricSpec, calc: Calc, current_text: Any) -> MetricDetail:
 
 
 def _per_pod_text(q: str, total: int) -> str:
-    return f"{q} per pod ({_q(total)} total)"
+    return f"{q} per pod ({format_milli(total)} total)"
 
 
 def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: Tolerances,
@@ -155,7 +138,7 @@ def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: To
                 raise CalcError(f"unable to get metric {ms.name}: expected pod samples")
             calc = plain_metric_replicas(current, target.average_value_milli or 0, "", tol, inp.pods,
                                          reading.samples, inp.config, inp.now, unique)
-            q = _q(calc.usage)
+            q = format_milli(calc.usage)
             status = {"type": "Pods", "pods": {"metric": ms.identifier(), "current": {"averageValue": q}}}
             return _ok(ms, calc, status, q)
         if mtype == "Object":
@@ -169,12 +152,12 @@ def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: To
                 ref["apiVersion"] = described.api_version
             if target.type == "Value":
                 calc = usage_ratio_replicas(current, reading.milli, target.value_milli or 0, tol, inp.pods)
-                q = _q(calc.usage)
+                q = format_milli(calc.usage)
                 status = {"type": "Object", "object": {"describedObject": ref, "metric": ms.identifier(),
                                                       "current": {"value": q}}}
                 return _ok(ms, calc, status, q)
             calc = per_pod_total_replicas(inp.status_replicas, reading.milli, target.average_value_milli or 0, tol)
-            q = _q(calc.usage)
+            q = format_milli(calc.usage)
             status = {"type": "Object", "object": {"describedObject": ref, "metric": ms.identifier(),
                                                   "current": {"averageValue": q}}}
             return _ok(ms, calc, status, (_per_pod_text, q, reading.milli))
@@ -186,11 +169,11 @@ def compute_metric(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: To
             total = _sum_capped(reading.millis)
             if target.type == "AverageValue":
                 calc = per_pod_total_replicas(inp.status_replicas, total, target.average_value_milli or 0, tol)
-                q = _q(calc.usage)
+                q = format_milli(calc.usage)
                 status = {"type": "External", "external": {"metric": ms.identifier(), "current": {"averageValue": q}}}
                 return _ok(ms, calc, status, (_per_pod_text, q, total))
             calc = usage_ratio_replicas(current, total, target.value_milli or 0, tol, inp.pods)
-            q = _q(calc.usage)
+            q = format_milli(calc.usage)
             status = {"type": "External", "external": {"metric": ms.identifier(), "current": {"value": q}}}
             return _ok(ms, calc, status, q)
         return _fail(ms, C.INVALID_METRIC_SOURCE_TYPE, f'unknown metric source type "{mtype}"')
@@ -217,7 +200,7 @@ def _resource(ms: MetricSpec, reading: Reading, inp: DecisionInput, tol: Toleran
                                          inp.pods, reading.samples, inp.config, inp.now, unique)
     except CalcError as exc:
         return _fail(ms, reason, f"failed to get {res} {what}: {exc}")
-    q = _q(calc.usage)
+    q = format_milli(calc.usage)
     if utilization:
         current: dict[str, Any] = {"averageUtilization": calc.utilization, "averageValue": q}
         text: Any = ("{}% ({} avg)", calc.utilization, q)

@@ -3,9 +3,11 @@
 from decimal import Decimal
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
-from promscaler.quantity import QuantityError, format_milli, format_quantity, parse_quantity, to_milli
+from promscaler.quantity import (
+    QuantityError, _decimal_milli, _float_milli, format_milli, format_quantity, parse_quantity, to_milli,
+)
 
 
 @pytest.mark.parametrize(
@@ -63,3 +65,19 @@ def test_milli_rounds_up_like_apimachinery():
 @given(st.integers(min_value=-(10**15), max_value=10**15))
 def test_milli_round_trip(milli):
     assert to_milli(format_milli(milli)) == milli
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(st.floats(allow_nan=False, allow_infinity=False),
+                 st.floats(min_value=-1e6, max_value=1e6),
+                 st.integers(-10**7, 10**7).map(lambda i: i / 1000),
+                 st.integers(-10**9, 10**9).map(float)))
+def test_float_fast_path_equals_decimal(value):
+    # format_quantity's float shortcut must round exactly as the Decimal reading of repr() does.
+    assert _float_milli(value) == _decimal_milli(value), value
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0, 0.0005, -0.0005, 0.001, 1.5, -1.5, 1e-7, 1e21, 2.3333333333333335,
+                                   1536.0, 1e18, 123456.789, 0.1 + 0.2])
+def test_float_fast_path_edge_cases(value):
+    assert _float_milli(value) == _decimal_milli(value)

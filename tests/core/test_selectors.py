@@ -2,7 +2,7 @@
 
 import pytest
 
-from promscaler.selectors import Operator, SelectorError, from_label_selector, parse_selector
+from promscaler.selectors import Operator, SelectorError, from_label_selector, parse_selector, to_label_selector
 
 
 @pytest.mark.parametrize(
@@ -83,3 +83,16 @@ def test_label_selector_object():
 def test_label_selector_object_errors(obj, fragment):
     with pytest.raises(SelectorError, match=r".*" + fragment.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
         from_label_selector(obj)
+
+
+@pytest.mark.parametrize("text", ["app=web", "a=1,b notin (x,y),!c,d", "env in (prod,staging),tier!=db"])
+def test_to_label_selector_round_trips(text):
+    sel = parse_selector(text)
+    assert from_label_selector(to_label_selector(sel)).matches({"app": "web", "a": "1", "d": "", "env": "prod"}) \
+        == sel.matches({"app": "web", "a": "1", "d": "", "env": "prod"})
+    # != is NotIn with one value: same meaning, object form
+    assert str(from_label_selector(to_label_selector(sel))) == str(sel).replace("tier!=db", "tier notin (db)")
+
+
+def test_to_label_selector_empty():
+    assert to_label_selector(parse_selector("")) is None

@@ -1,5 +1,5 @@
-"""The hot-path shortcuts give exactly what the plain code gives: quantities, batch-built items,
-and label-selector lookups through the index."""
+"""The hot-path shortcuts give exactly what the plain code gives: timestamps, batch-built items,
+and label-selector lookups through the index (quantities: tests/core/test_quantity.py)."""
 
 from __future__ import annotations
 
@@ -11,34 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapter.kube import LabelIndex
-from adapter.metricroutes import quantity, timestamp
+from adapter.metricroutes import timestamp
 from adapter.promql import regex_alternation
 from promscaler import wire
-from promscaler.quantity import format_quantity
 from promscaler.selectors import Operator, Requirement, Selector, parse_selector
 from promscaler.times import format_time
-
-
-@settings(max_examples=3000, deadline=None)
-@given(st.one_of(st.floats(allow_nan=True, allow_infinity=False),
-                 st.floats(min_value=-1e6, max_value=1e6),
-                 st.integers(-10**7, 10**7).map(lambda i: i / 1000),
-                 st.integers(-10**9, 10**9).map(float)))
-def test_quantity_is_format_quantity(value):
-    try:
-        expected = format_quantity(value)
-    except ValueError:  # NaN: format_quantity refuses, so must the fast path
-        try:
-            quantity(value)
-        except ValueError:
-            return
-        raise AssertionError(f"quantity({value!r}) accepted what format_quantity refuses") from None
-    assert quantity(value) == expected, value
-
-
-def test_quantity_edge_cases():
-    for v in (0.0, -0.0, 0.0005, -0.0005, 0.001, 1.5, -1.5, 1e-7, 1e21, 2.3333333333333335, 1536.0, 1e18, 123456.789):
-        assert quantity(v) == format_quantity(v), v
 
 
 def test_timestamp_matches_format_time():
