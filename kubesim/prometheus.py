@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -98,13 +97,6 @@ class PrometheusServer:
             "global": {"scrape_interval": self.scrape_interval, "evaluation_interval": self.scrape_interval},
             "scrape_configs": scrape,
         }
-
-    def set_targets(self, targets: Sequence[str]) -> None:
-        """Change the scrape targets of a running server (rewrites config, sends SIGHUP)."""
-        self.scrape_targets = list(targets)
-        (self.dir / "prometheus.yml").write_text(yaml.safe_dump(self._config()))
-        if self.running:
-            self.proc.send_signal(signal.SIGHUP)
 
     @property
     def running(self) -> bool:

@@ -16,7 +16,6 @@ from adapter.security.requestinfo import RequestInfo
 
 __all__ = ["Decision", "Authorizer", "path_always_allowed", "forbidden_message", "forbidden_status"]
 
-DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
 DEFAULT_ALWAYS_ALLOW_GROUPS = ("system:masters",)
 
 

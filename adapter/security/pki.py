@@ -60,22 +60,22 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def new_ca(cn: str, days: int = 3650, not_before: dt.datetime | None = None, parent: KeyPair | None = None) -> KeyPair:
-    """A CA certificate (P-256 key): self-signed, or an intermediate signed by `parent`."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    start = not_before or _now() - dt.timedelta(minutes=5)
+def _builder(subject: x509.Name, issuer: KeyPair | None, key: ec.EllipticCurvePrivateKey, start: dt.datetime,
+             days: float, ca: bool) -> x509.CertificateBuilder:
+    """What every certificate here has: validity, basic constraints, key usage and key identifiers
+    (self-signed when `issuer` is None)."""
     builder = (
         x509.CertificateBuilder()
-        .subject_name(_name(cn))
-        .issuer_name(parent.cert.subject if parent else _name(cn))
+        .subject_name(subject)
+        .issuer_name(issuer.cert.subject if issuer else subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(start)
         .not_valid_after(start + dt.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
+                digital_signature=True, key_cert_sign=ca, crl_sign=ca, content_commitment=False,
                 key_encipherment=False, data_encipherment=False, key_agreement=False,
                 encipher_only=False, decipher_only=False,
             ),
@@ -83,9 +83,17 @@ def new_ca(cn: str, days: int = 3650, not_before: dt.datetime | None = None, par
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
     )
-    if parent is not None:
+    if issuer is not None:
         builder = builder.add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(parent.cert.public_key()), critical=False)
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer.cert.public_key()), critical=False)
+    return builder
+
+
+def new_ca(cn: str, days: int = 3650, not_before: dt.datetime | None = None, parent: KeyPair | None = None) -> KeyPair:
+    """A CA certificate (P-256 key): self-signed, or an intermediate signed by `parent`."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    start = not_before or _now() - dt.timedelta(minutes=5)
+    builder = _builder(_name(cn), parent, key, start, days, ca=True)
     return KeyPair(builder.sign(parent.key if parent else key, hashes.SHA256()), key)
 
 
@@ -107,28 +115,7 @@ def issue(
     usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + (
         [ExtendedKeyUsageOID.CLIENT_AUTH] if client else []
     )
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(_name(cn, tuple(orgs)))
-        .issuer_name(ca.cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(start + dt.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True, key_encipherment=False, key_cert_sign=False, crl_sign=False,
-                content_commitment=False, data_encipherment=False, key_agreement=False,
-                encipher_only=False, decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.cert.public_key()), critical=False
-        )
-    )
+    builder = _builder(_name(cn, tuple(orgs)), ca, key, start, days, ca=False)
     if usages:
         builder = builder.add_extension(x509.ExtendedKeyUsage(usages), critical=False)
     sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]

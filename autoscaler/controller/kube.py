@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import aiohttp
@@ -136,9 +136,6 @@ def query(**params: Any) -> list[tuple[str, Any]]:
     """Query parameters without the unset ones."""
     return [(k, v) for k, v in params.items() if v is not None and v != ""]
 
-
-def label_selector_string(selector: Mapping[str, str]) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
 
 
 async def sleep_or_stop(stop: asyncio.Event, seconds: float) -> bool:

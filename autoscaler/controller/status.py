@@ -53,8 +53,3 @@ def build_status(previous: Obj | None, *, generation: int | None, current_replic
     elif previous.get("lastScaleTime"):
         status["lastScaleTime"] = previous["lastScaleTime"]
     return status
-
-
-def same_status(a: Obj | None, b: Obj | None) -> bool:
-    """Equal ignoring nothing: used to skip a write that would change nothing."""
-    return (a or {}) == (b or {})

@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from kubesim.processes import stop_process
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -61,10 +63,4 @@ class Child:
         """SIGTERM (graceful shutdown), then SIGKILL after `timeout`; always reaps."""
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout)

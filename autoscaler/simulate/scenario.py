@@ -144,37 +144,27 @@ def _config(doc: Mapping[str, Any]) -> ControllerConfig:
     )
 
 
+def _history_entries(raw: Mapping[str, Any], key: str, count: str, make: Any) -> tuple[Any, ...]:
+    """`history.<key>`: objects with a `timestamp` and an integer `<count>` field."""
+    out = []
+    for i, e in enumerate(_list(raw, key, f"history.{key}")):
+        p = f"history.{key}[{i}]"
+        if not isinstance(e, Mapping):
+            raise _err(p, "must be an object")
+        for name in ("timestamp", count):
+            if e.get(name) is None:
+                raise _err(f"{p}.{name}", "required")
+        out.append(make(_time(e["timestamp"], f"{p}.timestamp"), _int(e[count], f"{p}.{count}")))
+    return tuple(out)
+
+
 def _history(doc: Mapping[str, Any]) -> History:
     raw = _map(doc, "history", "history")
-    recs = None
-    if raw.get("recommendations") is not None:
-        items = _list(raw, "recommendations", "history.recommendations")
-        recs = []
-        for i, r in enumerate(items):
-            p = f"history.recommendations[{i}]"
-            if not isinstance(r, Mapping):
-                raise _err(p, "must be an object")
-            if r.get("timestamp") is None:
-                raise _err(f"{p}.timestamp", "required")
-            if r.get("replicas") is None:
-                raise _err(f"{p}.replicas", "required")
-            recs.append(Recommendation(_time(r["timestamp"], f"{p}.timestamp"), _int(r["replicas"], f"{p}.replicas")))
-        recs = tuple(recs)
-
-    def events(key: str) -> tuple[ScaleEvent, ...]:
-        out = []
-        for i, e in enumerate(_list(raw, key, f"history.{key}")):
-            p = f"history.{key}[{i}]"
-            if not isinstance(e, Mapping):
-                raise _err(p, "must be an object")
-            if e.get("timestamp") is None:
-                raise _err(f"{p}.timestamp", "required")
-            if e.get("replicaChange") is None:
-                raise _err(f"{p}.replicaChange", "required")
-            out.append(ScaleEvent(_time(e["timestamp"], f"{p}.timestamp"), _int(e["replicaChange"], f"{p}.replicaChange")))
-        return tuple(out)
-
-    return History(recs, events("scaleUpEvents"), events("scaleDownEvents"))
+    # Absent recommendations mean a fresh controller; an explicit list, even empty, is used as is.
+    recs = (_history_entries(raw, "recommendations", "replicas", Recommendation)
+            if raw.get("recommendations") is not None else None)
+    return History(recs, _history_entries(raw, "scaleUpEvents", "replicaChange", ScaleEvent),
+                   _history_entries(raw, "scaleDownEvents", "replicaChange", ScaleEvent))
 
 
 def _expect(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:

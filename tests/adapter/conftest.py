@@ -3,7 +3,12 @@ the adapter as a real subprocess (`python -m adapter --insecure --port P ...`) q
 
 from __future__ import annotations
 
+import contextlib
+import json
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import ParseResult, urlparse
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,3 +74,35 @@ def approx(quantity: str, expected: float) -> bool:
 @pytest.fixture(scope="session")
 def promql(prometheus: PrometheusServer) -> PromQL:
     return PromQL(prometheus.url)
+
+
+class StubAPI(BaseHTTPRequestHandler):
+    """A programmable stand-in for Prometheus' HTTP API: subclasses answer `(code, body)` from
+    `reply(url)`; bodies are sent as JSON."""
+
+    def reply(self, url: ParseResult) -> tuple[int, dict]:
+        raise NotImplementedError
+
+    def do_GET(self):  # noqa: N802
+        code, body = self.reply(urlparse(self.path))
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serving(handler: type[StubAPI]) -> Iterator[ThreadingHTTPServer]:
+    """`handler` on a free loopback port for the duration of the block."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -3,52 +3,36 @@ last-good fallback, atomic catalogue swap."""
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs
 
 import pytest
 
 from adapter.discovery import Discovery, load_compiled
 from adapter.prometheus import PrometheusClient
 from adapter.settings import parse_settings
-from .conftest import RULES
+from .conftest import RULES, StubAPI, serving
 
 
-class _SeriesAPI(BaseHTTPRequestHandler):
+class _SeriesAPI(StubAPI):
     """Answers /api/v1/series per match[]; `failing` queries get a 503."""
 
     series: dict[str, list[dict]] = {}
     failing: set[str] = set()
     calls: list[str] = []
 
-    def do_GET(self):  # noqa: N802
-        match = parse_qs(urlparse(self.path).query)["match[]"][0]
+    def reply(self, url):
+        match = parse_qs(url.query)["match[]"][0]
         type(self).calls.append(match)
         if match in self.failing:
-            code, body = 503, {"status": "error", "errorType": "unavailable", "error": "store gateway down"}
-        else:
-            code, body = 200, {"status": "success", "data": self.series.get(match, [])}
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+            return 503, {"status": "error", "errorType": "unavailable", "error": "store gateway down"}
+        return 200, {"status": "success", "data": self.series.get(match, [])}
 
 
 @pytest.fixture
 def series_api():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _SeriesAPI)
     _SeriesAPI.series, _SeriesAPI.failing, _SeriesAPI.calls = {}, set(), []
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(_SeriesAPI) as server:
+        yield server
 
 
 HTTP_Q = 'http_requests_total{namespace!="",pod!=""}'

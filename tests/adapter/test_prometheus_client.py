@@ -4,15 +4,13 @@ query parameters on every call."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs
 
 import pytest
 
 from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 from adapter.settings import parse_settings
-from .conftest import RULES, AdapterProcess, approx, start_prometheus
+from .conftest import RULES, AdapterProcess, StubAPI, approx, serving, start_prometheus
 
 
 @pytest.fixture(scope="module")
@@ -35,34 +33,20 @@ def test_adapter_behind_a_path_prefix(prefixed_prometheus, promql):
         adapter.stop()
 
 
-class _Recorder(BaseHTTPRequestHandler):
+class _Recorder(StubAPI):
     seen: list[dict] = []
-    reply: tuple[int, dict] = (200, {"status": "success", "data": {"resultType": "vector", "result": []}})
+    reply_with: tuple[int, dict] = (200, {"status": "success", "data": {"resultType": "vector", "result": []}})
 
-    def do_GET(self):  # noqa: N802
-        url = urlparse(self.path)
+    def reply(self, url):
         type(self).seen.append({"path": url.path, "params": parse_qs(url.query), "headers": dict(self.headers)})
-        code, body = type(self).reply
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+        return type(self).reply_with
 
 
 @pytest.fixture
 def recorder():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     _Recorder.seen = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(_Recorder) as server:
+        yield server
 
 
 async def test_credentials_headers_and_params_are_sent(recorder, tmp_path):
@@ -75,7 +59,7 @@ async def test_credentials_headers_and_params_are_sent(recorder, tmp_path):
     ])
     client = PrometheusClient(settings)
     try:
-        _Recorder.reply = (200, {"status": "success", "data": {"resultType": "vector", "result": [
+        _Recorder.reply_with = (200, {"status": "success", "data": {"resultType": "vector", "result": [
             {"metric": {"pod": "a"}, "value": [1700000000.5, "2.5"]},
             {"metric": {"pod": "b"}, "value": [1700000000.5, "NaN"]},
             {"metric": {"pod": "c"}, "value": [1700000000.5, "+Inf"]},
@@ -88,10 +72,10 @@ async def test_credentials_headers_and_params_are_sent(recorder, tmp_path):
         assert req["params"]["timeout"] == ["3s"]
         assert req["headers"]["Authorization"] == "Bearer s3cret" and req["headers"]["X-Scope-OrgID"] == "t1"
 
-        _Recorder.reply = (400, {"status": "error", "errorType": "bad_data", "error": "parse error"})
+        _Recorder.reply_with = (400, {"status": "error", "errorType": "bad_data", "error": "parse error"})
         with pytest.raises(PrometheusQueryError, match="parse error"):
             await client.query("bad(")
-        _Recorder.reply = (503, {"status": "error", "errorType": "unavailable", "error": "overloaded"})
+        _Recorder.reply_with = (503, {"status": "error", "errorType": "unavailable", "error": "overloaded"})
         with pytest.raises(PrometheusUnavailable, match="overloaded"):
             await client.query("up")
     finally:
@@ -111,7 +95,7 @@ async def test_auth_config_kubeconfig_style(recorder, tmp_path):
                                "--prometheus-auth-config", str(auth)])
     client = PrometheusClient(settings)
     try:
-        _Recorder.reply = (200, {"status": "success", "data": []})
+        _Recorder.reply_with = (200, {"status": "success", "data": []})
         assert await client.series("up") == []
         [req] = _Recorder.seen
         assert req["path"] == "/api/v1/series" and req["params"]["match[]"] == ["up"]
