@@ -190,6 +190,6 @@ def create_app(
 
     app.add_middleware(_RequestMetrics, metrics=metrics)
     # below the group documents: raw ASGI (adapter.metricroutes), ahead of Starlette's middleware stack
-    app.hot = _RequestMetrics(MetricRoutes(app.fallback, custom, external, settings.request_timeout), metrics)
+    app.hot = _RequestMetrics(MetricRoutes(app.fallback, custom, external), metrics)
     return app
 

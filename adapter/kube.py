@@ -10,6 +10,7 @@ selector with an `=`/`in` clause reads only the objects that can match (issue 7:
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -43,6 +44,7 @@ _LISTERS: dict[str, tuple[type, str]] = {
 }
 
 Key = tuple[str, str]  # (namespace or "", name)
+_changes = itertools.count(1)  # one sequence for every index: a higher version is always a later state
 
 
 def _entry(obj: Mapping) -> tuple[Key, dict[str, str]]:
@@ -51,12 +53,14 @@ def _entry(obj: Mapping) -> tuple[Key, dict[str, str]]:
 
 
 class LabelIndex:
-    """Objects' labels with postings per namespace and per (label, value)."""
+    """Objects' labels with postings per namespace and per (label, value); `version` changes
+    whenever what a selector can select does (a status-only update of a pod does not)."""
 
     def __init__(self, entries: Iterable[tuple[Key, dict[str, str]]] = ()) -> None:
         self.items: dict[Key, dict[str, str]] = {}
         self._by_namespace: dict[str, set[Key]] = defaultdict(set)
         self._by_pair: dict[tuple[str, str], set[Key]] = defaultdict(set)
+        self.version = next(_changes)
         for key, labels in entries:
             self.put(key, labels)
 
@@ -64,7 +68,10 @@ class LabelIndex:
         return len(self.items)
 
     def put(self, key: Key, labels: dict[str, str]) -> None:
+        if self.items.get(key) == labels:
+            return
         self.delete(key)
+        self.version = next(_changes)
         self.items[key] = labels
         self._by_namespace[key[0]].add(key)
         for pair in labels.items():
@@ -74,6 +81,7 @@ class LabelIndex:
         old = self.items.pop(key, None)
         if old is None:
             return
+        self.version = next(_changes)
         self._discard(self._by_namespace, key[0], key)
         for pair in old.items():
             self._discard(self._by_pair, pair, key)
@@ -212,6 +220,12 @@ class LabelCache:
                 raise ServiceUnavailable(f"the labels of {resource.api_name} are not available from Kubernetes yet"
                                          + (f": {inf.last_error}" if inf.last_error else "")) from None
         return inf.index.select(namespace if resource.namespaced and namespace else None, selector)
+
+    @property
+    def version(self) -> int:
+        """Changes whenever any cached object set or label does: answers derived from `names` are
+        valid while it stays the same."""
+        return max((inf.index.version for inf in self._informers.values()), default=0)
 
     def start(self, *resources: Resource) -> None:
         for r in resources:

@@ -5,13 +5,15 @@ are answered here without FastAPI's per-request machinery (dependency solving, e
 `jsonable_encoder` over every item, ~3x the cost of the work itself at 1,000 pods, issue 7); every
 other path goes on to the FastAPI app. Same answers and errors as routes would give: orjson
 bodies, `metav1.Status` errors with their codes, 405 for other methods.
+
+A serialized answer is kept for exactly as long as the Prometheus answer it was built from may
+be served (the query cache's freshness), keyed by the request and, for label selectors, by the
+version of the watched objects: many autoscalers polling the same metric cost one dict lookup.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -20,10 +22,11 @@ from urllib.parse import parse_qsl
 import orjson
 
 from adapter.provider import CustomMetricsProvider, CustomValue, ExternalMetricsProvider
+from adapter.ttlcache import TTLCache
 from promscaler import wire
 from promscaler.quantity import format_quantity
 from promscaler.selectors import Selector, SelectorError, parse_selector, to_label_selector
-from promscaler.status import BadRequest, MethodNotAllowed, NotFound, ServiceUnavailable, StatusError, status_body
+from promscaler.status import BadRequest, MethodNotAllowed, NotFound, StatusError, status_body
 
 __all__ = ["MetricRoutes"]
 
@@ -77,8 +80,9 @@ class MetricRoutes:
                for g in (wire.CUSTOM_GROUP, wire.EXTERNAL_GROUP) for values in (False, True)}
 
     def __init__(self, app, custom: CustomMetricsProvider | None, external: ExternalMetricsProvider | None,
-                 deadline: float) -> None:
-        self.app, self.custom, self.external, self.deadline = app, custom, external, deadline
+                 max_answers: int = 4096) -> None:
+        self.app, self.custom, self.external = app, custom, external
+        self.answers: TTLCache[bytes] = TTLCache(max_answers)
 
     @classmethod
     def claims(cls, path: str) -> bool:
@@ -105,9 +109,7 @@ class MetricRoutes:
             if not slash:
                 body = self._resources(group, version)
             else:
-                query = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
-                handler = self._custom_values if group == wire.CUSTOM_GROUP else self._external_values
-                body = await self._within_deadline(handler(version, tail, query))
+                body = await self._values(group, version, tail, scope["query_string"])
         except StatusError as exc:
             code, body = exc.code, orjson.dumps(exc.to_status())
         except Exception as exc:  # never a traceback to the client
@@ -118,12 +120,21 @@ class MetricRoutes:
                     "headers": [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
 
-    async def _within_deadline(self, coro: Awaitable[bytes]) -> bytes:
-        try:
-            async with asyncio.timeout(self.deadline):
-                return await coro
-        except TimeoutError:
-            raise ServiceUnavailable(f"the request did not complete within {self.deadline:g}s") from None
+    async def _values(self, group: str, version: str, tail: str, raw_query: bytes) -> bytes:
+        """A value list: from the answers kept while fresh, else built (every wait inside is bounded
+        by the Prometheus and Kubernetes timeouts, themselves within `--request-timeout`)."""
+        query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
+        by_labels = group == wire.CUSTOM_GROUP and bool(query.get("labelSelector"))
+        key = (group, version, tail, raw_query, self.custom.objects_version() if by_labels else 0)
+        body = self.answers.get(key)
+        if body is None:
+            if group == wire.CUSTOM_GROUP:
+                body, fresh_until = await self._custom_values(version, tail, query)
+            else:
+                body, fresh_until = await self._external_values(version, tail, query)
+            if fresh_until > 0:
+                self.answers.put_until(key, body, fresh_until)
+        return body
 
     # -- version documents ---------------------------------------------------------------------
     def _resources(self, group: str, version: str) -> bytes:
@@ -139,7 +150,7 @@ class MetricRoutes:
         return orjson.dumps(wire.api_resource_list(f"{group}/{version}", resources))
 
     # -- values --------------------------------------------------------------------------------
-    async def _custom_values(self, version: str, rest: str, query: dict[str, str]) -> bytes:
+    async def _custom_values(self, version: str, rest: str, query: dict[str, str]) -> tuple[bytes, float]:
         _check_version(version, wire.CUSTOM_VERSIONS, wire.CUSTOM_GROUP)
         parts = rest.split("/")
         if len(parts) == 4 and parts[0] == "namespaces" and parts[2] == "metrics":
@@ -160,9 +171,10 @@ class MetricRoutes:
             values = await self.custom.get_metric_by_selector(resource, namespace, selector, metric, metric_selector)
         else:
             values = [await self.custom.get_metric_by_name(resource, namespace, name, metric, metric_selector)]
-        return orjson.dumps(wire.metric_value_list(version, _custom_items(version, values, echo)))
+        body = orjson.dumps(wire.metric_value_list(version, _custom_items(version, values, echo)))
+        return body, min((v.fresh_until for v in values), default=0.0)
 
-    async def _external_values(self, version: str, rest: str, query: dict[str, str]) -> bytes:
+    async def _external_values(self, version: str, rest: str, query: dict[str, str]) -> tuple[bytes, float]:
         _check_version(version, wire.EXTERNAL_VERSIONS, wire.EXTERNAL_GROUP)
         parts = rest.split("/")
         if len(parts) != 3 or parts[0] != "namespaces" or not all(parts):
@@ -170,8 +182,9 @@ class MetricRoutes:
                              "namespaces/{namespace}/{metric}")
         selector = _selector(query, "labelSelector")
         values = await self.external.get_external_metric(parts[1], parts[2], selector)
-        return orjson.dumps(wire.external_metric_value_list(
+        body = orjson.dumps(wire.external_metric_value_list(
             wire.external_metric_value(v.metric, v.labels, format_quantity(v.value), timestamp(v.timestamp),
                                        v.window_seconds) for v in values))
+        return body, min((v.fresh_until for v in values), default=0.0)
 
 

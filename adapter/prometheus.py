@@ -105,7 +105,7 @@ class PrometheusClient:
 
     def __init__(self, settings: Settings, metrics: Any = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.base = settings.prometheus_url.rstrip("/")
-        self.timeout = settings.prometheus_timeout
+        self.timeout = min(settings.prometheus_timeout, settings.request_timeout)  # a query never outlives its request
         self.post = settings.prometheus_verb == "POST"
         self.extra_params = dict(settings.prometheus_query_params)
         self.metrics = metrics
@@ -195,7 +195,11 @@ class PrometheusClient:
 
     async def query(self, expr: str, ttl: float = 0.0) -> list[Sample]:
         """Instant query at "now"; NaN and infinite results are dropped."""
-        return await self.cache.get(("query", expr), ttl, lambda: self._query(expr))
+        return (await self.query_fresh(expr, ttl))[0]
+
+    async def query_fresh(self, expr: str, ttl: float = 0.0) -> tuple[list[Sample], float]:
+        """`query`, plus the monotonic deadline until which its answer may be served (0: not reusable)."""
+        return await self.cache.lookup(("query", expr), ttl, lambda: self._query(expr))
 
     async def _query(self, expr: str) -> list[Sample]:
         data = await self._call("query", [("query", expr), ("timeout", f"{self.timeout:g}s")])

@@ -37,6 +37,7 @@ class CustomValue(NamedTuple):  # a tuple: a `pods/*` answer may build thousands
     value: float
     timestamp: float
     window_seconds: int | None
+    fresh_until: float = 0.0  # monotonic deadline until which this value may be served again (0: not)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +47,17 @@ class ExternalValue:
     value: float
     timestamp: float
     window_seconds: int | None
+    fresh_until: float = 0.0
 
 
 class LabelLookup(Protocol):
     """Names of the objects of a resource that exist now and match a label selector."""
 
     async def names(self, resource: Resource, namespace: str | None, selector: Selector) -> set[str]: ...
+
+    @property
+    def version(self) -> int:
+        """Changes whenever `names` could answer differently."""
 
 
 def cache_ttl(setting: float | None, rule: CompiledRule) -> float:
@@ -63,9 +69,9 @@ def cache_ttl(setting: float | None, rule: CompiledRule) -> float:
     return 1.0
 
 
-async def _run(prometheus: PrometheusClient, query: str, ttl: float) -> list[Sample]:
+async def _run(prometheus: PrometheusClient, query: str, ttl: float) -> tuple[list[Sample], float]:
     try:
-        return await prometheus.query(query, ttl)
+        return await prometheus.query_fresh(query, ttl)
     except PrometheusUnavailable as exc:
         raise ServiceUnavailable(f"unable to fetch metrics from Prometheus: {exc}") from None
     except PrometheusQueryError as exc:
@@ -88,6 +94,11 @@ class CustomMetricsProvider:
 
     def list_all_metrics(self) -> list[MetricInfo]:
         return [MetricInfo(m.resource, m.metric) for m in self.discovery.catalogue.custom.values()]
+
+    def objects_version(self) -> int:
+        """Changes whenever the objects a labelSelector selects could: an answer to a selector
+        request is reusable only while it stays the same."""
+        return self.labels.version if self.labels is not None else 0
 
     def _lookup(self, resource_name: str, metric: str, namespace: str | None = None) -> CustomMetric:
         resource = resource_by_api_name(resource_name)
@@ -115,7 +126,7 @@ class CustomMetricsProvider:
                                    names, metric_selector)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
-        samples = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule))
+        samples, fresh_until = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule))
         out = []
         ns, metric, window = namespace if res.namespaced else None, found.metric, rule.window_seconds
         for labels, ts, value in samples:
@@ -124,7 +135,7 @@ class CustomMetricsProvider:
                 name = names[0]  # the template aggregated the resource label away; the answer is still this object
             if not name:
                 continue
-            out.append(CustomValue(res, ns, name, metric, value, ts, window))
+            out.append(CustomValue(res, ns, name, metric, value, ts, window, fresh_until))
         return out
 
     async def get_metric_by_name(self, resource_name: str, namespace: str | None, name: str, metric: str,
@@ -179,6 +190,6 @@ class ExternalMetricsProvider:
             query = external_query(rule, found.series, ns_label, namespace, selector)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
-        samples = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule))
+        samples, fresh_until = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule))
         return [ExternalValue(metric, {k: v for k, v in s.labels.items() if k != "__name__"}, s.value, s.timestamp,
-                              rule.window_seconds) for s in samples]
+                              rule.window_seconds, fresh_until) for s in samples]

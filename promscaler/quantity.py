@@ -83,7 +83,10 @@ def format_quantity(value: Decimal | int | float, binary: bool = False) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise QuantityError(f"not a finite quantity: {value!r}")
-        return format_milli(_float_milli(value), binary)
+        milli = _float_milli(value)
+        if milli % 1000 and not binary:  # the usual rate: nothing to fold (and 1,000 of them per answer)
+            return f"{milli}m"
+        return format_milli(milli, binary)
     return format_milli(_decimal_milli(value), binary)
 
 
@@ -100,14 +103,14 @@ def _float_milli(value: float) -> int:
     is read off repr()'s digits, or goes to Decimal."""
     if not -9e15 < value < 9e15:
         return _decimal_milli(value)
-    whole = int(value)
-    if whole == value:
-        return whole * 1000
     m = value * 1000.0
     floor = math.floor(m)
     eps = abs(m) * 1e-15 + 1e-12
     if eps < m - floor < 1.0 - eps:
         return floor + 1
+    whole = int(value)
+    if whole == value:
+        return whole * 1000
     r = repr(value)
     if "e" in r:
         return _decimal_milli(value)

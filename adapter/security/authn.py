@@ -24,7 +24,7 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 from cryptography.x509.verification import VerificationError
 
-from adapter.security.cache import TTLCache
+from adapter.ttlcache import TTLCache
 from adapter.security.tls import CABundle
 
 __all__ = [

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapter.security.authn import ReviewUnavailable, UserInfo, short_error
-from adapter.security.cache import TTLCache
+from adapter.ttlcache import TTLCache
 from adapter.security.requestinfo import RequestInfo
 
 __all__ = ["Decision", "Authorizer", "path_always_allowed", "forbidden_message", "forbidden_status"]
