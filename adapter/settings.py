@@ -127,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--port", type=int, default=Settings.port, help="port for --insecure")
     g.add_argument("--secure-port", type=int, default=Settings.secure_port)
     g.add_argument("--bind-address")
-    g.add_argument("--request-timeout", type=flags.duration, default=Settings.request_timeout)
+    g.add_argument("--request-timeout", type=flags.duration, default=Settings.request_timeout,
+                   help="longest a metrics request may wait on Prometheus (caps --prometheus-timeout)")
     g.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     g.add_argument("--v", "-v", type=int, default=None, help="klog verbosity (>=4 means debug)")
     g.add_argument("--logtostderr", **b, default=True, help="accepted for compatibility")

@@ -41,8 +41,9 @@ def test_fail_on_prometheus_unavailable_exits_with_one_line():
 def test_down_at_start_then_up_then_frozen_then_down_then_back():
     prom = PrometheusServer(port=free_port())
     backfill(data.openmetrics(), prom.data_dir)
-    adapter = AdapterProcess("--prometheus-url", prom.url, "--config", str(RULES), "--prometheus-timeout", "1s",
-                             "--query-cache-ttl", "0", "--metrics-relist-interval", "30s")
+    # --request-timeout caps the Prometheus timeout: every wait below is bounded by 1s
+    adapter = AdapterProcess("--prometheus-url", prom.url, "--config", str(RULES), "--prometheus-timeout", "10s",
+                             "--request-timeout", "1s", "--query-cache-ttl", "0", "--metrics-relist-interval", "30s")
     try:
         # 1. Prometheus absent at start: the adapter serves, but is not ready and says why
         adapter.wait_listening()
@@ -57,7 +58,7 @@ def test_down_at_start_then_up_then_frozen_then_down_then_back():
         assert adapter.get("/readyz").status_code == 200
         assert adapter.get(VALUE).status_code == 200
 
-        # 3. Prometheus hangs (SIGSTOP): a 503 within the query timeout, not a hung request
+        # 3. Prometheus hangs (SIGSTOP): a 503 within the request timeout, not a hung request
         os.kill(prom.proc.pid, signal.SIGSTOP)
         try:
             resp = adapter.get(EXTERNAL)
