@@ -16,6 +16,17 @@ from kubesim.prometheus import PrometheusServer, start_backfilled
 
 STEP = 15
 
+
+class Clock:
+    """A monotonic clock the test moves by hand (cache freshness without sleeping)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 # name -> list of (labels, per-second rate); counters grow linearly so rates are known
 COUNTERS: dict[str, list[dict[str, str]]] = {
     "app_requests_total": [{"namespace": "web", "pod": f"web-{i}", "code": "200"} for i in range(6)]

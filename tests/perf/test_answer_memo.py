@@ -21,18 +21,10 @@ from kubesim.apiserver import KubeSim
 from promscaler.quantity import parse_quantity
 from promscaler.selectors import parse_selector
 from tests.support import eventually
-from .conftest import AdapterProcess, direct
+from .conftest import AdapterProcess, Clock, direct
 
 QUERIES = "promscaler_adapter_prometheus_query_duration_seconds_count"
 PODS = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/*/"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 # -- QueryCache.lookup deadlines -----------------------------------------------------------------

@@ -13,15 +13,7 @@ from adapter.naming import compile_rules
 from adapter.provider import cache_ttl
 from adapter.querycache import QueryCache
 from adapter.rules import parse_rules
-from .conftest import AdapterProcess, direct
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from .conftest import AdapterProcess, Clock, direct
 
 
 async def test_identical_in_flight_queries_share_one_fetch():
