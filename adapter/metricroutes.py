@@ -80,7 +80,7 @@ class MetricRoutes:
                for g in (wire.CUSTOM_GROUP, wire.EXTERNAL_GROUP) for values in (False, True)}
 
     def __init__(self, app, custom: CustomMetricsProvider | None, external: ExternalMetricsProvider | None,
-                 max_answers: int = 4096) -> None:
+                 max_answers: int = 1024) -> None:
         self.app, self.custom, self.external = app, custom, external
         self.answers: TTLCache[bytes] = TTLCache(max_answers)
 

@@ -38,11 +38,13 @@ class TTLCache(Generic[V]):
             self.put_until(key, value, self._clock() + ttl)
 
     def put_until(self, key: Hashable, value: V, expires: float) -> None:
-        """Keep `value` until the monotonic deadline `expires`."""
+        """Keep `value` until the monotonic deadline `expires`. Expired entries at the old end go
+        first (a cache of short-lived answers does not sit on memory until it is full)."""
         self._data[key] = (expires, value)
         self._data.move_to_end(key)
-        while len(self._data) > self._max:
-            self._data.popitem(last=False)
+        data, now = self._data, self._clock()
+        while data and (len(data) > self._max or next(iter(data.values()))[0] <= now):
+            data.popitem(last=False)
 
     def clear(self) -> None:
         self._data.clear()

@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from adapter.naming import compile_rules
 from adapter.provider import cache_ttl
 from adapter.querycache import QueryCache
+from adapter.ttlcache import TTLCache
 from adapter.rules import parse_rules
 from .conftest import AdapterProcess, Clock, direct
 
@@ -125,3 +126,16 @@ async def test_fifty_clients_one_prometheus_query(prometheus, rules_file):
                               endpoint="query") - before_adapter == 2
     finally:
         adapter.stop()
+
+
+def test_expired_entries_leave_on_the_next_insert():
+    """Short-lived answers do not sit in memory until the cache is full."""
+    clock = Clock()
+    cache: TTLCache[bytes] = TTLCache(max_size=100, clock=clock)
+    for i in range(10):
+        cache.put_until(("old", i), b"x" * 1000, clock.now + 1.0)
+    cache.put_until(("long",), b"y", clock.now + 60.0)
+    assert len(cache) == 11
+    clock.now += 2.0  # the ten short ones have expired, the long one has not
+    cache.put_until(("new",), b"z", clock.now + 1.0)
+    assert len(cache) == 2 and cache.get(("long",)) == b"y" and cache.get(("new",)) == b"z"
