@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import sys
 
 from adapter.app import create_app
-from adapter.discovery import Discovery, load_compiled
-from adapter.naming import CompiledRules
+from adapter.discovery import Discovery, ResourceDiscoveryError, fetch_resource_table
+from adapter.naming import BUILTIN_TABLE, compile_rules
 from adapter.prometheus import PrometheusClient
 from adapter.provider import CustomMetricsProvider, ExternalMetricsProvider
-from adapter.rules import RuleError
+from adapter.rules import RuleError, RulesConfig, load_rules
 from adapter.selfmetrics import SelfMetrics
 from adapter.server import SecurityUnavailable, check_security, serve
 from adapter.settings import Settings, parse_settings
@@ -25,19 +26,14 @@ def _fail(message: str) -> int:
     return 1
 
 
-async def run(settings: Settings, rules: CompiledRules) -> int:
+async def run(settings: Settings, config: RulesConfig) -> int:
     metrics = SelfMetrics()
     prometheus = PrometheusClient(settings, metrics)
-    discovery = Discovery(rules, prometheus, settings.metrics_relist_interval, settings.metrics_max_age,
-                          settings.config, settings.config_check_interval, metrics,
-                          aggregate=settings.metrics_discovery == "aggregate")
     labels = None
     try:
-        if not await discovery.relist():
-            if settings.fail_on_prometheus_unavailable:
-                return _fail(f"Prometheus is unavailable: {discovery.last_error}")
-            log.warning("Prometheus is unavailable, starting anyway (not ready until it answers): %s",
-                        discovery.last_error)
+        # Connected to a cluster, rules name its resources (CRDs too) through API discovery, so
+        # discovery comes before compiling the rules; offline the built-in table serves.
+        resources, refresh = BUILTIN_TABLE, None
         if settings.kubeconfig or settings.in_cluster:
             from adapter.kube import connect  # noqa: PLC0415  (kubernetes client only when a cluster is configured)
 
@@ -45,6 +41,23 @@ async def run(settings: Settings, rules: CompiledRules) -> int:
                 labels = await connect(settings.kubeconfig, settings.in_cluster)
             except Exception as exc:  # a bad kubeconfig is a start-up error, said in one line
                 return _fail(f"cannot use the Kubernetes configuration: {exc}")
+            try:
+                resources = await fetch_resource_table(labels.get_json)
+            except ResourceDiscoveryError as exc:
+                return _fail(f"cannot read the cluster's API discovery: {exc}")
+            refresh = functools.partial(fetch_resource_table, labels.get_json)  # (current table) -> new table
+        try:
+            rules = compile_rules(config, resources)
+        except RuleError as exc:
+            return _fail(f"invalid rules file {settings.config}: {exc}")
+        discovery = Discovery(rules, prometheus, settings.metrics_relist_interval, settings.metrics_max_age,
+                              settings.config, settings.config_check_interval, metrics,
+                              aggregate=settings.metrics_discovery == "aggregate", refresh_resources=refresh)
+        if not await discovery.relist():
+            if settings.fail_on_prometheus_unavailable:
+                return _fail(f"Prometheus is unavailable: {discovery.last_error}")
+            log.warning("Prometheus is unavailable, starting anyway (not ready until it answers): %s",
+                        discovery.last_error)
         custom = None if settings.disable_custom_metrics else CustomMetricsProvider(
             discovery, prometheus, labels, settings.query_cache_ttl)
         external = None if settings.disable_external_metrics else ExternalMetricsProvider(
@@ -113,12 +126,14 @@ def main(argv: list[str] | None = None) -> int:
     except SecurityUnavailable as exc:
         return _fail(str(exc))
     try:
-        rules = load_compiled(settings.config)
+        config = load_rules(settings.config)
+        if not (settings.kubeconfig or settings.in_cluster):
+            compile_rules(config)  # offline: fail before starting anything (connected: after discovery)
     except RuleError as exc:
         return _fail(f"invalid rules file {settings.config}: {exc}")
     try:
         with _runner() as runner:
-            return runner.run(run(settings, rules))
+            return runner.run(run(settings, config))
     except KeyboardInterrupt:
         return 0
 

@@ -18,6 +18,10 @@ any seriesQuery that is not a plain selector, or a backend without these endpoin
 overlap the window, so a name whose series all stopped may stay listed until its block leaves the
 head (~2h), where the series listing drops it after `--metrics-max-age`; asking for it then answers
 404 per object, as for any object without data.
+
+Connected to a cluster, the resources rules can name come from its API discovery
+(`fetch_resource_table`), refreshed before each relist: templates then see CRDs installed later,
+overrides on the next rules-file reload (they are resolved when the rules are compiled).
 """
 
 from __future__ import annotations
@@ -27,15 +31,18 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adapter.naming import CompiledRule, CompiledRules, Resource, compile_rules
+from adapter.naming import BUILTIN_TABLE, CompiledRule, CompiledRules, Resource, ResourceTable, compile_rules
 from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusQueryError
 from adapter.rules import RuleError, load_rules, parse_rules
+from promscaler.apidiscovery import parse_resource_list, preferred_group_versions
+from promscaler.wire import CUSTOM_GROUP, EXTERNAL_GROUP
 
-__all__ = ["CustomMetric", "ExternalMetric", "Catalogue", "Discovery", "load_compiled"]
+__all__ = ["CustomMetric", "ExternalMetric", "Catalogue", "Discovery", "load_compiled", "ResourceDiscoveryError",
+           "fetch_resource_table"]
 
 log = logging.getLogger("adapter.discovery")
 
@@ -87,9 +94,45 @@ def _strings(value: object, what: str) -> list[str]:
     return value
 
 
-def load_compiled(path: str | Path) -> CompiledRules:
+def load_compiled(path: str | Path, resources: ResourceTable = BUILTIN_TABLE) -> CompiledRules:
     """Read and compile a rules file; raises `RuleError` naming the rule index and field."""
-    return compile_rules(load_rules(path))
+    return compile_rules(load_rules(path), resources)
+
+
+class ResourceDiscoveryError(Exception):
+    """The cluster's API discovery could not be read; the message is one line."""
+
+
+GetJSON = Callable[[str], Awaitable[Mapping]]
+_OWN_GROUPS = (CUSTOM_GROUP, EXTERNAL_GROUP)  # this adapter's metrics APIs: no objects to name
+
+
+async def fetch_resource_table(get_json: GetJSON, previous: ResourceTable | None = None) -> ResourceTable:
+    """The cluster's resources: `/api/v1`, then each group's preferred version from `/apis`, in
+    discovery order (core first: `pods` is the core one). A group version that fails (an
+    aggregated API that is down) keeps its resources from `previous`, or is left out."""
+    async def get(path: str) -> Mapping:
+        try:
+            return await get_json(path)
+        except Exception as exc:  # noqa: BLE001  (any transport or HTTP failure: said in one line)
+            raise ResourceDiscoveryError(f"GET {path}: {exc}") from None
+
+    core, groups = await asyncio.gather(get("/api/v1"), get("/apis"))
+    gvs = [gv for gv in preferred_group_versions(groups) if gv.partition("/")[0] not in _OWN_GROUPS]
+    docs = await asyncio.gather(*(get(f"/apis/{gv}") for gv in gvs), return_exceptions=True)
+    entries = [Resource.from_api(r) for r in parse_resource_list(core, "v1")]
+    for gv, doc in zip(gvs, docs):
+        if isinstance(doc, BaseException):
+            if not isinstance(doc, ResourceDiscoveryError):
+                raise doc
+            group = gv.partition("/")[0]
+            kept = [r for r in previous.resources if r.group == group] if previous is not None else []
+            log.warning("API discovery of %s failed (%s); %s", gv, doc,
+                        f"keeping its {len(kept)} known resources" if kept else "its resources are unknown for now")
+            entries.extend(kept)
+            continue
+        entries.extend(Resource.from_api(r) for r in parse_resource_list(doc, gv))
+    return ResourceTable(entries, "API discovery")
 
 
 def build_catalogue(rules: CompiledRules, series_by_query: Mapping[str, Sequence[Mapping[str, str]]]) -> Catalogue:
@@ -118,8 +161,10 @@ class Discovery:
 
     def __init__(self, rules: CompiledRules, prometheus: PrometheusClient, relist_interval: float,
                  max_age: float | None = None, rules_path: str | None = None, check_interval: float = 5.0,
-                 metrics=None, aggregate: bool = False) -> None:
+                 metrics=None, aggregate: bool = False,
+                 refresh_resources: Callable[[ResourceTable], Awaitable[ResourceTable]] | None = None) -> None:
         self.rules = rules
+        self.refresh_resources = refresh_resources  # cluster discovery, given the current table
         self.aggregate = aggregate  # let Prometheus group series by name and resource labels
         self.prometheus = prometheus
         self.relist_interval = relist_interval
@@ -139,6 +184,7 @@ class Discovery:
     async def relist(self) -> bool:
         """One discovery pass; True when every seriesQuery reached Prometheus."""
         started = time.perf_counter()
+        await self._refresh_resources()
         rules = self.rules
         queries = list(dict.fromkeys(r.series_query for r in rules.all))
         start = time.time() - self.max_age if self.max_age else None
@@ -169,6 +215,19 @@ class Discovery:
             self.metrics.metrics.labels("custom").set(len(self.catalogue.custom))
             self.metrics.metrics.labels("external").set(len(self.catalogue.external))
         return reached
+
+    async def _refresh_resources(self) -> None:
+        """Re-read the cluster's resources; on failure keep the last table (and say so)."""
+        if self.refresh_resources is None:
+            return
+        try:
+            table = await self.refresh_resources(self.rules.resources)
+        except Exception as exc:  # noqa: BLE001  (a refresh must never stop the relist)
+            log.warning("refreshing the cluster's resources failed, keeping the last known ones: %s", exc)
+            return
+        if table != self.rules.resources:
+            log.info("cluster resources changed: %d resources", len(table))
+        self.rules = self.rules.with_resources(table)
 
     async def _list(self, query: str, rules: CompiledRules, start: float | None) -> list[dict[str, str]]:
         """The series of `query`, or with aggregation one stand-in per metric name that carries
@@ -241,7 +300,8 @@ class Discovery:
             return False
         self._rules_digest = digest
         try:
-            rules = compile_rules(parse_rules(data.decode("utf-8", "replace"), str(self.rules_path)))
+            rules = compile_rules(parse_rules(data.decode("utf-8", "replace"), str(self.rules_path)),
+                                  self.rules.resources)
         except RuleError as exc:
             log.error("rules file %s changed but is invalid, keeping the previous rules: %s", self.rules_path, exc)
             if self.metrics:

@@ -3,6 +3,8 @@
 One informer per resource kind (started on first use): LIST, then WATCH from its
 resourceVersion with bookmarks, applying ADDED/MODIFIED/DELETED; a 410 Gone (or any broken
 watch) means LIST again. Requests read the in-memory index, never the API server.
+The well-known kinds use their typed list calls; any other resource of a non-core group (a CRD
+found by API discovery) the generic `CustomObjectsApi.list_cluster_custom_object`.
 Only names, namespaces and labels are kept, indexed by namespace and by label pair, so a
 selector with an `=`/`in` clause reads only the objects that can match (issue 7: 5,000 pods).
 """
@@ -25,7 +27,7 @@ from adapter.naming import Resource
 from promscaler.selectors import Operator, Selector
 from promscaler.status import BadRequest, ServiceUnavailable
 
-__all__ = ["LabelCache", "LabelIndex", "connect"]
+__all__ = ["LabelCache", "LabelIndex", "KubeRequestError", "connect"]
 
 log = logging.getLogger("adapter.kube")
 
@@ -122,12 +124,24 @@ class LabelIndex:
         return {key[1] for key in candidates if others.matches(items[key])}
 
 
+def _list_call(api_client: kclient.ApiClient, resource: Resource) -> tuple[object, tuple[str, ...]] | None:
+    """The cluster-wide list/watch call of `resource` and its positional arguments, or None."""
+    typed = _LISTERS.get(resource.api_name)
+    if typed is not None:
+        return getattr(typed[0](api_client), typed[1]), ()
+    if resource.group:  # works for any group/version/plural, namespaced or not
+        return (kclient.CustomObjectsApi(api_client).list_cluster_custom_object,
+                (resource.group, resource.version, resource.plural))
+    return None
+
+
 class _Informer:
     def __init__(self, api_client: kclient.ApiClient, resource: Resource, relist_backoff: float = 1.0,
                  watch_timeout: int = 300) -> None:
-        api_cls, func = _LISTERS[resource.api_name]
-        self.api = api_cls(api_client)
-        self.func_name = func
+        call = _list_call(api_client, resource)
+        if call is None:
+            raise BadRequest(f"labelSelector lookups are not supported for {resource.api_name}")
+        self.func, self.args = call
         self.resource = resource
         self.index = LabelIndex()
         self.synced = asyncio.Event()
@@ -139,8 +153,8 @@ class _Informer:
         self.task = asyncio.create_task(self._run(), name=f"informer-{resource.api_name}")
 
     async def _list(self) -> str:
-        raw = getattr(self.api, f"{self.func_name}_without_preload_content")
-        resp = await raw()
+        raw = getattr(self.func.__self__, f"{self.func.__name__}_without_preload_content")
+        resp = await raw(*self.args)
         body = await resp.read()
         if resp.status >= 300:
             raise ApiException(status=resp.status, reason=body[:200].decode("utf-8", "replace"))
@@ -154,8 +168,7 @@ class _Informer:
 
     async def _watch(self, rv: str) -> str:
         w = kwatch.Watch(return_type="object")
-        func = getattr(self.api, self.func_name)
-        async with w.stream(func, resource_version=rv, allow_watch_bookmarks=True,
+        async with w.stream(self.func, *self.args, resource_version=rv, allow_watch_bookmarks=True,
                             timeout_seconds=self.watch_timeout) as stream:
             async for event in stream:
                 obj, kind = event["raw_object"], event["type"]
@@ -193,6 +206,10 @@ class _Informer:
                 rv = ""
 
 
+class KubeRequestError(Exception):
+    """A request to the Kubernetes API failed; the message is one line."""
+
+
 class LabelCache:
     """`names(resource, namespace, selector)`: objects that exist now and match the selector."""
 
@@ -205,7 +222,7 @@ class LabelCache:
     def _informer(self, resource: Resource) -> _Informer:
         inf = self._informers.get(resource.api_name)
         if inf is None:
-            if resource.api_name not in _LISTERS:
+            if _list_call(self.api_client, resource) is None:
                 raise BadRequest(f"labelSelector lookups are not supported for {resource.api_name}")
             inf = self._informers[resource.api_name] = _Informer(self.api_client, resource,
                                                                   watch_timeout=self.watch_timeout)
@@ -230,6 +247,23 @@ class LabelCache:
     def start(self, *resources: Resource) -> None:
         for r in resources:
             self._informer(r)
+
+    async def get_json(self, path: str) -> dict:
+        """GET an API path (discovery documents); failures raise `KubeRequestError` in one line."""
+        method, url, headers, body, post = await self.api_client.param_serialize(
+            "GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+        resp = await self.api_client.call_api(method, url, headers, body, post, _request_timeout=10)
+        data = await resp.read()
+        if resp.status >= 300:
+            try:
+                reason = orjson.loads(data).get("message") or resp.reason
+            except (orjson.JSONDecodeError, AttributeError):
+                reason = resp.reason
+            raise KubeRequestError(f"HTTP {resp.status}: {reason}")
+        doc = orjson.loads(data)
+        if not isinstance(doc, dict):
+            raise KubeRequestError("the answer is not a JSON object")
+        return doc
 
     async def aclose(self) -> None:
         tasks = [inf.task for inf in self._informers.values()]

@@ -1,23 +1,27 @@
 """Series -> metrics: which API metric name a series becomes, and which Kubernetes resources
 its labels describe (`resources.overrides` and `resources.template`), as prometheus-adapter does.
 
-Resource names are normalized with a built-in table of the well-known kinds (the role of the
-RESTMapper in prometheus-adapter): `pod`, `pods` and `Pod` all mean `pods`; labels that do not
-name a known resource are ignored.
+Resource names are normalized with a `ResourceTable` (the role of the RESTMapper in
+prometheus-adapter): `pod`, `pods` and `Pod` all mean `pods`; labels that do not name a known
+resource are ignored. Offline the table is the built-in one of the well-known kinds; connected to
+a cluster it is built from API discovery, so custom resources (`rollouts.argoproj.io`) work too.
 """
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from adapter.gotemplate import Template, TemplateError
 from adapter.rules import DiscoveryRule, GroupResource, RuleError, RulesConfig
+from promscaler.apidiscovery import APIResource
 from promscaler.times import DurationError, parse_duration
 
-__all__ = ["Resource", "KNOWN_RESOURCES", "NAMESPACES", "normalize_resource", "go_expand", "ResourceConverter",
-           "CompiledRule", "CompiledRules", "compile_rules", "rate_window"]
+__all__ = ["Resource", "KNOWN_RESOURCES", "NAMESPACES", "ResourceTable", "BUILTIN_TABLE", "normalize_resource",
+           "resource_by_api_name", "go_expand", "ResourceConverter", "CompiledRule", "CompiledRules", "compile_rules",
+           "rate_window"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class Resource:
     singular: str
     kind: str
     namespaced: bool
+    version: str = "v1"
 
     @property
     def api_name(self) -> str:
@@ -37,7 +42,13 @@ class Resource:
 
     @property
     def api_version(self) -> str:
-        return f"{self.group}/v1" if self.group else "/v1"
+        """describedObject's apiVersion: `<group>/<version>`; core resources answer `/v1`, as
+        prometheus-adapter does (clients ignore it for core kinds)."""
+        return f"{self.group}/{self.version}" if self.group else "/v1"
+
+    @classmethod
+    def from_api(cls, r: APIResource) -> Resource:
+        return cls(r.group, r.name, r.singular, r.kind, r.namespaced, r.version)
 
 
 def _r(group: str, plural: str, singular: str, kind: str, namespaced: bool = True) -> Resource:
@@ -70,21 +81,57 @@ NAMESPACES = KNOWN_RESOURCES[1]
 _GROUP_SANITIZER = str.maketrans({".": "_", "-": "_"})
 
 
+class ResourceTable:
+    """The resources labels and URL paths may name, in priority order (core first, then the
+    groups in discovery order): an ambiguous name (`pods` is also `pods.metrics.k8s.io`)
+    means the first. Immutable; equal tables hold the same resources in the same order."""
+
+    def __init__(self, resources: Iterable[Resource], source: str = "built-in") -> None:
+        self.resources: tuple[Resource, ...] = tuple(dict.fromkeys(resources))
+        self.source = source
+        self._by_name: dict[str, list[Resource]] = {}
+        for r in self.resources:
+            for name in dict.fromkeys((r.plural, r.singular.lower(), r.kind.lower())):
+                self._by_name.setdefault(name, []).append(r)
+
+    @classmethod
+    def from_discovery(cls, resources: Iterable[APIResource]) -> ResourceTable:
+        return cls((Resource.from_api(r) for r in resources), "API discovery")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ResourceTable) and self.resources == other.resources
+
+    def __hash__(self) -> int:
+        return hash(self.resources)
+
+    def __len__(self) -> int:
+        return len(self.resources)
+
+    def normalize(self, group: str, resource: str) -> Resource | None:
+        """The resource a (group, plural|singular|kind) means, case-insensitively; an empty group
+        matches any group, and `_` stands for `.`/`-` in group names (`argoproj_io`)."""
+        for r in self._by_name.get(resource.lower(), ()):
+            if not group or group == r.group or group.translate(_GROUP_SANITIZER) == r.group.translate(_GROUP_SANITIZER):
+                return r
+        return None
+
+    def by_api_name(self, api_name: str) -> Resource | None:
+        """`pods`, `deployments.apps`, `rollouts.argoproj.io` (as in URL paths) -> the resource."""
+        plural, _, group = api_name.partition(".")
+        return self.normalize(group, plural)
+
+
+BUILTIN_TABLE = ResourceTable(KNOWN_RESOURCES)
+
+
 def normalize_resource(group: str, resource: str) -> Resource | None:
-    """The known resource a (group, resource-ish name) means; an empty group matches any group."""
-    name = resource.lower()
-    for r in KNOWN_RESOURCES:
-        if name in (r.plural, r.singular, r.kind.lower()) and (
-            not group or group == r.group or group.translate(_GROUP_SANITIZER) == r.group.translate(_GROUP_SANITIZER)
-        ):
-            return r
-    return None
+    """The built-in resource a (group, resource-ish name) means; an empty group matches any group."""
+    return BUILTIN_TABLE.normalize(group, resource)
 
 
 def resource_by_api_name(api_name: str) -> Resource | None:
-    """`pods` or `deployments.apps` (as in URL paths) -> the resource."""
-    plural, _, group = api_name.partition(".")
-    return normalize_resource(group, plural) if (not group or normalize_resource(group, plural)) else None
+    """`pods` or `deployments.apps` (as in URL paths) -> the built-in resource."""
+    return BUILTIN_TABLE.by_api_name(api_name)
 
 
 _EXPAND = re.compile(r"\$(\$|\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))")
@@ -104,21 +151,30 @@ def go_expand(template: str, match: re.Match[str]) -> str:
     return _EXPAND.sub(repl, template)
 
 
-class ResourceConverter:
-    """Label <-> resource for one rule: overrides first, then the template."""
+_OFFLINE_HINT = ("; custom resources are resolved through API discovery: connect the adapter to the cluster "
+                 "(--kubeconfig or --in-cluster)")
 
-    def __init__(self, template: str, overrides: Mapping[str, GroupResource], where: str) -> None:
+
+class ResourceConverter:
+    """Label <-> resource for one rule: overrides first (resolved when the rules are compiled),
+    then the template (resolved through the current table, so later CRDs are picked up)."""
+
+    def __init__(self, template: str, overrides: Mapping[str, GroupResource], where: str,
+                 resources: ResourceTable = BUILTIN_TABLE) -> None:
+        self.resources = resources
         self._label_to_res: dict[str, Resource] = {}
-        self._res_to_label: dict[Resource, str] = {}
+        self._res_to_label: dict[str, str] = {}  # by api name: stable across table refreshes
         self._template: Template | None = None
         self._extractor: re.Pattern[str] | None = None
+        self._rendered_labels: dict[str, Resource] | None = None
         for label, gr in overrides.items():
-            res = normalize_resource(gr.group, gr.resource)
+            res = resources.normalize(gr.group, gr.resource)
             if res is None:
                 raise RuleError(f"{where}.resources.overrides.{label}: unknown resource "
-                                f"{(gr.group + '/' if gr.group else '') + gr.resource!r}")
+                                f"{(gr.group + '/' if gr.group else '') + gr.resource!r}"
+                                + (_OFFLINE_HINT if resources is BUILTIN_TABLE else " (not served by the cluster)"))
             self._label_to_res[label] = res
-            self._res_to_label[res] = label
+            self._res_to_label[res.api_name] = label
         if template:
             try:
                 self._template = Template(template, ("Group", "Resource"))
@@ -136,13 +192,37 @@ class ResourceConverter:
         m = self._extractor.match(label)
         if not m:
             return None
-        group = m.group("group") if "group" in self._extractor.groupindex else ""
-        return normalize_resource(group, m.group("resource"))
+        if "group" not in self._extractor.groupindex:
+            return self.resources.normalize("", m.group("resource"))
+        # `kube_argoproj_io_rollout` splits as group `argoproj`: when the first split names no
+        # resource, look the label up among the labels the template renders for the table
+        return self.resources.normalize(m.group("group"), m.group("resource")) or self._rendered().get(label)
+
+    def _rendered(self) -> dict[str, Resource]:
+        if self._rendered_labels is None:
+            out: dict[str, Resource] = {}
+            for r in self.resources.resources:
+                out.setdefault(self._render(r), r)
+            self._rendered_labels = out
+        return self._rendered_labels
+
+    def _render(self, res: Resource) -> str:
+        assert self._template is not None
+        return self._template.render({"Group": res.group.translate(_GROUP_SANITIZER), "Resource": res.singular})
+
+    def with_resources(self, resources: ResourceTable) -> ResourceConverter:
+        """The same converter resolving template labels through `resources` (overrides keep theirs)."""
+        if resources == self.resources:
+            return self
+        new = copy.copy(self)
+        new.resources = resources
+        new._rendered_labels = None
+        return new
 
     def label_for_resource(self, res: Resource) -> str | None:
-        label = self._res_to_label.get(res)
+        label = self._res_to_label.get(res.api_name)
         if label is None and self._template is not None:
-            label = self._template.render({"Group": res.group.translate(_GROUP_SANITIZER), "Resource": res.singular})
+            label = self._render(res)
         return label or None
 
     def resources_for_labels(self, labels: Mapping[str, str]) -> list[Resource]:
@@ -207,7 +287,7 @@ def _regex(pattern: str, where: str) -> re.Pattern[str]:
         raise RuleError(f"{where}: invalid regular expression {pattern!r}: {exc}") from None
 
 
-def _compile(rule: DiscoveryRule, index: int, external: bool) -> CompiledRule:
+def _compile(rule: DiscoveryRule, index: int, external: bool, resources: ResourceTable) -> CompiledRule:
     w = rule.path
     filters = []
     for i, f in enumerate(rule.series_filters):
@@ -228,7 +308,7 @@ def _compile(rule: DiscoveryRule, index: int, external: bool) -> CompiledRule:
             raise RuleError(f"{w}.name.as: required when name.matches has more than one capture group")
     if not rule.resources.template and not rule.resources.overrides and not external:
         raise RuleError(f"{w}.resources: needs overrides or a template to associate series with resources")
-    converter = ResourceConverter(rule.resources.template, rule.resources.overrides, w)
+    converter = ResourceConverter(rule.resources.template, rule.resources.overrides, w, resources)
     try:
         query = Template(rule.metrics_query, _QUERY_FIELDS)
     except TemplateError as exc:
@@ -241,15 +321,26 @@ def _compile(rule: DiscoveryRule, index: int, external: bool) -> CompiledRule:
 class CompiledRules:
     rules: tuple[CompiledRule, ...]
     external_rules: tuple[CompiledRule, ...]
+    resources: ResourceTable = BUILTIN_TABLE  # also how URL paths name resources
 
     @property
     def all(self) -> tuple[CompiledRule, ...]:
         return self.rules + self.external_rules
 
+    def with_resources(self, resources: ResourceTable) -> CompiledRules:
+        """These rules with templates (and URL paths) resolved through a newer table."""
+        if resources == self.resources:
+            return self
 
-def compile_rules(cfg: RulesConfig) -> CompiledRules:
-    """Compile every rule; the first problem raises `RuleError` naming index and field."""
+        def move(rules: tuple[CompiledRule, ...]) -> tuple[CompiledRule, ...]:
+            return tuple(replace(r, converter=r.converter.with_resources(resources)) for r in rules)
+        return CompiledRules(move(self.rules), move(self.external_rules), resources)
+
+
+def compile_rules(cfg: RulesConfig, resources: ResourceTable = BUILTIN_TABLE) -> CompiledRules:
+    """Compile every rule against `resources`; the first problem raises `RuleError` naming index and field."""
     return CompiledRules(
-        tuple(_compile(r, i, False) for i, r in enumerate(cfg.rules)),
-        tuple(_compile(r, i, True) for i, r in enumerate(cfg.external_rules)),
+        tuple(_compile(r, i, False, resources) for i, r in enumerate(cfg.rules)),
+        tuple(_compile(r, i, True, resources) for i, r in enumerate(cfg.external_rules)),
+        resources,
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from adapter.discovery import CustomMetric, Discovery, ExternalMetric
-from adapter.naming import NAMESPACES, CompiledRule, Resource, resource_by_api_name
+from adapter.naming import NAMESPACES, CompiledRule, Resource
 from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable, Sample
 from adapter.promql import QueryBuildError, external_query, resource_query
 from promscaler.selectors import Selector
@@ -101,7 +101,7 @@ class CustomMetricsProvider:
         return self.labels.version if self.labels is not None else 0
 
     def _lookup(self, resource_name: str, metric: str, namespace: str | None = None) -> CustomMetric:
-        resource = resource_by_api_name(resource_name)
+        resource = self.discovery.rules.resources.by_api_name(resource_name)
         if resource is not None and namespace is not None and not resource.namespaced:
             raise NotFound(f"{resource.api_name} are not namespaced: ask /{resource.api_name}/{{name}}/{metric}",
                            {"name": metric, "group": "custom.metrics.k8s.io", "kind": resource.api_name})

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from promscaler.apidiscovery import parse_resource_list
+
 from .kube import ApiError, Kube, Obj
 
 
@@ -53,15 +55,8 @@ class Discovery:
     async def _fetch(self, group_version: str) -> dict[str, ResourceRef]:
         path = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
         body = await self.kube.get(path)
-        resources = body.get("resources") or []
-        names = {r.get("name") for r in resources}
-        out: dict[str, ResourceRef] = {}
-        for r in resources:
-            name = r.get("name", "")
-            if "/" in name or not r.get("kind"):
-                continue
-            out[r["kind"]] = ResourceRef(group_version, name, bool(r.get("namespaced")), f"{name}/scale" in names)
-        return out
+        return {r.kind: ResourceRef(group_version, r.name, r.namespaced, "scale" in r.subresources)
+                for r in parse_resource_list(body, group_version)}
 
     async def resolve(self, api_version: str, kind: str) -> ResourceRef:
         group_version = api_version or "v1"
