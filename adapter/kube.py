@@ -135,6 +135,11 @@ def _list_call(api_client: kclient.ApiClient, resource: Resource) -> tuple[objec
     return None
 
 
+def retry_pause(failures: int, base: float, cap: float = 30.0) -> float:
+    """Seconds to wait after `failures` failed attempts in a row: base, 2x, 4x... up to `cap`."""
+    return min(base * 2 ** (max(failures, 1) - 1), cap)
+
+
 class _Informer:
     def __init__(self, api_client: kclient.ApiClient, resource: Resource, relist_backoff: float = 1.0,
                  watch_timeout: int = 300) -> None:
@@ -183,27 +188,33 @@ class _Informer:
         return rv
 
     async def _run(self, rv: str = "") -> None:
-        """List once, then watch from `rv` for ever; a broken or expired watch lists again."""
+        """List once, then watch from `rv` for ever; a broken or expired watch lists again.
+        Failures in a row wait twice as long each time, up to 30 s (a deleted CRD, RBAC that
+        forbids the list), and only the first of them is a warning, as client-go's reflector does."""
+        failures = 0
         while True:
             try:
                 if not rv:
                     rv = await self._list()
+                    failures = 0
                 rv = await self._watch(rv)  # returns at the server-side timeout: continue from rv
+                continue
             except asyncio.CancelledError:
                 raise
             except ApiException as exc:
+                rv = ""
                 if exc.status == 410:
                     log.info("watch on %s expired (410 Gone): relisting", self.resource.api_name)
-                else:
-                    self.last_error = f"HTTP {exc.status} {exc.reason}"
-                    log.warning("watch on %s failed: %s", self.resource.api_name, self.last_error)
-                    await asyncio.sleep(self.backoff)
-                rv = ""
+                    continue
+                self.last_error = f"HTTP {exc.status} {exc.reason}"
             except Exception as exc:  # connection loss and the like: relist after a pause
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                log.warning("watch on %s failed: %s", self.resource.api_name, self.last_error)
-                await asyncio.sleep(self.backoff)
                 rv = ""
+                self.last_error = f"{type(exc).__name__}: {exc}"
+            failures += 1
+            pause = retry_pause(failures, self.backoff)
+            log.log(logging.WARNING if failures == 1 else logging.DEBUG, "watch on %s failed: %s (retrying in %gs)",
+                    self.resource.api_name, self.last_error, pause)
+            await asyncio.sleep(pause)
 
 
 class KubeRequestError(Exception):

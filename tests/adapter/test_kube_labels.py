@@ -10,11 +10,12 @@ import time
 import pytest
 from kubernetes.aio import client as kclient
 
-from adapter.kube import LabelCache
-from adapter.naming import resource_by_api_name
+from adapter.kube import LabelCache, retry_pause
+from adapter.naming import Resource, resource_by_api_name
 from .conftest import RULES, AdapterProcess, approx
 from kubesim.apiserver import KubeSim
 from promscaler.selectors import parse_selector
+from promscaler.status import ServiceUnavailable
 
 PATH = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/%2A/http_requests"
 RATE = 'sum(rate(http_requests_total{namespace="web"}[1m])) by (pod)'
@@ -106,6 +107,31 @@ async def test_label_cache_relists_after_410(sim, caplog):
         assert await cache.names(pods, "web", parse_selector("app=web")) == {"web-1", "web-2", "web-3", "web-9"}
     finally:
         sim.delete("v1", "Pod", "web", "web-9")
+        await cache.aclose()
+
+
+def test_failing_lists_back_off_up_to_thirty_seconds():
+    assert [retry_pause(n, 1.0) for n in range(1, 8)] == [1, 2, 4, 8, 16, 30, 30]
+    assert retry_pause(3, 0.5) == 2.0
+
+
+async def test_a_resource_the_server_does_not_serve_answers_503_and_warns_once(sim, caplog):
+    """A CRD deleted (or never installed): the informer's list fails; requests say why, and the
+    retries that follow do not repeat the warning."""
+    caplog.set_level(logging.DEBUG, logger="adapter.kube")
+    cache = LabelCache(kclient.ApiClient(configuration=sim.aio_client_configuration()), sync_timeout=0.5)
+    widgets = Resource("example.com", "widgets", "widget", "Widget", True, "v1")
+    try:
+        with pytest.raises(ServiceUnavailable, match="widgets.example.com.*HTTP 404"):
+            await cache.names(widgets, "web", parse_selector("app=web"))
+        informer = cache._informers["widgets.example.com"]
+        deadline = time.monotonic() + 10
+        while "retrying in 2s" not in caplog.text and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)  # the second failure comes 1s after the first
+        failures = [r for r in caplog.records if "watch on widgets.example.com failed" in r.getMessage()]
+        assert [r.levelno for r in failures[:2]] == [logging.WARNING, logging.DEBUG]
+        assert "HTTP 404" in informer.last_error
+    finally:
         await cache.aclose()
 
 
