@@ -94,10 +94,6 @@ class ResourceTable:
             for name in dict.fromkeys((r.plural, r.singular.lower(), r.kind.lower())):
                 self._by_name.setdefault(name, []).append(r)
 
-    @classmethod
-    def from_discovery(cls, resources: Iterable[APIResource]) -> ResourceTable:
-        return cls((Resource.from_api(r) for r in resources), "API discovery")
-
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ResourceTable) and self.resources == other.resources
 
