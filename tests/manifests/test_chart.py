@@ -51,6 +51,8 @@ GOOD = {
                                             _set("prometheus.auth.bearerTokenSecret", {"name": "tok", "key": "token"})],
     "PDB as a percentage": [_set("adapter.podDisruptionBudget.minAvailable", "50%")],
     "autoscaler keys are the autoscaler's": [_set("autoscaler", {"enabled": False, "replicas": 3})],
+    "reading a custom resource's labels": [_set("rbac.extraResourceRules", [
+        {"apiGroups": ["argoproj.io"], "resources": ["rollouts"], "verbs": ["get", "list", "watch"]}])],
 }
 
 BAD = {
@@ -78,6 +80,10 @@ BAD = {
     "service account reader without namespace": ([_set("rbac.metricsReaders", [{"kind": "ServiceAccount", "name": "x"}])],
                                                  "rbac/metricsReaders/0"),
     "extra arg not a flag": ([_set("adapter.extraArgs", ["rm -rf /"])], "adapter/extraArgs/0"),
+    "extra resource rule that writes": ([_set("rbac.extraResourceRules", [
+        {"apiGroups": ["argoproj.io"], "resources": ["rollouts"], "verbs": ["update"]}])], "rbac/extraResourceRules/0/verbs/0"),
+    "extra resource rule without resources": ([_set("rbac.extraResourceRules", [
+        {"apiGroups": ["argoproj.io"], "verbs": ["list"]}])], "rbac/extraResourceRules/0"),
     "anti-affinity unknown": ([_set("adapter.podAntiAffinity", "maybe")], "adapter/podAntiAffinity"),
 }
 
