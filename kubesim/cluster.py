@@ -130,18 +130,7 @@ class Cluster:
         self._check_type(t, obj)
 
         def change(cur: Obj) -> Obj:
-            if subresource == "status":
-                new = {**cur, "status": obj.get("status")}
-                new["metadata"] = {**cur["metadata"], "resourceVersion": (obj.get("metadata") or {}).get("resourceVersion")}
-            else:
-                new = copy(obj)
-                new.setdefault("metadata", {})
-                if t.status and not keep_status:
-                    new["status"] = cur.get("status")
-            if new.get("status") is None:
-                new.pop("status", None)
-            new["apiVersion"], new["kind"] = t.api_version, t.kind
-            return new
+            return _written(t, cur, copy(obj), subresource, keep_status)
 
         out = self.store.update(t, namespace, name, change)
         self._after_write(t, out)
@@ -153,17 +142,7 @@ class Cluster:
             patched = apply_patch(content_type, copy(cur), body, strategic=not t.custom)
             if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
                 raise Invalid(f"{t.kind} is invalid: the patch removed metadata")
-            if subresource == "status":
-                new = {**cur, "status": patched.get("status")}
-                new["metadata"] = {**cur["metadata"], "resourceVersion": patched["metadata"].get("resourceVersion")}
-            else:
-                new = patched
-                if t.status:
-                    new["status"] = cur.get("status")
-            if new.get("status") is None:
-                new.pop("status", None)
-            new["apiVersion"], new["kind"] = t.api_version, t.kind
-            return new
+            return _written(t, cur, patched, subresource)
 
         out = self.store.update(t, namespace, name, change)
         self._after_write(t, out)
@@ -297,3 +276,21 @@ class Cluster:
             self.delete(t, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
         except NotFound:
             pass
+
+
+def _written(t: ResourceType, cur: Obj, incoming: Obj, subresource: str | None, keep_status: bool = False) -> Obj:
+    """The object a PUT or PATCH leaves: on the status subresource only the status (and the
+    resourceVersion that guards the write) changes; on the main resource everything but the status,
+    as for any resource with a status subresource."""
+    if subresource == "status":
+        new = {**cur, "status": incoming.get("status")}
+        new["metadata"] = {**cur["metadata"], "resourceVersion": (incoming.get("metadata") or {}).get("resourceVersion")}
+    else:
+        new = incoming
+        new.setdefault("metadata", {})
+        if t.status and not keep_status:
+            new["status"] = cur.get("status")
+    if new.get("status") is None:
+        new.pop("status", None)
+    new["apiVersion"], new["kind"] = t.api_version, t.kind
+    return new
