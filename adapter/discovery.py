@@ -41,8 +41,7 @@ from adapter.rules import RuleError, load_rules, parse_rules
 from promscaler.apidiscovery import parse_resource_list, preferred_group_versions
 from promscaler.wire import CUSTOM_GROUP, EXTERNAL_GROUP
 
-__all__ = ["CustomMetric", "ExternalMetric", "Catalogue", "Discovery", "load_compiled", "ResourceDiscoveryError",
-           "fetch_resource_table"]
+__all__ = ["CustomMetric", "ExternalMetric", "Catalogue", "Discovery", "ResourceDiscoveryError", "fetch_resource_table"]
 
 log = logging.getLogger("adapter.discovery")
 
@@ -92,11 +91,6 @@ def _strings(value: object, what: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _NotAggregatable(f"{what} did not answer a list of strings")
     return value
-
-
-def load_compiled(path: str | Path, resources: ResourceTable = BUILTIN_TABLE) -> CompiledRules:
-    """Read and compile a rules file; raises `RuleError` naming the rule index and field."""
-    return compile_rules(load_rules(path), resources)
 
 
 class ResourceDiscoveryError(Exception):
@@ -165,6 +159,7 @@ class Discovery:
                  refresh_resources: Callable[[ResourceTable], Awaitable[ResourceTable]] | None = None) -> None:
         self.rules = rules
         self.refresh_resources = refresh_resources  # cluster discovery, given the current table
+        self._resources_read = time.monotonic()  # the table given was just read: the first relist reuses it
         self.aggregate = aggregate  # let Prometheus group series by name and resource labels
         self.prometheus = prometheus
         self.relist_interval = relist_interval
@@ -218,16 +213,17 @@ class Discovery:
 
     async def _refresh_resources(self) -> None:
         """Re-read the cluster's resources; on failure keep the last table (and say so)."""
-        if self.refresh_resources is None:
+        if self.refresh_resources is None or time.monotonic() - self._resources_read < self.relist_interval / 2:
             return
         try:
             table = await self.refresh_resources(self.rules.resources)
         except Exception as exc:  # noqa: BLE001  (a refresh must never stop the relist)
             log.warning("refreshing the cluster's resources failed, keeping the last known ones: %s", exc)
             return
+        self._resources_read = time.monotonic()
         if table != self.rules.resources:
             log.info("cluster resources changed: %d resources", len(table))
-        self.rules = self.rules.with_resources(table)
+            self.rules = self.rules.with_resources(table)
 
     async def _list(self, query: str, rules: CompiledRules, start: float | None) -> list[dict[str, str]]:
         """The series of `query`, or with aggregation one stand-in per metric name that carries

@@ -23,6 +23,7 @@ Writes bench/results/adapter.json and bench/results/adapter.md and prints the ta
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import os
@@ -118,8 +119,6 @@ def timed_gets(client: httpx.Client, urls: list[tuple[str, dict]], rounds: int) 
 def async_client_gets(url: str, params: dict, rounds: int) -> list[float]:
     """Sequential GETs from an asyncio process through an `httpx.AsyncClient` (the adapter's own
     client stack): what the adapter's second hop costs before it does any work of its own; ms."""
-    import asyncio  # noqa: PLC0415
-
     async def run() -> list[float]:
         out = []
         async with httpx.AsyncClient(timeout=30, headers={"Accept-Encoding": "identity"}) as client:

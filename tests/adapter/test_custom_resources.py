@@ -396,6 +396,9 @@ async def test_a_failed_refresh_keeps_the_last_table(caplog):
     d = Discovery(compile_rules(parse_rules(ROLLOUT_RULE_TEMPLATE), table), None, relist_interval=60,  # type: ignore[arg-type]
                   refresh_resources=refresh)
     await d._refresh_resources()
+    assert len(answers) == 2 and d.rules.resources is table  # the table it started with was just read: not read again
+    d._resources_read -= 60  # a relist interval later
+    await d._refresh_resources()
     assert d.rules.resources is table and "keeping the last known ones: GET /api/v1: HTTP 503" in caplog.text
     await d._refresh_resources()
     assert d.rules.resources is BUILTIN_TABLE

@@ -7,7 +7,9 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from adapter.discovery import Discovery, load_compiled
+from adapter.discovery import Discovery
+from adapter.naming import compile_rules
+from adapter.rules import load_rules
 from adapter.prometheus import PrometheusClient
 from adapter.settings import parse_settings
 from .conftest import RULES, StubAPI, serving
@@ -40,7 +42,7 @@ JOBS_Q = '{__name__=~"jobs_.*_total",namespace!="",pod!=""}'
 
 
 async def test_shared_queries_fallback_and_swap(series_api):
-    rules = load_compiled(RULES)
+    rules = compile_rules(load_rules(RULES))
     client = PrometheusClient(parse_settings(["--prometheus-url", f"http://127.0.0.1:{series_api.server_port}"]))
     discovery = Discovery(rules, client, relist_interval=60)
     _SeriesAPI.series = {
