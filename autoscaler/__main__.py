@@ -14,11 +14,13 @@ _COMMANDS = {
     "simulate": ("autoscaler.simulate.cli", "main", "what the HPA controller would do with a scenario file"),
     "run": ("autoscaler.controller.cli", "main", "run the autoscaler controller against a cluster"),
     "demo": ("autoscaler.demo", "main", "a sandboxed demo: simulated cluster, Prometheus and workloads"),
+    "explain": ("autoscaler.explain.cli", "main", "why a live autoscaler (does not) scale now, compared with its status"),
+    "backtest": ("autoscaler.backtest.cli", "main", "replay autoscaler specs over Prometheus history"),
 }
 
 
 def _usage() -> str:
-    lines = ["usage: autoscaler {simulate,run,demo} ...", "", "commands:"]
+    lines = ["usage: autoscaler {" + ",".join(_COMMANDS) + "} ...", "", "commands:"]
     lines += [f"  {name:<9} {help_}" for name, (_, _, help_) in _COMMANDS.items()]
     return "\n".join(lines)
 
@@ -30,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if args else 2
     name, rest = args[0], args[1:]
     if name not in _COMMANDS:
-        print(f"autoscaler: unknown command {name!r} (use simulate, run or demo)", file=sys.stderr)
+        print(f"autoscaler: unknown command {name!r} (use {', '.join(_COMMANDS)})", file=sys.stderr)
         return 2
     module_name, func, _ = _COMMANDS[name]
     try:

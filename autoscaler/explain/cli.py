@@ -1,0 +1,174 @@
+"""`autoscaler explain [-n NAMESPACE] NAME`: the decision the controller would make now, explained
+as `simulate` explains it, and compared with the object's status.
+
+Exit status: 0 explained (differences from the status are reported, not failures), 1 the moment
+could not be read (one line naming the object and the API), 2 usage."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+import yaml
+
+from autoscaler.decision import ControllerConfig, Decision, DecisionInput, History, MetricFailure, decide
+from promscaler import flags
+
+from .capture import scenario
+from .compare import Difference, assumptions, compare
+from .gather import KINDS, GatherError, Moment, gather
+
+__all__ = ["main", "explain"]
+
+
+class _ArgError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _ArgError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="autoscaler explain",
+                description="Why does this autoscaler (not) scale right now? Reads the live cluster as the controller does.")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("-n", "--namespace", default="default")
+    p.add_argument("--kind", choices=sorted(KINDS), default="horizontalautoscaler",
+                   help="a promscaler HorizontalAutoscaler (default) or a native autoscaling/v2 HPA")
+    p.add_argument("--kubeconfig", help="kubeconfig file; in-cluster service account config when omitted")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    p.add_argument("--capture", metavar="FILE", help="write this moment as a simulate scenario (with expect:)")
+    g = p.add_argument_group("the controller's settings (kube-controller-manager names and defaults)")
+    g.add_argument("--horizontal-pod-autoscaler-tolerance", type=flags.non_negative_float, default=0.1, metavar="RATIO")
+    g.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period", type=flags.duration, default=300.0,
+                   metavar="DURATION")
+    g.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay", type=flags.duration, default=30.0,
+                   metavar="DURATION")
+    g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=flags.duration, default=300.0,
+                   metavar="DURATION")
+    return p
+
+
+def _config(args: argparse.Namespace) -> ControllerConfig:
+    return ControllerConfig(
+        tolerance=args.horizontal_pod_autoscaler_tolerance,
+        cpu_initialization_period=args.horizontal_pod_autoscaler_cpu_initialization_period,
+        initial_readiness_delay=args.horizontal_pod_autoscaler_initial_readiness_delay,
+        downscale_stabilization_window=args.horizontal_pod_autoscaler_downscale_stabilization,
+    )
+
+
+def decide_moment(m: Moment, config: ControllerConfig) -> Decision:
+    """The controller's decide() on this moment, with the assumed (empty) history."""
+    status = m.obj.get("status") or {}
+    return decide(DecisionInput(
+        spec=m.spec, current_replicas=m.scale.replicas, status_replicas=m.scale.status_replicas, pods=m.pods,
+        readings=m.readings, now=m.now, config=config, history=History(recommendations=()),
+        scaled_to_zero=any(c.get("type") == "ScaledToZero" and c.get("status") == "True"
+                           for c in status.get("conditions") or ()),
+        selector_error=None if m.scale.selector else "the HPA target's scale is missing a selector",
+    ))
+
+
+async def explain(kubeconfig: str | None, context: str | None, kind: str, namespace: str, name: str,
+                  config: ControllerConfig) -> tuple[Moment, Decision, list[Difference]]:
+    from autoscaler.controller.kube import Kube, load_configuration  # cluster libraries only for this command
+
+    try:
+        cfg = await load_configuration(kubeconfig, context)
+    except Exception as exc:  # kubeconfig problems of any kind: one line
+        raise GatherError(f"{KINDS[kind][0]} {namespace}/{name}: cannot load the cluster configuration: {exc}") from None
+    kube = Kube(cfg)
+    try:
+        moment = await gather(kube, kind, namespace, name, datetime.now(UTC))
+    except GatherError:
+        raise
+    except Exception as exc:  # connection refused, TLS: the API server itself
+        raise GatherError(f"{KINDS[kind][0]} {namespace}/{name}: the API server at {cfg.host}: "
+                          f"{type(exc).__name__}: {exc}") from None
+    finally:
+        await kube.close()
+    decision = decide_moment(moment, config)
+    diffs = compare(moment.obj, moment.spec, decision, moment.scale.replicas, moment.now,
+                    config.downscale_stabilization_window)
+    return moment, decision, diffs
+
+
+def document(m: Moment, d: Decision, diffs: Sequence[Difference], config: ControllerConfig) -> dict[str, Any]:
+    from autoscaler.simulate.output import decision_json
+
+    status = m.obj.get("status") or {}
+    ref = m.spec.scale_target_ref
+    return {
+        "object": {"kind": m.kind, "namespace": m.namespace, "name": m.name},
+        "now": m.now.isoformat().replace("+00:00", "Z"),
+        "target": {"kind": ref.kind, "name": ref.name, "replicas": m.scale.replicas,
+                   "statusReplicas": m.scale.status_replicas, "selector": m.scale.selector, "pods": len(m.pods)},
+        "assumed": assumptions(m.spec, config.downscale_stabilization_window),
+        "decision": decision_json(d),
+        "status": {"desiredReplicas": status.get("desiredReplicas"), "currentReplicas": status.get("currentReplicas"),
+                   "lastScaleTime": status.get("lastScaleTime"),
+                   "conditions": [{"type": c.get("type"), "status": c.get("status"), "reason": c.get("reason")}
+                                  for c in status.get("conditions") or ()]},
+        "differences": [{"field": x.field, "recomputed": x.ours, "status": x.status, "reasons": list(x.reasons)}
+                        for x in diffs],
+    }
+
+
+def _text(m: Moment, d: Decision, diffs: Sequence[Difference], config: ControllerConfig, out: TextIO) -> None:
+    from autoscaler.decision import DecisionInput
+    from autoscaler.simulate.report import render
+
+    inp = DecisionInput(spec=m.spec, current_replicas=m.scale.replicas, status_replicas=m.scale.status_replicas,
+                        pods=m.pods, readings=m.readings, now=m.now, config=config)
+    render([(f"{m.label} (live)", inp, d)], out)
+    out.write("  assumed:\n")
+    for line in assumptions(m.spec, config.downscale_stabilization_window):
+        out.write(f"    {line}\n")
+    status = m.obj.get("status") or {}
+    if not diffs:
+        out.write(f"  status agrees: desiredReplicas {status.get('desiredReplicas')}, same conditions\n")
+    else:
+        out.write("  compared with the status:\n")
+        for x in diffs:
+            out.write(f"    {x.line()}\n")
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        args = _parser().parse_args(list(argv) if argv is not None else None)
+    except _ArgError as exc:
+        print(f"autoscaler explain: {exc}", file=err)
+        return 2
+    config = _config(args)
+    try:
+        m, d, diffs = asyncio.run(explain(args.kubeconfig, args.context, args.kind, args.namespace, args.name, config))
+    except GatherError as exc:
+        print(f"autoscaler explain: {exc}", file=err)
+        return 1
+    for ms, reading in zip(m.spec.metrics, m.readings):
+        if isinstance(reading, MetricFailure):
+            print(f"autoscaler explain: {m.label}: {ms.type} metric {ms.name}: {reading.message}", file=err)
+    if args.capture:
+        try:
+            with open(args.capture, "w", encoding="utf-8") as f:
+                yaml.safe_dump(scenario(m, d, config), f, sort_keys=False)
+        except OSError as exc:
+            print(f"autoscaler explain: --capture {args.capture}: {exc.strerror or exc}", file=err)
+            return 1
+    if args.output == "json":
+        out.write(json.dumps(document(m, d, diffs, config), indent=2) + "\n")
+    elif args.output == "yaml":
+        yaml.safe_dump(document(m, d, diffs, config), out, sort_keys=False)
+    else:
+        _text(m, d, diffs, config, out)
+    return 0

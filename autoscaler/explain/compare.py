@@ -1,0 +1,122 @@
+"""The recomputed decision beside what the autoscaler's status says, with each difference named
+and its likely reason. The controller's memory (recommendations in the stabilization window,
+scale events in the policy periods) is not visible from outside: `ASSUMED` says what stands in."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from autoscaler.decision import Decision, HPASpec
+from promscaler.times import DurationError, parse_time
+
+__all__ = ["Difference", "assumptions", "compare"]
+
+
+@dataclass(frozen=True)
+class Difference:
+    field: str
+    ours: Any
+    status: Any
+    reasons: tuple[str, ...]
+
+    def line(self) -> str:
+        why = "; ".join(self.reasons) if self.reasons else "no likely reason found"
+        return f"{self.field}: recomputed {self.ours}, status says {self.status}: {why}"
+
+
+def _down_window(spec: HPASpec, default: float) -> float:
+    b = spec.behavior
+    if b is not None and b.scale_down.stabilization_window_seconds is not None:
+        return float(b.scale_down.stabilization_window_seconds)
+    return default
+
+
+def _longest_period(spec: HPASpec) -> int:
+    b = spec.behavior
+    if b is None:
+        return 60  # legacy scale-up limit looks at the last minute's events
+    return max((p.period_seconds for r in (b.scale_up, b.scale_down) for p in r.policies), default=0)
+
+
+def assumptions(spec: HPASpec, down_default: float) -> list[str]:
+    window = _down_window(spec, down_default)
+    return [
+        f"the controller's recommendations of the last {window:g}s (downscale stabilization) are not visible from "
+        "outside: assumed none, so this shows what the metrics propose now",
+        f"its scale events of the last {_longest_period(spec)}s (rate limits) are not visible: assumed none",
+    ]
+
+
+def _metric_values(metrics: Sequence[Mapping[str, Any]] | None) -> list[tuple[str, Any]]:
+    out = []
+    for m in metrics or ():
+        kind = str(m.get("type", ""))
+        body = m.get(kind[:1].lower() + kind[1:]) or {}
+        name = (body.get("metric") or {}).get("name") or body.get("name") or ""
+        current = body.get("current") or {}
+        out.append((f"{kind} {name}", current.get("averageValue") or current.get("value") or current.get("averageUtilization")))
+    return out
+
+
+def _since(status: Mapping[str, Any], now: datetime) -> float | None:
+    raw = status.get("lastScaleTime")
+    if not raw:
+        return None
+    try:
+        return (now - parse_time(raw)).total_seconds()
+    except DurationError:
+        return None
+
+
+def compare(obj: Mapping[str, Any], spec: HPASpec, decision: Decision, scale_replicas: int, now: datetime,
+            down_default: float) -> list[Difference]:
+    """Every difference between the recomputed decision and the object's status, with likely reasons."""
+    status = obj.get("status") or {}
+    kind = obj.get("kind")
+    if not status or status.get("desiredReplicas") is None:
+        who = ("kube-controller-manager's HPA controller (or promscaler with --reconcile-native-hpas)"
+               if kind == "HorizontalPodAutoscaler" else "the promscaler autoscaler")
+        return [Difference("status", "computed", "nothing", (f"no controller has written a status yet: is {who} running?",))]
+    diffs: list[Difference] = []
+    common: list[str] = []
+    generation = (obj.get("metadata") or {}).get("generation")
+    observed = status.get("observedGeneration")
+    if generation is not None and observed is not None and int(observed) < int(generation):
+        common.append(f"the status is from an older spec (observedGeneration {observed} < generation {generation})")
+    status_current = status.get("currentReplicas")
+    if status_current is not None and int(status_current) != scale_replicas:
+        common.append(f"the target's replicas changed since the controller's last sync ({status_current} then, "
+                      f"{scale_replicas} now)")
+    ours_metrics, their_metrics = _metric_values(decision.current_metrics), _metric_values(status.get("currentMetrics"))
+    moved = [f"{n} {theirs} then, {ours} now" for (n, ours), (_, theirs) in zip(ours_metrics, their_metrics)
+             if ours != theirs]
+    if moved:
+        common.append("the metrics moved since the controller's last sync (" + "; ".join(moved) + ")")
+
+    theirs = int(status["desiredReplicas"])
+    ours = decision.desired_replicas
+    if ours != theirs:
+        reasons = list(common)
+        if ours < theirs <= scale_replicas:
+            reasons.append(f"downscale stabilization: the controller keeps the highest recommendation of the last "
+                           f"{_down_window(spec, down_default):g}s, which may be {theirs}")
+        since = _since(status, now)
+        if since is not None and since <= _longest_period(spec):
+            reasons.append(f"a scale {since:.0f}s ago (lastScaleTime) counts against the rate limits, and it was "
+                           "assumed absent here")
+        diffs.append(Difference("desiredReplicas", ours, theirs, tuple(reasons)))
+    their_conds = {c.get("type"): c for c in status.get("conditions") or ()}
+    for c in decision.conditions:
+        t = their_conds.get(c.type)
+        if t is None:
+            diffs.append(Difference(f"conditions.{c.type}", f"{c.status} {c.reason}", "absent", tuple(common)))
+        elif (t.get("status"), t.get("reason")) != (c.status, c.reason):
+            reasons = list(common)
+            if c.type == "ScalingLimited" or c.reason in ("ScaleDownStabilized", "ScaleUpStabilized"):
+                reasons.append("the controller's stabilization and rate-limit history differs from the assumed one")
+            diffs.append(Difference(f"conditions.{c.type}", f"{c.status} {c.reason}",
+                                     f"{t.get('status')} {t.get('reason')}", tuple(reasons)))
+    return diffs
