@@ -14,7 +14,7 @@ _COMMANDS = {
     "simulate": ("autoscaler.simulate.cli", "main", "what the HPA controller would do with a scenario file"),
     "run": ("autoscaler.controller.cli", "main", "run the autoscaler controller against a cluster"),
     "demo": ("autoscaler.demo", "main", "a sandboxed demo: simulated cluster, Prometheus and workloads"),
-    "explain": ("autoscaler.explain.cli", "main", "why a live autoscaler (does not) scale now, compared with its status"),
+    "explain": ("autoscaler.explain.cli", "main", "why a live autoscaler scales (or not) now, vs. its status"),
     "backtest": ("autoscaler.backtest.cli", "main", "replay autoscaler specs over Prometheus history"),
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from autoscaler.decision import ControllerConfig, Decision, MetricFailure
+from promscaler.selectors import Operator, parse_selector
 
 from .gather import Moment
 
@@ -17,6 +18,16 @@ _PREFIX = "unable to fetch metrics from "
 def _strip(obj: dict[str, Any]) -> dict[str, Any]:
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
     return {**obj, "metadata": meta}
+
+
+def _selected(item: dict[str, Any], selector: str | None) -> dict[str, Any]:
+    """An external item with the labels the API's selector required: the API applied the selector
+    (an aggregating query may return no labels at all), and `simulate` applies it again to the file."""
+    labels = dict(item.get("metricLabels") or {})
+    for req in parse_selector(selector).requirements:
+        if req.key not in labels and req.operator in (Operator.EQUALS, Operator.IN, Operator.EXISTS):
+            labels[req.key] = req.values[0] if req.values else ""
+    return {**item, "metricLabels": labels}
 
 
 def _config(config: ControllerConfig) -> dict[str, Any]:
@@ -35,16 +46,16 @@ def scenario(m: Moment, decision: Decision, config: ControllerConfig) -> dict[st
     resource: list[Any] = []
     custom: list[Any] = []
     external: list[Any] = []
-    for path, body in m.answers:
+    for path, selector, body in m.answers:
         items = body.get("items") if "items" in body else [body]
         if path.startswith("/apis/metrics.k8s.io/"):
             resource += items or []
         elif path.startswith("/apis/custom.metrics.k8s.io/"):
             custom += items or []
         else:
-            external += items or []
+            external += [_selected(item, selector) for item in items or []]
     failures = []
-    for ms, reading in zip(m.spec.metrics, m.readings):
+    for ms, reading in zip(m.spec.metrics, m.readings, strict=False):
         if isinstance(reading, MetricFailure) and reading.message.startswith(_PREFIX):
             message = reading.message.split(": ", 1)[-1]
             failures.append({"type": ms.type, "name": ms.name, "message": message})

@@ -23,7 +23,7 @@ from .capture import scenario
 from .compare import Difference, assumptions, compare
 from .gather import KINDS, GatherError, Moment, gather
 
-__all__ = ["main", "explain"]
+__all__ = ["explain", "main"]
 
 
 class _ArgError(Exception):
@@ -37,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="autoscaler explain",
-                description="Why does this autoscaler (not) scale right now? Reads the live cluster as the controller does.")
+                description="Why does this autoscaler scale (or not) right now? Read live, as the controller reads.")
     p.add_argument("name", metavar="NAME")
     p.add_argument("-n", "--namespace", default="default")
     p.add_argument("--kind", choices=sorted(KINDS), default="horizontalautoscaler",
@@ -85,7 +85,8 @@ async def explain(kubeconfig: str | None, context: str | None, kind: str, namesp
     try:
         cfg = await load_configuration(kubeconfig, context)
     except Exception as exc:  # kubeconfig problems of any kind: one line
-        raise GatherError(f"{KINDS[kind][0]} {namespace}/{name}: cannot load the cluster configuration: {exc}") from None
+        label = f"{KINDS[kind][0]} {namespace}/{name}"
+        raise GatherError(f"{label}: cannot load the cluster configuration: {exc}") from None
     kube = Kube(cfg)
     try:
         moment = await gather(kube, kind, namespace, name, datetime.now(UTC))
@@ -155,7 +156,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except GatherError as exc:
         print(f"autoscaler explain: {exc}", file=err)
         return 1
-    for ms, reading in zip(m.spec.metrics, m.readings):
+    for ms, reading in zip(m.spec.metrics, m.readings, strict=False):
         if isinstance(reading, MetricFailure):
             print(f"autoscaler explain: {m.label}: {ms.type} metric {ms.name}: {reading.message}", file=err)
     if args.capture:

@@ -57,7 +57,8 @@ def _metric_values(metrics: Sequence[Mapping[str, Any]] | None) -> list[tuple[st
         body = m.get(kind[:1].lower() + kind[1:]) or {}
         name = (body.get("metric") or {}).get("name") or body.get("name") or ""
         current = body.get("current") or {}
-        out.append((f"{kind} {name}", current.get("averageValue") or current.get("value") or current.get("averageUtilization")))
+        value = current.get("averageValue") or current.get("value") or current.get("averageUtilization")
+        out.append((f"{kind} {name}", value))
     return out
 
 
@@ -79,7 +80,8 @@ def compare(obj: Mapping[str, Any], spec: HPASpec, decision: Decision, scale_rep
     if not status or status.get("desiredReplicas") is None:
         who = ("kube-controller-manager's HPA controller (or promscaler with --reconcile-native-hpas)"
                if kind == "HorizontalPodAutoscaler" else "the promscaler autoscaler")
-        return [Difference("status", "computed", "nothing", (f"no controller has written a status yet: is {who} running?",))]
+        why = f"no controller has written a status yet: is {who} running?"
+        return [Difference("status", "computed", "nothing", (why,))]
     diffs: list[Difference] = []
     common: list[str] = []
     generation = (obj.get("metadata") or {}).get("generation")
@@ -91,7 +93,7 @@ def compare(obj: Mapping[str, Any], spec: HPASpec, decision: Decision, scale_rep
         common.append(f"the target's replicas changed since the controller's last sync ({status_current} then, "
                       f"{scale_replicas} now)")
     ours_metrics, their_metrics = _metric_values(decision.current_metrics), _metric_values(status.get("currentMetrics"))
-    moved = [f"{n} {theirs} then, {ours} now" for (n, ours), (_, theirs) in zip(ours_metrics, their_metrics)
+    moved = [f"{n} {theirs} then, {ours} now" for (n, ours), (_, theirs) in zip(ours_metrics, their_metrics, strict=False)
              if ours != theirs]
     if moved:
         common.append("the metrics moved since the controller's last sync (" + "; ".join(moved) + ")")

@@ -45,7 +45,8 @@ class Moment:
     pods: list[PodInfo]
     readings: list[Reading]
     now: datetime
-    answers: list[tuple[str, Obj]] = field(default_factory=list)  # (path, body) of every metrics API answer
+    # (path, labelSelector, body) of every metrics API answer
+    answers: list[tuple[str, str | None, Obj]] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -57,12 +58,12 @@ class _Recording:
 
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
-        self.answers: list[tuple[str, Obj]] = []
+        self.answers: list[tuple[str, str | None, Obj]] = []
 
     async def get(self, path: str, q: Sequence[tuple[str, Any]] | None = None) -> Obj:
         body = await self.kube.get(path, q)
         if path.startswith(METRICS_APIS):
-            self.answers.append((path, body))
+            self.answers.append((path, dict(q or ()).get("labelSelector"), body))
         return body
 
 
