@@ -92,9 +92,8 @@ def compare(obj: Mapping[str, Any], spec: HPASpec, decision: Decision, scale_rep
     if status_current is not None and int(status_current) != scale_replicas:
         common.append(f"the target's replicas changed since the controller's last sync ({status_current} then, "
                       f"{scale_replicas} now)")
-    ours_metrics, their_metrics = _metric_values(decision.current_metrics), _metric_values(status.get("currentMetrics"))
-    moved = [f"{n} {theirs} then, {ours} now" for (n, ours), (_, theirs) in zip(ours_metrics, their_metrics, strict=False)
-             if ours != theirs]
+    pairs = zip(_metric_values(decision.current_metrics), _metric_values(status.get("currentMetrics")), strict=False)
+    moved = [f"{n} {theirs} then, {ours} now" for (n, ours), (_, theirs) in pairs if ours != theirs]
     if moved:
         common.append("the metrics moved since the controller's last sync (" + "; ".join(moved) + ")")
 
