@@ -1,0 +1,111 @@
+"""Range data from Prometheus through prometheus-api-client, in chunks (Prometheus answers at
+most 11,000 points per series per query), with a progress bar; each answer becomes a pandas
+frame (`MetricRangeDataFrame`) and then arrays on the replay's step grid:
+`per-pod` queries give the summed value and the number of series at each step, `total`
+queries the summed value. A step without data is NaN."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import numpy as np
+import pandas as pd
+from prometheus_api_client import MetricRangeDataFrame, PrometheusConnect
+
+__all__ = ["CHUNK_POINTS", "Fetcher", "Grid", "HistoryError", "Series"]
+
+CHUNK_POINTS = 10_000  # below Prometheus' 11,000 points per series
+
+
+class HistoryError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Grid:
+    start: datetime
+    step: float          # seconds
+    count: int
+
+    @property
+    def times(self) -> np.ndarray:
+        """Unix seconds of every step."""
+        return self.start.timestamp() + np.arange(self.count) * self.step
+
+    def at(self, i: int) -> datetime:
+        return self.start + timedelta(seconds=i * self.step)
+
+
+@dataclass(frozen=True)
+class Series:
+    total: np.ndarray     # summed value per step (NaN: no data)
+    count: np.ndarray     # number of series per step (0: no data)
+
+
+class Fetcher:
+    """One Prometheus; `progress(done, total)` is called as chunks arrive."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None, disable_ssl: bool = False,
+                 timeout: int = 120, workers: int = 2) -> None:
+        self.prom = PrometheusConnect(url=url, headers=headers, disable_ssl=disable_ssl, timeout=timeout)
+        self.url = url
+        self.workers = workers
+
+    def series_names(self, series_query: str) -> list[str]:
+        """The metric names Prometheus has for a rule's seriesQuery (its `__name__` values)."""
+        try:
+            return list(self.prom.get_label_values("__name__", params={"match[]": series_query}))
+        except Exception as exc:  # requests and API errors alike: one line
+            raise HistoryError(f"Prometheus at {self.url}: series for {series_query!r}: {exc}") from None
+
+    def _chunk(self, promql: str, grid: Grid, first: int, last: int) -> pd.DataFrame | None:
+        start, end = grid.at(first), grid.at(last)
+        try:
+            result = self.prom.custom_query_range(promql, start_time=start, end_time=end, step=f"{grid.step:g}s")
+        except Exception as exc:
+            raise HistoryError(f"Prometheus at {self.url}: {promql}: {exc}") from None
+        if not result:
+            return None
+        return MetricRangeDataFrame(result)
+
+    def fetch(self, queries: Sequence[str], grid: Grid,
+              progress: Callable[[int, int], None] = lambda done, total: None) -> dict[str, Series]:
+        """Every query over the grid, chunked; identical queries are asked once."""
+        unique = list(dict.fromkeys(queries))
+        chunks = [(q, first, min(first + CHUNK_POINTS, grid.count) - 1)
+                  for q in unique for first in range(0, grid.count, CHUNK_POINTS)]
+        frames: dict[str, list[pd.DataFrame]] = {q: [] for q in unique}
+        done = 0
+        progress(0, len(chunks))
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            for (q, _, _), frame in zip(chunks, pool.map(lambda c: self._chunk(c[0], grid, c[1], c[2]), chunks),
+                                        strict=True):
+                if frame is not None:
+                    frames[q].append(frame)
+                done += 1
+                progress(done, len(chunks))
+        return {q: _on_grid(frames[q], grid) for q in unique}
+
+
+def _on_grid(frames: list[pd.DataFrame], grid: Grid) -> Series:
+    total = np.full(grid.count, math.nan)
+    count = np.zeros(grid.count, dtype=np.int64)
+    if not frames:
+        return Series(total, count)
+    frame = pd.concat(frames)
+    seconds = frame.index.to_numpy(dtype="datetime64[ns]").astype(np.int64) / 1e9 \
+        if not np.issubdtype(frame.index.dtype, np.number) else frame.index.to_numpy(dtype=float)
+    steps = np.rint((seconds - grid.start.timestamp()) / grid.step).astype(np.int64)
+    values = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype=float)
+    keep = (steps >= 0) & (steps < grid.count) & np.isfinite(values)
+    steps, values = steps[keep], values[keep]
+    sums = np.bincount(steps, weights=values, minlength=grid.count)
+    counts = np.bincount(steps, minlength=grid.count)
+    has = counts > 0
+    total[has] = sums[has]
+    count[:] = counts
+    return Series(total, count)

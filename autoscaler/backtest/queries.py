@@ -1,0 +1,120 @@
+"""Each spec metric's PromQL over history, derived from the adapter's rules file exactly as the
+adapter translates a metrics API request: the adapter's own rule parser (`adapter.rules`),
+naming (`adapter.naming`) and query builder (`adapter.promql`), imported here (they are pure
+modules; nothing of the adapter's server comes along). Only the pods differ: a request names
+the pods that exist now, history has pods that came and went, so a Pods metric selects the
+target's pods by a name pattern (`<target>-.*` unless given).
+
+Kinds of query (`MetricQuery.shape`):
+- `per-pod`: one series per pod (Pods; Resource when given explicitly): the load model sums them
+  into the observed total and counts them as the observed pods;
+- `total`: every series summed (External, Object), taken as observed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from adapter.naming import BUILTIN_TABLE, NAMESPACES, CompiledRule, CompiledRules, compile_rules, resource_by_api_name
+from adapter.promql import QueryBuildError, external_query, quote, render_query, resource_query, selector_matchers
+from adapter.rules import RuleError, load_rules
+from autoscaler.decision.spec import MetricSpec
+from promscaler.selectors import Selector
+
+__all__ = ["MetricQuery", "QueryError", "actual_replicas_queries", "load_compiled", "metric_query"]
+
+Shape = Literal["per-pod", "total"]
+SeriesNames = Callable[[str], list[str]]  # seriesQuery -> the series names Prometheus has for it
+
+
+class QueryError(ValueError):
+    """A metric whose history cannot be asked for; the message names the metric and what to give."""
+
+
+@dataclass(frozen=True)
+class MetricQuery:
+    metric: MetricSpec
+    promql: str
+    shape: Shape
+    source: str            # "rules[0]", "externalRules[1]" or "--query"
+
+
+def load_compiled(path: str) -> CompiledRules:
+    try:
+        return compile_rules(load_rules(path))
+    except RuleError as exc:
+        raise QueryError(str(exc)) from None
+
+
+def _series_for(rules: tuple[CompiledRule, ...], metric: str,
+                series_names: SeriesNames) -> tuple[CompiledRule, str] | None:
+    """The first rule (in file order, as the adapter's discovery keeps the first) with a series
+    that becomes `metric`."""
+    for rule in rules:
+        for series in sorted(series_names(rule.series_query)):
+            if rule.accepts(series) and rule.metric_name(series) == metric:
+                return rule, series
+    return None
+
+
+def metric_query(ms: MetricSpec, namespace: str, pod_regex: str, rules: CompiledRules | None,
+                 series_names: SeriesNames, explicit: Mapping[str, str]) -> MetricQuery:
+    label = f"{ms.type} metric {ms.name}"
+    if ms.name in explicit:
+        shape: Shape = "per-pod" if ms.type in ("Pods", "Resource", "ContainerResource") else "total"
+        return MetricQuery(ms, explicit[ms.name], shape, "--query")
+    if ms.type in ("Resource", "ContainerResource"):
+        raise QueryError(f"{label}: resource metrics come from metrics.k8s.io, not from the rules: "
+                         f"give --query {ms.name}=PROMQL (one series per pod)")
+    if rules is None:
+        raise QueryError(f"{label}: give --rules RULES.yaml (the adapter's rules) or --query {ms.name}=PROMQL")
+    selector = ms.selector or Selector()
+    try:
+        if ms.type == "External":
+            found = _series_for(rules.external_rules, ms.name, series_names)
+            if found is None:
+                raise QueryError(f"{label}: no externalRules series in Prometheus becomes this metric")
+            rule, series = found
+            ns_label = rule.converter.label_for_resource(NAMESPACES)
+            if rule.namespaced and ns_label is None:
+                ns_label = "namespace"  # as the adapter does for a namespaced external rule without a mapping
+            return MetricQuery(ms, external_query(rule, series, ns_label, namespace, selector), "total",
+                               f"externalRules[{rule.index}]")
+        found = _series_for(rules.rules, ms.name, series_names)
+        if found is None:
+            raise QueryError(f"{label}: no rules series in Prometheus becomes this metric")
+        rule, series = found
+        ns_label = rule.converter.label_for_resource(NAMESPACES)
+        if ms.type == "Object":
+            ref = ms.described_object
+            assert ref is not None
+            resource = next((r for r in BUILTIN_TABLE.resources if r.kind == ref.kind), None)
+            res_label = rule.converter.label_for_resource(resource) if resource else None
+            if resource is None or res_label is None:
+                raise QueryError(f"{label}: rules[{rule.index}] has no label for {ref.kind}")
+            promql = resource_query(rule, series, res_label, ns_label, namespace if resource.namespaced else None,
+                                    [ref.name], selector)
+            return MetricQuery(ms, promql, "total", f"rules[{rule.index}]")
+        pods = resource_by_api_name("pods")
+        pod_label = rule.converter.label_for_resource(pods) if pods else None
+        if pod_label is None:
+            raise QueryError(f"{label}: rules[{rule.index}] has no label for pods")
+        matchers = selector_matchers(selector)
+        if ns_label:
+            matchers.append((ns_label, f"{ns_label}={quote(namespace)}", (namespace,)))
+        matchers.append((pod_label, f"{pod_label}=~{quote(pod_regex)}", ()))
+        return MetricQuery(ms, render_query(rule, series, matchers, [pod_label]), "per-pod", f"rules[{rule.index}]")
+    except QueryBuildError as exc:
+        raise QueryError(f"{label}: {exc}") from None
+
+
+def actual_replicas_queries(namespace: str, autoscaler: str, target_kind: str, target: str) -> list[str]:
+    """kube-state-metrics series that tell the cluster's replicas, best first."""
+    ns = quote(namespace)
+    out = [f"max(kube_horizontalpodautoscaler_status_current_replicas{{namespace={ns},"
+           f"horizontalpodautoscaler={quote(autoscaler)}}})"]
+    if target_kind == "Deployment":
+        out.append(f"max(kube_deployment_status_replicas{{namespace={ns},deployment={quote(target)}}})")
+    return out
