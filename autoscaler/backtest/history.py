@@ -7,6 +7,7 @@ queries the summed value. A step without data is NaN."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -70,7 +71,10 @@ class Fetcher:
             raise HistoryError(f"Prometheus at {self.url}: {promql}: {exc}") from None
         if not result:
             return None
-        return MetricRangeDataFrame(result)
+        with warnings.catch_warnings():  # the library's own use of a pandas API pandas deprecates
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return MetricRangeDataFrame(result)
 
     def fetch(self, queries: Sequence[str], grid: Grid,
               progress: Callable[[int, int], None] = lambda done, total: None) -> dict[str, Series]:

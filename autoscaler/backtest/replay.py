@@ -121,7 +121,7 @@ def replay(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Ser
     ratios = np.full((m, n), math.nan)
     values = np.full((m, n), math.nan)
     targets = [_target_value(q.metric) for q in queries]
-    series = [data[q.promql] for q in queries]
+    series = [data[q.promql].total.tolist() for q in queries]  # Python floats: the engine's arithmetic
     delay = timedelta(seconds=startup_delay)
     pods = _Pods(initial_replicas, grid.at(0), requests or {})
     current = initial_replicas
@@ -133,7 +133,7 @@ def replay(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Ser
         readings: list[Reading] = []
         missing = False
         for k, q in enumerate(queries):
-            total = series[k].total[i]
+            total = series[k][i]
             if total != total:  # NaN: no data at this step
                 readings.append(MetricFailure("no data in Prometheus at this step"))
                 missing = True

@@ -1,0 +1,72 @@
+"""A known history for the backtest tests, 15 s apart (OpenMetrics text for `promtool` backfill).
+
+`inflight_requests` is a per-pod gauge (so every value the replay sees is exact): a steady
+start, a ramp, a spike, a fall, a second spike and a fall. `web-a`/`web-b` run throughout,
+`web-c`/`web-d` join at step 8 (the pods are counted, so the observed total is their sum).
+A pod of another Deployment (`api-1`) and another namespace are there to be left out, and
+kube-state-metrics' `kube_deployment_status_replicas` says what the cluster ran.
+"""
+
+from __future__ import annotations
+
+STEP = 15
+STEPS = 24
+NS = "shop"
+# per-pod value at each step, for the pods present at that step
+PER_POD = [10] * 4 + [20] * 4 + [20] * 2 + [2.5] * 4 + [20] * 2 + [2.5] * 8
+assert len(PER_POD) == STEPS
+
+
+def pods_at(i: int) -> list[str]:
+    return ["web-a", "web-b"] + (["web-c", "web-d"] if i >= 8 else [])
+
+
+def totals() -> list[float]:
+    """The observed total at each step: what the load model spreads over the simulated pods."""
+    return [PER_POD[i] * len(pods_at(i)) for i in range(STEPS)]
+
+
+def openmetrics(start: int) -> str:
+    lines = ["# TYPE inflight_requests gauge"]
+    for i in range(STEPS):
+        t = start + i * STEP
+        for pod in pods_at(i):
+            lines.append(f'inflight_requests{{namespace="{NS}",pod="{pod}"}} {PER_POD[i]} {t}')
+        lines.append(f'inflight_requests{{namespace="{NS}",pod="api-1"}} 500 {t}')
+        lines.append(f'inflight_requests{{namespace="other",pod="web-z"}} 500 {t}')
+    lines.append("# TYPE kube_deployment_status_replicas gauge")
+    for i in range(STEPS):
+        lines.append(f'kube_deployment_status_replicas{{namespace="{NS}",deployment="web"}} '
+                     f"{len(pods_at(i))} {start + i * STEP}")
+    lines.append("# EOF")
+    return "\n".join(lines) + "\n"
+
+
+RULES = {
+    "rules": [{
+        "seriesQuery": 'inflight_requests{namespace!="",pod!=""}',
+        "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+    }],
+}
+
+
+def spec(name: str, down_window: int) -> dict:
+    """Target 10 per pod; scale up by max(4 pods, 100%) per 15 s, down by 100% per 15 s after `down_window`."""
+    return {
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1, "maxReplicas": 10,
+            "metrics": [{"type": "Pods", "pods": {"metric": {"name": "inflight_requests"},
+                                                  "target": {"type": "AverageValue", "averageValue": "10"}}}],
+            "behavior": {
+                "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                            "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15},
+                                         {"type": "Percent", "value": 100, "periodSeconds": 15}]},
+                "scaleDown": {"stabilizationWindowSeconds": down_window,
+                              "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]},
+            },
+        },
+    }

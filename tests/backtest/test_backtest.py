@@ -1,0 +1,131 @@
+"""`autoscaler backtest` over a real Prometheus holding a known history, against hand-computed replays.
+
+Spec `short` (scale-down stabilization 30 s) and `long` (300 s), target 10 per pod, start-up
+delay 15 s (new pods are ready at the next step), 2 replicas at the start (kube-state-metrics).
+The reasoning, step by step (i: observed total -> what the engine sees):
+
+short:
+  i0-3   total 20 over 2 ready pods = 10/pod, ratio 1.0           -> stay 2
+  i4     total 40 over 2 = 20, ratio 2 -> 4 (limit max(2+4, 2x2) = 6)   2 -> 4   (event 1)
+  i5-7   40 over 4 ready = 10                                      -> stay 4
+  i8     80 over 4 = 20, ratio 2 -> 8 (limit max(4+4, 8) = 8)     4 -> 8   (event 2)
+  i9     80 over 8 = 10                                            -> stay 8
+  i10    10 over 8 = 1.25 -> 1, but t9's 8 is in the 30 s window  -> stay 8
+  i11    the window (after t9) holds 1 and 1; 100% per 15 s allows it  8 -> 1  (event 3)
+  i12-13 10 over 1 = 10                                            -> stay 1
+  i14    80 over 1 = 80 -> 8, limit max(1+4, 2) = 5                1 -> 5   (event 4)
+  i15    80 over 5 = 16 -> ceil(1.6 x 5) = 8; t14's event is not after the 15 s cutoff: limit 10
+                                                                    5 -> 8   (event 5)
+  i16    10 over 8 -> 1, t15's 8 in the window                     -> stay 8
+  i17    window holds 1 and 1                                       8 -> 1   (event 6)
+  i18-23 10 over 1 = 10                                            -> stay 1
+long: as short until i10; then t9's recommendation of 8 stays in the 300 s window to the end, and
+  at i14/i15 80 over 8 ready pods is 10 per pod: 2 events, 8 replicas from i8 on.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import yaml
+
+from autoscaler.backtest import cli
+from autoscaler.backtest import history as history_mod
+from promscaler.times import parse_time
+
+from . import data
+
+SHORT_REPLICAS = [2] * 4 + [4] * 4 + [8] * 3 + [1] * 3 + [5] + [8] * 2 + [1] * 7
+LONG_REPLICAS = [2] * 4 + [4] * 4 + [8] * 16
+SHORT_EVENTS = [(4, 2, 4), (8, 4, 8), (11, 8, 1), (14, 1, 5), (15, 5, 8), (17, 8, 1)]
+
+
+def _files(tmp_path: Path) -> tuple[Path, Path, Path]:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump(data.RULES))
+    short, long = tmp_path / "short.yaml", tmp_path / "long.yaml"
+    short.write_text(yaml.safe_dump(data.spec("short", 30)))
+    long.write_text(yaml.safe_dump(data.spec("long", 300)))
+    return rules, short, long
+
+
+def _run(history, tmp_path: Path, *extra: str) -> tuple[int, str, str, dict]:
+    prom, start = history
+    rules, short, long = _files(tmp_path)
+    report = tmp_path / "report"
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main([str(short), str(long), "--prometheus-url", prom.url, "--rules", str(rules),
+                     "--from", str(start), "--to", str(start + (data.STEPS - 1) * data.STEP), "--step", "15s",
+                     "--startup-delay", "15s", "--report", str(report), *extra], out, err)
+    summary = json.loads((report / "summary.json").read_text()) if code == 0 else {}
+    return code, out.getvalue(), err.getvalue(), summary
+
+
+
+def test_replay_matches_the_hand_computed_steps(history, tmp_path: Path):
+    code, out, err, summary = _run(history, tmp_path, "--no-png")
+    assert code == 0, err
+    short, long = summary["specs"]
+    assert short["decisions"] == long["decisions"] == data.STEPS
+    _prom, start = history
+
+    def steps(s: dict) -> list[tuple[int, int, int]]:
+        return [(round((parse_time(e["time"]).timestamp() - start) / data.STEP), e["from"], e["to"])
+                for e in s["events"]]
+
+    def replicas(s: dict) -> list[int]:  # per step, from the initial 2 and the events
+        out, current, events = [], 2, steps(s)
+        for i in range(data.STEPS):
+            current = next((to for at, _, to in events if at == i), current)
+            out.append(current)
+        return out
+
+    assert steps(short) == SHORT_EVENTS
+    assert replicas(short) == SHORT_REPLICAS and replicas(long) == LONG_REPLICAS
+    assert short["scaleEvents"] == 6 and (short["scaleUps"], short["scaleDowns"]) == (4, 2)
+    assert steps(long) == [(4, 2, 4), (8, 4, 8)]
+    assert long["scaleEvents"] == 2 < short["scaleEvents"]  # the larger window: fewer events
+    assert short["replicaHours"] == round(sum(SHORT_REPLICAS) * 15 / 3600, 3)
+    assert long["replicaHours"] == round(sum(LONG_REPLICAS) * 15 / 3600, 3)
+    assert short["maxReplicas"] == long["maxReplicas"] == 8
+    # above 10 x 1.1 per pod at i4, i8, i14, i15 (short) and i4, i8 (long); each rise scaled up at once
+    assert short["secondsAboveTarget"] == 60 and long["secondsAboveTarget"] == 30
+    assert short["loadRises"] == 3 and short["scaleUpDelaySeconds"] == {"first": 0, "max": 0}
+    # the actual replicas came from kube-state-metrics: 2 then 4 pods
+    assert long["actual"]["maxReplicas"] == 4
+    assert "kube_deployment_status_replicas" in long["actual"]["source"]
+    # the PromQL is the rule's, with the adapter's matchers for the namespace and the target's pods
+    promql = short["metrics"][0]["promql"]
+    assert promql == 'sum(inflight_requests{namespace="shop",pod=~"web-.*"}) by (pod)'
+    assert short["metrics"][0]["source"] == "rules[0]"
+    assert "replica-hours" in out and "scale events (up/down)" in out and "6 (4/2)" in out and "2 (2/0)" in out
+
+
+def test_chunked_fetch_gives_the_same_replay(history, tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(history_mod, "CHUNK_POINTS", 5)  # 24 steps in 5 chunks
+    code, _, err, summary = _run(history, tmp_path, "--no-png")
+    assert code == 0, err
+    short, long = summary["specs"]
+    assert [(e["from"], e["to"]) for e in short["events"]] == [(b, a) for _, b, a in SHORT_EVENTS]
+    assert long["scaleEvents"] == 2 and short["stepsWithoutData"] == 0
+
+
+def test_png_and_errors(history, tmp_path: Path):
+    code, _, err, _ = _run(history, tmp_path)
+    assert code == 0, err
+    png = tmp_path / "report" / "backtest.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    prom, _start = history
+    out, err_buf = io.StringIO(), io.StringIO()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**data.spec("bad", 30), "kind": "Deployment"}))
+    assert cli.main([str(bad), "--prometheus-url", prom.url, "--from", "now-1h"], out, err_buf) == 2
+    assert err_buf.getvalue().count("\n") == 1 and "bad.yaml: kind" in err_buf.getvalue()
+
+    err_buf = io.StringIO()
+    _, short, _ = _files(tmp_path)
+    assert cli.main([str(short), "--prometheus-url", prom.url, "--from", "now-1h"], out, err_buf) == 1
+    assert "Pods metric inflight_requests" in err_buf.getvalue() and "--rules" in err_buf.getvalue()
