@@ -162,7 +162,7 @@ def write_png(outcomes: Sequence[Outcome], path: Path) -> None:
         for k, q in enumerate(o.queries):
             target = q.metric.target
             milli = target.average_value_milli if target.average_value_milli is not None else target.value_milli
-            ax2.plot(times, r.values[k], label=f"{q.metric.type} {q.metric.name}")
+            ax2.plot(times, r.values[k], label=f"{q.metric.type} {q.metric.name}", drawstyle="steps-post")
             if milli is not None:
                 value = milli / 1000.0
                 ax2.axhline(value, color="black", linewidth=0.8)

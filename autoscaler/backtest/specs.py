@@ -42,6 +42,7 @@ def load_specs(path: str) -> list[Spec]:
     out = []
     for i, doc in enumerate(docs):
         where = path if len(docs) == 1 else f"{path}#{i + 1}"
+        short = Path(path).name if len(docs) == 1 else f"{Path(path).name}#{i + 1}"
         if not isinstance(doc, dict) or doc.get("kind") not in KINDS:
             raise SpecFileError(f"{where}: kind: must be one of {', '.join(KINDS)}")
         meta = doc.get("metadata") or {}
@@ -51,7 +52,7 @@ def load_specs(path: str) -> list[Spec]:
         except SpecError as exc:
             raise SpecFileError(f"{where}: {exc}") from None
         ns = meta.get("namespace")
-        out.append(Spec(f"{where} ({name})", name, ns if isinstance(ns, str) else None, doc["kind"], spec, doc))
+        out.append(Spec(f"{short} ({name})", name, ns if isinstance(ns, str) else None, doc["kind"], spec, doc))
     if not out:
         raise SpecFileError(f"{path}: no autoscaler in the file")
     return out
