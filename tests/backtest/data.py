@@ -15,6 +15,7 @@ NS = "shop"
 # per-pod value at each step, for the pods present at that step
 PER_POD = [10] * 4 + [20] * 4 + [20] * 2 + [2.5] * 4 + [20] * 2 + [2.5] * 8
 assert len(PER_POD) == STEPS
+QUEUE = [60] * 12 + [150] * 12  # messages ready in queue "orders" (External metric)
 
 
 def pods_at(i: int) -> list[str]:
@@ -34,6 +35,11 @@ def openmetrics(start: int) -> str:
             lines.append(f'inflight_requests{{namespace="{NS}",pod="{pod}"}} {PER_POD[i]} {t}')
         lines.append(f'inflight_requests{{namespace="{NS}",pod="api-1"}} 500 {t}')
         lines.append(f'inflight_requests{{namespace="other",pod="web-z"}} 500 {t}')
+    lines.append("# TYPE queue_messages_ready gauge")
+    for i in range(STEPS):
+        t = start + i * STEP
+        lines.append(f'queue_messages_ready{{namespace="{NS}",queue="orders"}} {QUEUE[i]} {t}')
+        lines.append(f'queue_messages_ready{{namespace="{NS}",queue="other"}} 999 {t}')
     lines.append("# TYPE kube_deployment_status_replicas gauge")
     for i in range(STEPS):
         lines.append(f'kube_deployment_status_replicas{{namespace="{NS}",deployment="web"}} '
@@ -48,19 +54,28 @@ RULES = {
         "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
         "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
     }],
+    "externalRules": [{
+        "seriesQuery": 'queue_messages_ready{queue!=""}',
+        "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
+        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+    }],
 }
 
+QUEUE_METRIC = {"type": "External", "external": {
+    "metric": {"name": "queue_messages_ready", "selector": {"matchLabels": {"queue": "orders"}}},
+    "target": {"type": "AverageValue", "averageValue": "30"}}}
 
-def spec(name: str, down_window: int) -> dict:
+
+def spec(name: str, down_window: int, metric: dict | None = None, target: str = "web", min_replicas: int = 1) -> dict:
     """Target 10 per pod; scale up by max(4 pods, 100%) per 15 s, down by 100% per 15 s after `down_window`."""
     return {
         "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": name, "namespace": NS},
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-            "minReplicas": 1, "maxReplicas": 10,
-            "metrics": [{"type": "Pods", "pods": {"metric": {"name": "inflight_requests"},
-                                                  "target": {"type": "AverageValue", "averageValue": "10"}}}],
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+            "minReplicas": min_replicas, "maxReplicas": 10,
+            "metrics": [metric or {"type": "Pods", "pods": {"metric": {"name": "inflight_requests"},
+                                                            "target": {"type": "AverageValue", "averageValue": "10"}}}],
             "behavior": {
                 "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
                             "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15},

@@ -129,3 +129,33 @@ def test_png_and_errors(history, tmp_path: Path):
     _, short, _ = _files(tmp_path)
     assert cli.main([str(short), "--prometheus-url", prom.url, "--from", "now-1h"], out, err_buf) == 1
     assert "Pods metric inflight_requests" in err_buf.getvalue() and "--rules" in err_buf.getvalue()
+
+
+def test_external_metric_from_the_rules_and_given_explicitly(history, tmp_path: Path):
+    """Queue "orders" holds 60 messages, then 150 from step 12; 30 per worker wanted; no
+    kube-state-metrics series for `worker`, so it starts at minReplicas 2.
+    i0-11: 60 / 2 = 30 -> stay 2. i12: 150 / 2 = 75 -> ceil(150 / 30) = 5 (limit 6) -> 2 -> 5.
+    i13-: 150 / 5 (the scale's status counts the starting pods) = 30 -> stay 5."""
+    prom, start = history
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump(data.RULES))
+    worker = tmp_path / "worker.yaml"
+    worker.write_text(yaml.safe_dump(data.spec("worker", 30, data.QUEUE_METRIC, target="worker", min_replicas=2)))
+    explicit = 'sum(queue_messages_ready{namespace="shop",queue="orders"})'
+    summaries = []
+    for extra in (["--rules", str(rules)], ["--query", f"queue_messages_ready={explicit}"]):
+        report = tmp_path / extra[0].strip("-")
+        out, err = io.StringIO(), io.StringIO()
+        code = cli.main([str(worker), "--prometheus-url", prom.url, "--from", str(start),
+                         "--to", str(start + (data.STEPS - 1) * data.STEP), "--report", str(report), "--no-png",
+                         *extra], out, err)
+        assert code == 0, err.getvalue()
+        summaries.append(json.loads((report / "summary.json").read_text())["specs"][0])
+    from_rules, given = summaries
+    assert from_rules["metrics"][0]["promql"] == 'sum(queue_messages_ready{queue="orders",namespace="shop"}) by ()'
+    assert from_rules["metrics"][0]["source"] == "externalRules[0]" and given["metrics"][0]["source"] == "--query"
+    for s in summaries:
+        assert [(e["from"], e["to"]) for e in s["events"]] == [(2, 5)]
+        assert parse_time(s["events"][0]["time"]).timestamp() == start + 12 * data.STEP
+        assert s["replicaHours"] == round((12 * 2 + 12 * 5) * 15 / 3600, 3)
+        assert "actual" not in s
