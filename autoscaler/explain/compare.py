@@ -4,12 +4,14 @@ scale events in the policy periods) is not visible from outside: `ASSUMED` says 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from autoscaler.decision import Decision, HPASpec
+from promscaler.quantity import QuantityError, format_quantity, parse_quantity
 from promscaler.times import DurationError, parse_time
 
 __all__ = ["Difference", "assumptions", "compare"]
@@ -58,6 +60,8 @@ def _metric_values(metrics: Sequence[Mapping[str, Any]] | None) -> list[tuple[st
         name = (body.get("metric") or {}).get("name") or body.get("name") or ""
         current = body.get("current") or {}
         value = current.get("averageValue") or current.get("value") or current.get("averageUtilization")
+        with contextlib.suppress(QuantityError):  # by value: "1" and "1000m" are the same reading
+            value = format_quantity(parse_quantity(value)) if value is not None else None
         out.append((f"{kind} {name}", value))
     return out
 
