@@ -66,12 +66,17 @@ class Replay:
     failures: int = 0             # steps where some metric had no data
 
 
-def _target_value(ms: MetricSpec) -> float:
+def _target_value(ms: MetricSpec, requests: Mapping[str, int]) -> float:
+    """The per-pod (or total, for Value) target in the metric's units; for Utilization, that share
+    of the simulated pods' request (NaN without --pod-requests)."""
     t = ms.target
     milli = t.average_value_milli if t.average_value_milli is not None else t.value_milli
-    if milli is None:
-        return math.nan  # Utilization: the ratio needs requests, the value is a percentage
-    return milli / 1000.0
+    if milli is not None:
+        return milli / 1000.0
+    request = requests.get(ms.name)
+    if t.average_utilization is None or request is None:
+        return math.nan
+    return request / 1000.0 * t.average_utilization / 100.0
 
 
 class _Pods:
@@ -120,7 +125,7 @@ def replay(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Ser
     ready_out = np.zeros(n, dtype=np.int64)
     ratios = np.full((m, n), math.nan)
     values = np.full((m, n), math.nan)
-    targets = [_target_value(q.metric) for q in queries]
+    targets = [_target_value(q.metric, requests or {}) for q in queries]
     series = [data[q.promql].total.tolist() for q in queries]  # Python floats: the engine's arithmetic
     delay = timedelta(seconds=startup_delay)
     pods = _Pods(initial_replicas, grid.at(0), requests or {})

@@ -112,9 +112,19 @@ def test_chunked_fetch_gives_the_same_replay(history, tmp_path: Path, monkeypatc
     assert long["scaleEvents"] == 2 and short["stepsWithoutData"] == 0
 
 
-def test_png_and_errors(history, tmp_path: Path):
-    code, _, err, _ = _run(history, tmp_path)
-    assert code == 0, err
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_png_progress_and_errors(history, tmp_path: Path):
+    prom, start = history
+    rules, short, long = _files(tmp_path)
+    err = _Terminal()
+    code = cli.main([str(short), str(long), "--prometheus-url", prom.url, "--rules", str(rules), "--from", str(start),
+                     "--to", str(start + (data.STEPS - 1) * data.STEP), "--report", str(tmp_path / "report")],
+                    io.StringIO(), err)
+    assert code == 0, err.getvalue()
     png = tmp_path / "report" / "backtest.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -159,3 +169,28 @@ def test_external_metric_from_the_rules_and_given_explicitly(history, tmp_path: 
         assert parse_time(s["events"][0]["time"]).timestamp() == start + 12 * data.STEP
         assert s["replicaHours"] == round((12 * 2 + 12 * 5) * 15 / 3600, 3)
         assert "actual" not in s
+
+
+def test_resource_utilization_given_explicitly_replays_like_the_pods_spec(history, tmp_path: Path):
+    """CPU as inflight / 10 cores per pod, 2-core requests, 50% wanted: 1 core (10 requests) per
+    pod, the same target as the Pods spec, so the same six events as `short`."""
+    prom, start = history
+    cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
+    path = tmp_path / "cpu.yaml"
+    path.write_text(yaml.safe_dump(data.spec("web", 30, cpu)))
+    report = tmp_path / "cpu"
+    out, err = io.StringIO(), io.StringIO()
+    query = 'cpu=sum(inflight_requests{namespace="shop",pod=~"web-.*"}) by (pod) / 10'
+    code = cli.main([str(path), "--prometheus-url", prom.url, "--query", query, "--pod-requests", "cpu=2",
+                     "--from", str(start), "--to", str(start + (data.STEPS - 1) * data.STEP), "--startup-delay", "15s",
+                     "--report", str(report), "--no-png"], out, err)
+    assert code == 0, err.getvalue()
+    s = json.loads((report / "summary.json").read_text())["specs"][0]
+    assert [(e["from"], e["to"]) for e in s["events"]] == [(b, a) for _, b, a in SHORT_EVENTS]
+    assert s["secondsAboveTarget"] == 60  # ratios against 50% of the request
+    # without requests a Utilization target cannot be computed: every step fails, nothing scales
+    code = cli.main([str(path), "--prometheus-url", prom.url, "--query", query, "--from", str(start),
+                     "--to", str(start + (data.STEPS - 1) * data.STEP), "--report", str(report), "--no-png"],
+                    io.StringIO(), io.StringIO())
+    assert code == 0
+    assert json.loads((report / "summary.json").read_text())["specs"][0]["scaleEvents"] == 0
