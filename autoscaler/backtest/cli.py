@@ -192,7 +192,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             write_png(outcomes, report / "backtest.png")
     except OSError as exc:
         return fail(f"--report {report}: {exc.strerror or exc}", 1)
+    written = time.perf_counter() - started - fetched - replayed
     table(summaries, out)
-    print(f"fetched in {fetched:.1f}s, replayed {grid.count * len(specs)} decisions in {replayed:.1f}s; "
+    print(f"fetched in {fetched:.1f}s, replayed {grid.count * len(specs)} decisions in {replayed:.1f}s, "
+          f"wrote the report in {written:.1f}s; "
           f"report: {report / 'summary.json'}" + ("" if args.no_png else f", {report / 'backtest.png'}"), file=out)
     return 0

@@ -13,6 +13,7 @@ the PNG (matplotlib, imported only when a PNG is written).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,6 +137,22 @@ def write_summary(summaries: Sequence[dict[str, Any]], path: Path) -> None:
     path.write_text(json.dumps({"specs": list(summaries)}, indent=2) + "\n")
 
 
+PLOT_POINTS = 3000
+
+
+def _peaks(values: np.ndarray, every: int) -> np.ndarray:
+    """The highest value of each bucket of `every` steps (NaN when a bucket has none)."""
+    if every == 1:
+        return values
+    padded = np.full(math.ceil(len(values) / every) * every, np.nan)
+    padded[: len(values)] = values
+    buckets = padded.reshape(-1, every)
+    out = np.full(len(buckets), np.nan)
+    has = np.isfinite(buckets).any(axis=1)
+    out[has] = np.nanmax(buckets[has], axis=1)
+    return out
+
+
 def write_png(outcomes: Sequence[Outcome], path: Path) -> None:
     import matplotlib
 
@@ -147,14 +164,19 @@ def write_png(outcomes: Sequence[Outcome], path: Path) -> None:
     fig, axes = plt.subplots(2, cols, figsize=(6.5 * cols, 6.5), sharex=True, squeeze=False)
     for c, o in enumerate(outcomes):
         r, grid = o.replay, o.replay.grid
-        times = (grid.times * 1000).astype("datetime64[ms]")
+        every = max(1, math.ceil(grid.count / PLOT_POINTS))  # a week at 15 s is 40,320 steps: plot bucket peaks
+        times = (grid.times[::every] * 1000).astype("datetime64[ms]")
         ax = axes[0][c]
-        ax.step(times, r.replicas, where="post", label="simulated replicas", color="tab:blue")
+        ax.step(times, _peaks(r.replicas, every), where="post", label="simulated replicas", color="tab:blue")
         if o.actual is not None:
-            ax.step(times, o.actual, where="post", label="actual replicas", color="tab:gray", linestyle="--")
-        for e in r.events:
-            marker, color = ("^", "tab:green") if e.after > e.before else ("v", "tab:red")
-            ax.plot(np.datetime64(int(grid.times[e.index] * 1000), "ms"), e.after, marker=marker, color=color)
+            ax.step(times, _peaks(o.actual, every), where="post", label="actual replicas", color="tab:gray",
+                    linestyle="--")
+        event_times = (grid.times[[e.index for e in r.events]] * 1000).astype("datetime64[ms]")
+        ups = np.array([e.after > e.before for e in r.events], dtype=bool)
+        after = np.array([e.after for e in r.events])
+        if r.events:
+            ax.scatter(event_times[ups], after[ups], marker="^", color="tab:green", zorder=3, s=18)
+            ax.scatter(event_times[~ups], after[~ups], marker="v", color="tab:red", zorder=3, s=18)
         ax.set_title(o.label, fontsize=9)
         ax.set_ylabel("replicas")
         ax.legend(loc="upper left", fontsize=8)
@@ -162,14 +184,15 @@ def write_png(outcomes: Sequence[Outcome], path: Path) -> None:
         for k, q in enumerate(o.queries):
             target = q.metric.target
             milli = target.average_value_milli if target.average_value_milli is not None else target.value_milli
-            ax2.plot(times, r.values[k], label=f"{q.metric.type} {q.metric.name}", drawstyle="steps-post")
+            ax2.plot(times, _peaks(r.values[k], every), label=f"{q.metric.type} {q.metric.name}",
+                     drawstyle="steps-post")
             if milli is not None:
                 value = milli / 1000.0
                 ax2.axhline(value, color="black", linewidth=0.8)
                 ax2.axhspan(value * (1 - o.tolerance), value * (1 + o.tolerance), color="tab:green", alpha=0.15)
-        for e in r.events:
-            ax2.axvline(np.datetime64(int(grid.times[e.index] * 1000), "ms"), color="tab:orange", alpha=0.3,
-                        linewidth=0.8)
+        if r.events:
+            ax2.vlines(event_times, 0, 1, transform=ax2.get_xaxis_transform(), color="tab:orange", alpha=0.3,
+                       linewidth=0.8)
         ax2.set_ylabel("per pod (as the engine saw it)")
         ax2.legend(loc="upper left", fontsize=8)
         ax2.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
