@@ -100,6 +100,9 @@ class _Pods:
         ready = [p for p in self.pods if p[2] <= now]
         gone = {p[0] for p in (pending[::-1] + ready[::-1])[:n]}
         self.pods = [p for p in self.pods if p[0] not in gone]
+        for name in gone:
+            self.infos.pop((name, True), None)
+            self.infos.pop((name, False), None)
 
     def state(self, now: datetime) -> tuple[tuple[PodInfo, ...], list[str]]:
         infos, ready = [], []
