@@ -8,6 +8,7 @@ The seam of kubernetes-sigs/custom-metrics-apiserver: `CustomMetricsProvider`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
@@ -21,6 +22,8 @@ from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavai
 
 __all__ = ["CustomValue", "ExternalValue", "MetricInfo", "LabelLookup", "CustomMetricsProvider",
            "ExternalMetricsProvider"]
+
+log = logging.getLogger("adapter.provider")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,14 +77,17 @@ async def _run(prometheus: PrometheusClient, query: str, ttl: float) -> tuple[li
         return await prometheus.query_fresh(query, ttl)
     except PrometheusUnavailable as exc:
         raise ServiceUnavailable(f"unable to fetch metrics from Prometheus: {exc}") from None
-    except PrometheusQueryError as exc:
-        raise InternalError(f"the rule's metricsQuery failed in Prometheus: {exc} (query: {query})") from None
+    except PrometheusQueryError as exc:  # the query text goes to the log, never to clients
+        log.warning("Prometheus rejected the query %s: %s", query, exc)
+        raise InternalError(f"the rule's metricsQuery failed in Prometheus: {exc}") from None
 
 
 def _not_discovered_yet(discovery: Discovery) -> None:
     """Before the first successful discovery "unknown metric" is not known to be true: say so."""
     if not discovery.synced:
-        raise ServiceUnavailable(f"metrics discovery has not completed yet: {discovery.last_error or 'in progress'}")
+        # the detail (seriesQuery text, Prometheus' error) is in the log, not for clients
+        why = "Prometheus did not answer every seriesQuery" if discovery.last_error else "in progress"
+        raise ServiceUnavailable(f"metrics discovery has not completed yet: {why}")
 
 
 class CustomMetricsProvider:
