@@ -20,8 +20,14 @@ from adapter.promql import QueryBuildError, external_query, resource_query
 from promscaler.selectors import Selector
 from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavailable
 
-__all__ = ["CustomValue", "ExternalValue", "MetricInfo", "LabelLookup", "CustomMetricsProvider",
-           "ExternalMetricsProvider"]
+__all__ = [
+    "CustomMetricsProvider",
+    "CustomValue",
+    "ExternalMetricsProvider",
+    "ExternalValue",
+    "LabelLookup",
+    "MetricInfo",
+]
 
 log = logging.getLogger("adapter.provider")
 
@@ -75,7 +81,8 @@ def cache_ttl(setting: float | None, rule: CompiledRule) -> float:
 async def _run(prometheus: PrometheusClient, query: str, ttl: float) -> tuple[list[Sample], float]:
     try:
         return await prometheus.query_fresh(query, ttl)
-    except PrometheusUnavailable as exc:
+    except PrometheusUnavailable as exc:  # one line per failed request, never a traceback
+        log.warning("unable to fetch metrics from Prometheus: %s", exc)
         raise ServiceUnavailable(f"unable to fetch metrics from Prometheus: {exc}") from None
     except PrometheusQueryError as exc:  # the query text goes to the log, never to clients
         log.warning("Prometheus rejected the query %s: %s", query, exc)

@@ -12,7 +12,7 @@ from decimal import ROUND_CEILING, ROUND_DOWN, Decimal, InvalidOperation
 
 from kubernetes.utils.quantity import parse_quantity as _client_parse
 
-__all__ = ["QuantityError", "parse_quantity", "to_milli", "format_quantity", "format_milli"]
+__all__ = ["QuantityError", "format_milli", "format_quantity", "parse_quantity", "to_milli"]
 
 _DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
 _BINARY_SUFFIXES = [(60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki")]

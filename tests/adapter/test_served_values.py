@@ -28,7 +28,8 @@ externalRules:
 """
 GAUGES = {
     "in_flight": [({"namespace": "t", "pod": "p-1"}, "12"), ({"namespace": "t", "pod": "p-2"}, "0.0028")],
-    "noisy_load": [({"namespace": "t", "pod": "p-1"}, "2.4999999999999996"), ({"namespace": "t", "pod": "p-2"}, "-1.5")],
+    "noisy_load": [({"namespace": "t", "pod": "p-1"}, "2.4999999999999996"),
+                   ({"namespace": "t", "pod": "p-2"}, "-1.5")],
     "backlog": [({"queue": "a"}, "12"), ({"queue": "b"}, "0.0028")],
 }
 
