@@ -178,7 +178,7 @@ def test_tls_with_a_private_ca(prometheus, rules_file, tmp_path):
         untrusted = AdapterProcess("--prometheus-url", url, "--prometheus-token-file", str(token),
                                    "--config", str(rules_file)).wait_listening()  # system CAs do not know it
         try:
-            resp = untrusted.get("/readyz")
+            resp = untrusted.get("/readyz?verbose")
             assert resp.status_code == 503 and "certificate" in resp.text.lower()
         finally:
             untrusted.stop()
