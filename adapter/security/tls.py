@@ -15,9 +15,9 @@ import datetime as dt
 import logging
 import os
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from cryptography import x509
