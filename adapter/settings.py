@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("rules and discovery")
     g.add_argument("--config", "-c", help="prometheus-adapter rules file")
     g.add_argument("--metrics-relist-interval", type=flags.duration, default=Settings.metrics_relist_interval)
-    g.add_argument("--metrics-max-age", type=flags.duration, default=None)
+    g.add_argument("--metrics-max-age", type=flags.duration, default=None,
+                   help="a metric is listed while it has samples this recent (default: --metrics-relist-interval)")
     g.add_argument("--metrics-discovery", choices=("aggregate", "series"), default=Settings.metrics_discovery,
                    help="aggregate: Prometheus groups series by name and resource labels (cost independent of "
                         "the number of series); series: list every series with /api/v1/series")
