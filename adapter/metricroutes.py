@@ -133,7 +133,8 @@ class MetricRoutes:
         """A value list: from the answers kept while fresh, else built (every wait inside is bounded
         by the Prometheus and Kubernetes timeouts, themselves within `--request-timeout`)."""
         query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
-        by_labels = group == wire.CUSTOM_GROUP and bool(query.get("labelSelector"))
+        # a `*` answer depends on which objects exist (and match): reusable while they stay the same
+        by_labels = group == wire.CUSTOM_GROUP and (bool(query.get("labelSelector")) or "/*/" in f"/{tail}")
         key = (group, version, tail, raw_query, self.custom.objects_version() if by_labels else 0)
         body = self.answers.get(key)
         if body is None:

@@ -164,8 +164,11 @@ class CustomMetricsProvider:
     async def get_metric_by_selector(self, resource_name: str, namespace: str | None, selector: Selector,
                                      metric: str, metric_selector: Selector) -> list[CustomValue]:
         found = self._lookup(resource_name, metric, namespace)
-        if selector.empty():  # names come from Prometheus itself
+        if selector.empty():
+            existing = await self._existing(found.resource, namespace)
             values = await self._query(found, namespace, [], metric_selector)
+            if existing is not None:  # a deleted pod keeps fresh series for a while: not an object any more
+                values = [v for v in values if v.name in existing]
         else:
             if self.labels is None:
                 raise BadRequest("labelSelector with '*' needs the objects' labels from Kubernetes, but the adapter "
@@ -178,6 +181,18 @@ class CustomMetricsProvider:
             # a deleted pod keeps its rate series for a while: answer only for objects that exist now
             values = [v for v in values if v.name in existing]
         return sorted(values, key=lambda v: v.name)
+
+
+    async def _existing(self, resource: Resource, namespace: str | None) -> set[str] | None:
+        """Every object of `resource` (in `namespace`) that exists now, as prometheus-adapter lists
+        them before asking for their values; None without a cluster, or for a resource the watch
+        cache cannot list (then the names come from Prometheus alone)."""
+        if self.labels is None:
+            return None
+        try:
+            return await self.labels.names(resource, namespace if resource.namespaced else None, Selector(()))
+        except BadRequest:
+            return None
 
 
 class ExternalMetricsProvider:
