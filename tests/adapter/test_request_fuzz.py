@@ -68,9 +68,30 @@ def _query(rnd: random.Random) -> str:
     return "&".join(params)
 
 
+VALID = [  # paths that answer: each request mutates a few of their segments
+    "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/web-1/http_requests",
+    "/apis/custom.metrics.k8s.io/v1beta1/namespaces/web/pods/*/http_requests",
+    "/apis/custom.metrics.k8s.io/v1beta2/namespaces/batch/pods/*/jobs_processed_per_second",
+    "/apis/custom.metrics.k8s.io/v1beta2/nodes/node-1/node_load",
+    "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/metrics/namespace_quota_used",
+    "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/deployments.apps/frontend/deployment_queue_depth",
+    "/apis/external.metrics.k8s.io/v1beta1/namespaces/web/queue_messages_ready",
+    "/apis/external.metrics.k8s.io/v1beta1/namespaces/any/cluster_queue",
+]
+
+
+def _path(rnd: random.Random) -> str:
+    if rnd.random() < 0.4:
+        return rnd.choice(PREFIXES) + "".join("/" + _segment(rnd) for _ in range(rnd.randint(0, 7)))
+    parts = rnd.choice(VALID).split("/")
+    for _ in range(rnd.randint(1, 2)):  # below /apis/<group>/<version>: the names
+        i = rnd.randrange(4, len(parts))
+        parts[i] = _segment(rnd) if rnd.random() < 0.5 else parts[i] + _segment(rnd)
+    return "/".join(parts)
+
+
 def _request(rnd: random.Random) -> tuple[str, str, dict[str, str]]:
-    prefix = rnd.choice(PREFIXES)
-    path = prefix + "".join("/" + _segment(rnd) for _ in range(rnd.randint(0, 7)))
+    path = _path(rnd)
     if rnd.random() < 0.05:
         path = path.replace("/", "//", 1)
     query = _query(rnd)
