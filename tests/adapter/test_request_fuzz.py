@@ -10,8 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote
 
 import httpx
+import pytest
 
-from .conftest import AdapterProcess
+from kubesim.apiserver import KubeSim
+
+from .conftest import RULES, AdapterProcess
 
 REQUESTS = 3000
 PREFIXES = ["/apis/custom.metrics.k8s.io/v1beta2", "/apis/custom.metrics.k8s.io/v1beta1",
@@ -35,7 +38,7 @@ HEADERS = [{}, {"Accept": "application/vnd.kubernetes.protobuf"}, {"Accept": "*/
            {"Authorization": "Bearer " + "x" * 4000}, {"Authorization": "Basic %%%"}, {"Host": "evil"},
            {"Content-Length": "0"}, {"Accept": "\u00e9".encode().decode("latin-1")}, {"X-" + "a" * 200: "b"},
            {"If-None-Match": "*"}, {"Range": "bytes=0-1"}]
-METHODS = ["GET"] * 8 + ["POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+METHODS = ["GET"] * 20 + ["POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
 def _segment(rnd: random.Random) -> str:
@@ -98,8 +101,24 @@ def _request(rnd: random.Random) -> tuple[str, str, dict[str, str]]:
     return rnd.choice(METHODS), path + ("?" + query if query else ""), rnd.choice(HEADERS)
 
 
-def test_no_request_gets_a_500(adapter: AdapterProcess):
-    rnd = random.Random(12)  # fixed: a failure reproduces
+@pytest.fixture(scope="module")
+def clustered(prometheus):
+    """The adapter connected to a cluster: `*` and labelSelector answers go through the watch cache."""
+    with KubeSim() as sim:
+        for ns, name in (("web", "web-1"), ("web", "web-2"), ("shop", "shop-1")):
+            sim.apply({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": name, "namespace": ns, "labels": {"app": "web"}},
+                       "spec": {"containers": [{"name": "app", "image": "app"}]}})
+        a = AdapterProcess("--prometheus-url", prometheus.url, "--config", str(RULES),
+                           "--kubeconfig", sim.kubeconfig_path).wait_ready()
+        yield a
+        a.stop()
+
+
+@pytest.mark.parametrize("where", ["offline", "cluster"])
+def test_no_request_gets_a_500(request, where):
+    adapter: AdapterProcess = request.getfixturevalue("adapter" if where == "offline" else "clustered")
+    rnd = random.Random(12 if where == "offline" else 13)  # fixed: a failure reproduces
     requests = [_request(rnd) for _ in range(REQUESTS)]
     with httpx.Client(base_url=adapter.url, timeout=30) as client:
         def send(req: tuple[str, str, dict[str, str]]) -> tuple[int, str, str]:
