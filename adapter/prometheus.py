@@ -50,8 +50,8 @@ class Sample(NamedTuple):
     value: float
 
 
-# Timestamps a sample may carry: those a date can show (year 1 to 9999).
-_MIN_TS, _MAX_TS = -62135596800.0, 253402300799.0
+# Timestamps a sample may carry: 1970 to 9999 (what RFC 3339 with a four-digit year can show).
+_MIN_TS, _MAX_TS = 0.0, 253402300799.0
 
 
 def _string_map(labels: Any) -> bool:

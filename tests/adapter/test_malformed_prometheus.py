@@ -37,6 +37,7 @@ ANSWERS: dict[str, tuple[int, bytes, dict[str, str]]] = {
     "nants": (200, vector(item("1", ts="NaN")), {}),
     "rawnan": (200, vector(item("1")).replace(str(NOW).encode(), b"NaN"), {}),
     "hugets": (200, vector(item("1", ts=1e20)), {}),
+    "negativets": (200, vector(item("1", ts=-62135596800)), {}),
     "notlist": (200, json.dumps({"status": "success", "data": {"resultType": "vector", "result": {}}}).encode(), {}),
     "itemnotobject": (200, vector("x"), {}),
     "labelsnotstrings": (200, vector(item("1", metric={"pod": 5})), {}),
