@@ -4,6 +4,11 @@ Works against anything that speaks the API (Prometheus, Thanos Querier, Mimir, V
 `--prometheus-url` may carry a path prefix, extra headers and query parameters are added to
 every call, and credentials come from the prometheus-adapter flags (bearer token file, CA file,
 client certificate, or a kubeconfig-style `--prometheus-auth-config`).
+
+Answers are checked and bounded before use: at most `--prometheus-max-response-bytes`
+decompressed and `--prometheus-max-series` series per query; anything malformed (a value that is
+not a number, a timestamp no date can show, a result that is not a list, an error with HTTP 200)
+is `PrometheusUnavailable` (503), never an exception from deep inside a request.
 """
 
 from __future__ import annotations
