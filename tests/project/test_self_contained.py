@@ -9,6 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # Spelled in two parts so that this file does not name what it looks for.
 SIBLING = "../" + "shared"
+NAMES = (SIBLING, "shared" + "/spec/", "shared" + "/examples/")
 
 
 def tracked_files() -> list[Path]:
@@ -27,7 +28,7 @@ def test_no_tracked_file_names_a_sibling_directory() -> None:
             text = path.read_text()
         except UnicodeDecodeError:
             continue
-        if SIBLING in text or "shared/spec/" in text or "shared/examples/" in text:
+        if any(name in text for name in NAMES):
             offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
 
