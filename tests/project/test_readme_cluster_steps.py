@@ -55,7 +55,7 @@ def test_the_steps_leave_a_configured_adapter(sim: KubeSim, tmp_path: Path) -> N
     for name in ("apiservice", "examples", ".venv"):
         (work / name).symlink_to(ROOT / name)
     env = dict(os.environ, KUBECONFIG=sim.kubeconfig_path, PATH=f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
-               PYTHONPATH=str(ROOT))
+               PYTHONPATH=str(ROOT), KUBECACHEDIR=str(tmp_path / "kube-cache"))
     script = "set -euo pipefail\n" + "\n".join(steps) + "\n"
     proc = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
