@@ -36,7 +36,7 @@ def test_examples_exist_for_both_cases():
 
 def test_builtin_kinds_validate_against_the_kubernetes_schema():
     checked = 0
-    for path, doc in manifests():
+    for _path, doc in manifests():
         if doc["apiVersion"].startswith(("promscaler.io/", "monitoring.coreos.com/")):
             continue
         kubernetes_validate.validate(doc, K8S, strict=True)

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.x509.verification import PolicyBuilder, Store
+from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
 from .conftest import APISERVICE, ROOT
 
@@ -66,7 +66,7 @@ def test_creates_a_verifying_chain_and_patches_cabundle(tmp_path: Path, api_dir:
         chain = verifier.verify(leaf, [])
         assert chain[-1] == ca
     other = PolicyBuilder().store(Store([ca])).build_server_verifier(x509.DNSName("evil.example.com"))
-    with pytest.raises(Exception):
+    with pytest.raises(VerificationError):
         other.verify(leaf, [])
     key = serialization.load_pem_private_key((out / "tls.key").read_bytes(), None)
     assert key.public_key().public_numbers() == leaf.public_key().public_numbers()
@@ -130,9 +130,9 @@ def test_served_pair_passes_a_real_handshake_as_the_aggregator_checks_it(tmp_pat
     t.start()
     ca_bundle = base64.b64decode(next(iter(_bundles(out).values())))
     client = ssl.create_default_context(cadata=ca_bundle.decode())
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
-        with client.wrap_socket(raw, server_hostname=SVC_DNS) as s:
-            assert s.recv(2) == b"ok"
+    with (socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+          client.wrap_socket(raw, server_hostname=SVC_DNS) as s):
+        assert s.recv(2) == b"ok"
     t.join(5)
     listener.close()
 

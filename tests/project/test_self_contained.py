@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 # Spelled in two parts so that this file does not name what it looks for.
 SIBLING = "../" + "shared"
@@ -40,3 +42,14 @@ def test_example_scenarios_are_the_projects_own() -> None:
     tracked = {str(p.relative_to(ROOT)) for p in tracked_files()}
     assert {f"examples/scenarios/{name}" for name in scenarios} <= tracked
 
+
+
+def test_pre_commit_runs_the_checks_ci_runs() -> None:
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    entries = {hook["id"]: hook["entry"] for repo in config["repos"] for hook in repo["hooks"]}
+    assert set(entries) == {"ruff", "mypy"}
+    ci = (ROOT / ".ci" / "run").read_text()
+    for entry in entries.values():
+        command = " ".join(entry.split()[:2]) if "ruff" in entry else entry
+        assert command in ci, command
+        assert (ROOT / entry.split()[0]).exists()  # the project's own tools, as set up by scripts/setup.sh
