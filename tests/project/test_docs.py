@@ -129,3 +129,12 @@ def test_scale_to_zero_example_scales_to_zero_and_back(tmp_path: Path) -> None:
     assert {"type": "ScaledToZero", "status": "True"}.items() <= next(
         c for c in first["conditions"] if c["type"] == "ScaledToZero").items()
     assert second["desiredReplicas"] == 3
+
+
+@pytest.mark.parametrize("source", ["README.md", "examples/README.md", "apiservice/README.md", "CONTRIBUTING.md",
+                                    *(f"docs/{name}" for name in OURS)])
+def test_commands_are_installed_ones_or_the_venvs(source: str) -> None:
+    """`python -m ...` with the system Python fails (the project is installed in .venv)."""
+    doc = (ROOT / source).read_text()
+    bare = [m.group(0) for m in re.finditer(r"(\S*)python3? -m \S+", doc) if not m.group(1).endswith(".venv/bin/")]
+    assert bare == []
