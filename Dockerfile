@@ -1,8 +1,13 @@
 # syntax=docker/dockerfile:1
 # One image for both components:
 #   promscaler-adapter ...           the custom/external metrics API server (apiservice/, chart)
-#   python -m autoscaler run ...     the autoscaler controller
-# Runs as an unprivileged user and works with a read-only root filesystem (only /tmp is written).
+#   promscaler-autoscaler run ...    the autoscaler controller
+# Production only: no sandbox (kubesim), no demo extras (rich, matplotlib); `promscaler-autoscaler
+# demo` answers with a one-line message. Runs as an unprivileged user and works with a read-only
+# root filesystem (only /tmp is written). tests/project/test_image.py builds the same virtual
+# environment with these commands.
+#
+#   docker build -t ghcr.io/promscaler/promscaler:0.1.0 .
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
@@ -19,8 +24,10 @@ COPY promscaler/ promscaler/
 COPY adapter/ adapter/
 COPY autoscaler/ autoscaler/
 COPY apiservice/ apiservice/
+# The package, compiled; then the installers leave the environment (nothing in the runtime stage builds).
 RUN /opt/promscaler/bin/pip install --no-deps . \
-    && /opt/promscaler/bin/python -m compileall -q /opt/promscaler/lib
+    && /opt/promscaler/bin/python -m compileall -q /opt/promscaler/lib \
+    && /opt/promscaler/bin/pip uninstall -y pip setuptools
 
 FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="promscaler" \
@@ -33,8 +40,7 @@ RUN groupadd --system --gid 10001 promscaler \
 COPY --from=build /opt/promscaler /opt/promscaler
 ENV PATH=/opt/promscaler/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1 \
-    MPLCONFIGDIR=/tmp/matplotlib
+    PYTHONUNBUFFERED=1
 WORKDIR /tmp
 USER 10001:10001
 EXPOSE 6443

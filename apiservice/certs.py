@@ -1,13 +1,14 @@
-"""Make the adapter's serving certificate and put its CA into the APIService objects.
+"""Make the adapter's serving certificate and the APIService objects that trust its CA.
 
-    python -m apiservice.certs --namespace promscaler --service promscaler-adapter --out certs/ \
-        [--apiservice-dir apiservice/]
-    kubectl apply -f apiservice/ -f certs/secret.yaml
+    python -m apiservice.certs --namespace promscaler --service promscaler-adapter --out certs/
+    kubectl apply -f apiservice/ -f certs/
 
-Writes `ca.crt`/`ca.key` (reused on later runs, so the caBundle stays stable across serving
-certificate renewals), `tls.crt`/`tls.key` for the Service's DNS names, and `secret.yaml`
-(a kubernetes.io/tls Secret). Every APIService in the directory that points at the Service gets
-the CA as `caBundle`; the files are edited in place, comments and layout kept.
+Everything goes to `--out` (git-ignored `certs/` by default); nothing under `apiservice/` is
+rewritten, so a checkout stays clean and the private keys stay out of the repository. Writes
+`ca.crt`/`ca.key` (reused on later runs, so the caBundle stays stable across serving certificate
+renewals), `tls.crt`/`tls.key` for the Service's DNS names, `secret.yaml` (a kubernetes.io/tls
+Secret) and `apiservices.yaml`: every APIService of `--apiservice-dir` that points at the Service,
+with the CA as `caBundle`, comments and layout kept. Applied after `apiservice/`, it wins.
 Uses `cryptography` only (no openssl binary).
 """
 
@@ -25,7 +26,7 @@ from cryptography.hazmat.primitives import serialization
 
 from adapter.security import pki
 
-__all__ = ["dns_names", "make_certs", "patch_ca_bundle", "secret_manifest", "main"]
+__all__ = ["apiservices_with_ca", "dns_names", "main", "make_certs", "secret_manifest"]
 
 _DOC_SPLIT = re.compile(r"^---[ \t]*$", re.MULTILINE)
 _CA_LINE = re.compile(r"^(?P<indent>[ \t]+)caBundle:.*$", re.MULTILINE)
@@ -33,7 +34,8 @@ _SPEC_LINE = re.compile(r"^spec:[ \t]*$", re.MULTILINE)
 
 
 def dns_names(service: str, namespace: str, cluster_domain: str = "cluster.local") -> list[str]:
-    return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.{cluster_domain}"]
+    svc = f"{service}.{namespace}.svc"
+    return [service, f"{service}.{namespace}", svc, f"{svc}.{cluster_domain}"]
 
 
 def _load_ca(out: Path) -> pki.KeyPair | None:
@@ -66,21 +68,19 @@ def secret_manifest(name: str, namespace: str, ca: pki.KeyPair, serving: pki.Key
         "kind": "Secret",
         "type": "kubernetes.io/tls",
         "metadata": {"name": name, "namespace": namespace,
-                     "labels": {"app.kubernetes.io/name": "promscaler-adapter", "app.kubernetes.io/part-of": "promscaler"}},
+                     "labels": {"app.kubernetes.io/name": "promscaler-adapter",
+                                "app.kubernetes.io/part-of": "promscaler"}},
         "data": {"tls.crt": b64(serving.cert_pem), "tls.key": b64(serving.key_pem), "ca.crt": b64(ca.cert_pem)},
     }
 
 
-def patch_ca_bundle(directory: Path, namespace: str, service: str, ca_pem: bytes) -> list[str]:
-    """Set caBundle in every APIService under `directory` served by namespace/service; their names."""
+def apiservices_with_ca(directory: Path, namespace: str, service: str, ca_pem: bytes) -> tuple[list[str], str]:
+    """The APIServices under `directory` served by namespace/service, caBundle set: (names, YAML text)."""
     bundle = base64.b64encode(ca_pem).decode()
-    patched: list[str] = []
+    names: list[str] = []
+    out: list[str] = []
     for path in sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")]):
-        text = path.read_text()
-        docs = _DOC_SPLIT.split(text)
-        seps = _DOC_SPLIT.findall(text)
-        changed = False
-        for i, doc in enumerate(docs):
+        for doc in _DOC_SPLIT.split(path.read_text()):
             try:
                 obj = yaml.safe_load(doc)
             except yaml.YAMLError as exc:
@@ -96,15 +96,9 @@ def patch_ca_bundle(directory: Path, namespace: str, service: str, ca_pem: bytes
                 doc = _SPEC_LINE.sub(f"spec:\n  caBundle: {bundle}", doc, count=1)
             else:
                 raise ValueError(f"{path}: APIService {obj['metadata']['name']} has no block-style spec to patch")
-            docs[i] = doc
-            patched.append(obj["metadata"]["name"])
-            changed = True
-        if changed:
-            merged = docs[0]
-            for sep, doc in zip(seps, docs[1:]):
-                merged += sep + doc
-            path.write_text(merged)
-    return patched
+            out.append(doc.strip("\n") + "\n")
+            names.append(obj["metadata"]["name"])
+    return names, "---\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,9 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--namespace", default="promscaler")
     p.add_argument("--service", default="promscaler-adapter")
     p.add_argument("--secret-name", default="promscaler-adapter-tls")
-    p.add_argument("--out", required=True, type=Path, help="directory for ca/tls key pairs and secret.yaml")
+    p.add_argument("--out", type=Path, default=Path("certs"),
+                   help="output directory: key pairs, secret.yaml, apiservices.yaml (default: certs)")
     p.add_argument("--apiservice-dir", type=Path, default=Path(__file__).resolve().parent,
-                   help="manifests whose APIService caBundle is set (default: this package's directory)")
+                   help="manifests to read the APIServices from; never written (default: this package's directory)")
     p.add_argument("--days", type=int, default=365, help="serving certificate validity")
     p.add_argument("--cluster-domain", default="cluster.local")
     args = p.parse_args(argv)
@@ -124,16 +119,18 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / "secret.yaml").write_text(
             "# The adapter's serving certificate (contains a private key: do not commit).\n"
             + yaml.safe_dump(secret, sort_keys=False))
-        patched = patch_ca_bundle(args.apiservice_dir, args.namespace, args.service, ca.cert_pem)
+        names, text = apiservices_with_ca(args.apiservice_dir, args.namespace, args.service, ca.cert_pem)
+        if not names:
+            print(f"apiservice.certs: no APIService in {args.apiservice_dir} points at service "
+                  f"{args.namespace}/{args.service}", file=sys.stderr)
+            return 1
+        (args.out / "apiservices.yaml").write_text(
+            "# The APIService objects with the adapter's CA as caBundle: apply after apiservice/.\n" + text)
     except (OSError, ValueError) as exc:
         print(f"apiservice.certs: {exc}", file=sys.stderr)
         return 1
-    if not patched:
-        print(f"apiservice.certs: no APIService in {args.apiservice_dir} points at service "
-              f"{args.namespace}/{args.service}", file=sys.stderr)
-        return 1
-    print(f"wrote {args.out}/secret.yaml (serving certificate for {dns_names(args.service, args.namespace)[2]}); "
-          f"caBundle set in {', '.join(patched)}")
+    print(f"wrote {args.out}/secret.yaml (serving certificate for {dns_names(args.service, args.namespace)[2]}) "
+          f"and {args.out}/apiservices.yaml (caBundle set in {', '.join(names)})")
     return 0
 
 

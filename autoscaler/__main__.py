@@ -10,6 +10,13 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+# Modules a production installation (the container image) leaves out: the sandbox, and the demo
+# extra's libraries (the demo's view and timeline, simulate's table).
+_OPTIONAL = ("kubesim", "rich", "matplotlib")
+_NO_DEMO = ("not part of this installation ({missing} is missing; the container image runs only the adapter and "
+            "the controller): run the demo from a checkout with ./scripts/demo.sh")
+_NO_EXTRA = "it needs the demo extra: pip install 'promscaler[demo]'"
+
 _COMMANDS = {
     "simulate": ("autoscaler.simulate.cli", "main", "what the HPA controller would do with a scenario file"),
     "run": ("autoscaler.controller.cli", "main", "run the autoscaler controller against a cluster"),
@@ -37,17 +44,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     module_name, func, _ = _COMMANDS[name]
     try:
         module = importlib.import_module(module_name)
+        entry = getattr(module, func, None)
+        if entry is None:
+            print(f"autoscaler: the {name!r} command is not available ({module_name}.{func} is missing)",
+                  file=sys.stderr)
+            return 2
+        result = entry(rest)
     except ModuleNotFoundError as exc:
+        missing = (exc.name or "").split(".")[0]
+        if missing in _OPTIONAL:
+            reason = _NO_DEMO.format(missing=missing) if name == "demo" else _NO_EXTRA
+            hint = " (or -o json)" if name == "simulate" else ""
+            print(f"autoscaler: {name}: {reason}{hint}", file=sys.stderr)
+            return 2
         if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
             print(f"autoscaler: the {name!r} command is not available in this installation ({module_name} is missing)",
                   file=sys.stderr)
             return 2
         raise
-    entry = getattr(module, func, None)
-    if entry is None:
-        print(f"autoscaler: the {name!r} command is not available ({module_name}.{func} is missing)", file=sys.stderr)
-        return 2
-    result = entry(rest)
     return int(result or 0)
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh machine: Debian's Prometheus (only when missing), a virtual
-# environment, and the project installed into it with its test extras. Sourced by demo.sh and test.sh.
+# environment, and the project installed into it with its test and demo extras. Sourced by demo.sh and test.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -21,9 +21,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.installed-$(cat pyproject.toml | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
-  echo "setup: pip install -e '.[test]'" >&2
+  echo "setup: pip install -e '.[test,demo]'" >&2
   .venv/bin/pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[test,demo]'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

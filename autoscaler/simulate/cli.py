@@ -1,4 +1,4 @@
-"""`autoscaler simulate`: one decision per scenario, offline (contract: shared/spec/simulate.md).
+"""`autoscaler simulate`: one decision per scenario, offline (format: docs/simulate.md).
 
 Scenario -> `DecisionInput` -> `decide()` (the live controller's code) -> JSON lines, a check
 against `expect:`, or a readable report. Exit status: 0 computed, 1 a check differed, 2 invalid input.

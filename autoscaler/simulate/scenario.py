@@ -1,6 +1,6 @@
 """Scenario files -> validated `DecisionInput`s, with a field path in every error (exit status 2).
 
-The matching rules are the contract's (shared/spec/simulate.md): which custom, external and
+The matching rules are docs/simulate.md's: which custom, external and
 resource items answer which spec metric, as the live controller asks the metrics APIs.
 """
 

@@ -1,7 +1,7 @@
 """The decision engine's fast paths give exactly what the general code gives.
 
 - The words (`Decision.explanation`, `details`, `steps`) are formatted on first read: they equal
-  the text the eager engine printed for the shared examples and the benchmark's scenario
+  the text the eager engine printed for the example scenarios (examples/scenarios/) and the benchmark's scenario
   (data/eager_words.json was written by the engine before it became lazy), in any reading order.
 - The calculator's fused loops (distinct pod names, requests summed in the pass) agree with the
   general path (`unique=False`) on generated pods, samples and targets.
@@ -28,7 +28,7 @@ from autoscaler.simulate.scenario import build_scenario, load_scenarios
 from .decision_helpers import NOW
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT.parent / "shared" / "examples" / "scenarios").glob("*.yaml"))
+EXAMPLES = sorted((ROOT / "examples" / "scenarios").glob("*.yaml"))
 EAGER = json.loads((Path(__file__).parent / "data" / "eager_words.json").read_text())
 SETTINGS = settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
@@ -55,7 +55,7 @@ def _words(d) -> dict:
                         for x in d.details]}
 
 
-def test_the_eager_words_cover_every_shared_example():
+def test_the_eager_words_cover_every_example_scenario():
     assert EXAMPLES and set(EAGER) == {p.name for p in EXAMPLES} | {"bench"}
 
 

@@ -1,5 +1,6 @@
 """`python -m apiservice.certs`: a CA and serving certificate for the Service's DNS names, the
-Secret manifest, and the caBundle written into the APIService files (comments kept)."""
+Secret manifest, and the APIService objects with the caBundle (comments kept), all in the output
+directory: tracked files are never rewritten."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.x509.verification import PolicyBuilder, Store
+from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
 from .conftest import APISERVICE, ROOT
 
@@ -38,11 +39,11 @@ def api_dir(tmp_path: Path) -> Path:
 
 
 def _bundles(d: Path) -> dict[str, str]:
+    """caBundle per APIService in the output directory's apiservices.yaml."""
     out = {}
-    for path in d.glob("*.yaml"):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc and doc["kind"] == "APIService":
-                out[doc["metadata"]["name"]] = doc["spec"].get("caBundle")
+    for doc in yaml.safe_load_all((d / "apiservices.yaml").read_text()):
+        if doc and doc["kind"] == "APIService":
+            out[doc["metadata"]["name"]] = doc["spec"].get("caBundle")
     return out
 
 
@@ -55,7 +56,7 @@ def test_creates_a_verifying_chain_and_patches_cabundle(tmp_path: Path, api_dir:
     assert "caBundle set in v1beta1.custom.metrics.k8s.io, v1beta2.custom.metrics.k8s.io" in r.stdout
 
     ca_pem = (out / "ca.crt").read_bytes()
-    bundles = _bundles(api_dir)
+    bundles = _bundles(out)
     assert len(bundles) == 3 and all(base64.b64decode(b) == ca_pem for b in bundles.values())
 
     ca = x509.load_pem_x509_certificate(ca_pem)
@@ -65,19 +66,21 @@ def test_creates_a_verifying_chain_and_patches_cabundle(tmp_path: Path, api_dir:
         chain = verifier.verify(leaf, [])
         assert chain[-1] == ca
     other = PolicyBuilder().store(Store([ca])).build_server_verifier(x509.DNSName("evil.example.com"))
-    with pytest.raises(Exception):
+    with pytest.raises(VerificationError):
         other.verify(leaf, [])
     key = serialization.load_pem_private_key((out / "tls.key").read_bytes(), None)
     assert key.public_key().public_numbers() == leaf.public_key().public_numbers()
     assert (out / "tls.key").stat().st_mode & 0o077 == 0 and (out / "ca.key").stat().st_mode & 0o077 == 0
 
-    # only the caBundle lines changed: comments and the rest of every file are kept
-    for path in api_dir.glob("*.yaml"):
-        old, new = before[path.name].splitlines(), path.read_text().splitlines()
-        assert len(old) == len(new), path.name
-        changed = [(a, b) for a, b in zip(old, new) if a != b]
-        assert all("caBundle:" in a and "caBundle:" in b for a, b in changed), path.name
-    assert "# Set by `python -m apiservice.certs`" in (api_dir / "apiservices.yaml").read_text()
+    # the source manifests are untouched; the written APIServices are the source's with only the
+    # caBundle lines changed (comments and layout kept)
+    assert {p.name: p.read_text() for p in api_dir.glob("*.yaml")} == before
+    source = [line for line in before["apiservices.yaml"].splitlines() if line.strip() != "---"]
+    written = [line for line in (out / "apiservices.yaml").read_text().splitlines()[1:] if line.strip() != "---"]
+    assert len(source) == len(written)
+    changed = [(a, b) for a, b in zip(source, written, strict=True) if a != b]
+    assert len(changed) == 3 and all("caBundle:" in a and "caBundle:" in b for a, b in changed)
+    assert "# Set by `python -m apiservice.certs`" in (out / "apiservices.yaml").read_text()
 
     # the Secret is a valid kubernetes.io/tls Secret that the Deployment mounts
     secret = yaml.safe_load((out / "secret.yaml").read_text())
@@ -90,9 +93,9 @@ def test_creates_a_verifying_chain_and_patches_cabundle(tmp_path: Path, api_dir:
 def test_rerun_keeps_the_ca_and_renews_the_serving_cert(tmp_path: Path, api_dir: Path) -> None:
     out = tmp_path / "certs"
     assert run_certs("--out", str(out), "--apiservice-dir", str(api_dir)).returncode == 0
-    first_bundles, first_leaf = _bundles(api_dir), (out / "tls.crt").read_bytes()
+    first_bundles, first_leaf = _bundles(out), (out / "tls.crt").read_bytes()
     assert run_certs("--out", str(out), "--apiservice-dir", str(api_dir), "--days", "30").returncode == 0
-    assert _bundles(api_dir) == first_bundles
+    assert _bundles(out) == first_bundles
     leaf = x509.load_pem_x509_certificate((out / "tls.crt").read_bytes())
     assert (out / "tls.crt").read_bytes() != first_leaf
     life = leaf.not_valid_after_utc - leaf.not_valid_before_utc
@@ -125,10 +128,31 @@ def test_served_pair_passes_a_real_handshake_as_the_aggregator_checks_it(tmp_pat
 
     t = threading.Thread(target=accept, daemon=True)
     t.start()
-    ca_bundle = base64.b64decode(next(iter(_bundles(api_dir).values())))
+    ca_bundle = base64.b64decode(next(iter(_bundles(out).values())))
     client = ssl.create_default_context(cadata=ca_bundle.decode())
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
-        with client.wrap_socket(raw, server_hostname=SVC_DNS) as s:
-            assert s.recv(2) == b"ok"
+    with (socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+          client.wrap_socket(raw, server_hostname=SVC_DNS) as s):
+        assert s.recv(2) == b"ok"
     t.join(5)
     listener.close()
+
+
+def test_a_clone_stays_clean_and_the_output_is_ignored(tmp_path: Path) -> None:
+    """Run as the README says, in a clone: `git status` shows nothing, the keys are git-ignored."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", "--no-local", str(ROOT), str(clone)], check=True, timeout=60)
+    for name in (".gitignore", "apiservice/certs.py"):  # this checkout's versions, committed or not
+        shutil.copy(ROOT / name, clone / name)
+    subprocess.run(["git", "-C", str(clone), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet",
+                    "--allow-empty", "-m", "this checkout"], check=True)
+    r = subprocess.run([sys.executable, "-m", "apiservice.certs", "--namespace", "promscaler", "--service",
+                        "promscaler-adapter", "--out", "certs/"], cwd=clone, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert {p.name for p in (clone / "certs").iterdir()} >= {"ca.key", "tls.key", "secret.yaml", "apiservices.yaml"}
+    status = subprocess.run(["git", "status", "--porcelain", "--ignored=no"], cwd=clone, capture_output=True,
+                            text=True, check=True).stdout
+    assert status == ""
+    ignored = subprocess.run(["git", "check-ignore", "certs/tls.key", "certs/ca.key"], cwd=clone,
+                             capture_output=True, text=True).stdout.split()
+    assert ignored == ["certs/tls.key", "certs/ca.key"]

@@ -1,4 +1,4 @@
-"""`simulate` CLI tests: the shared example scenarios sit beside the checkout as ../shared."""
+"""`simulate` CLI tests: the example scenarios are the project's own, in examples/scenarios/."""
 
 import pytest
 

@@ -16,7 +16,7 @@ import yaml
 from autoscaler.simulate import main
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = Path(__file__).parents[2] / ".." / "shared" / "examples" / "scenarios"
+EXAMPLES = REPO / "examples" / "scenarios"
 EXAMPLE_FILES = sorted(str(p) for p in EXAMPLES.glob("*.yaml"))
 PODS_EXAMPLE = str(EXAMPLES / "pods-http-requests.yaml")
 OUTPUT_KEYS = {"desiredReplicas", "currentReplicas", "scale", "currentMetrics", "proposals", "recommendation",
@@ -50,7 +50,7 @@ def write(tmp_path: Path, *docs: dict, name: str = "s.yaml") -> str:
     return str(path)
 
 
-def test_shared_examples_pass_check() -> None:
+def test_example_scenarios_pass_check() -> None:
     assert len(EXAMPLE_FILES) == 4
     proc = run_cli("--check", *EXAMPLE_FILES)
     assert proc.returncode == 0, proc.stdout + proc.stderr
