@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["DurationError", "parse_duration", "format_duration", "go_duration", "parse_time", "format_time"]
+__all__ = ["DurationError", "format_duration", "format_time", "go_duration", "parse_duration", "parse_time"]
 
 
 class DurationError(ValueError):
