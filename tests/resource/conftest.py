@@ -88,7 +88,9 @@ def cluster(prometheus: PrometheusServer) -> Iterator[tuple[KubeSim, AdapterProc
         for name, exists, _ in NODES:
             if exists:
                 sim.apply({"apiVersion": "v1", "kind": "Node",
-                           "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "pool": name[-1]}}})
+                           "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "pool": name[-1]}},
+                           "status": {"allocatable": {"cpu": "4", "memory": "16Gi"},
+                                      "capacity": {"cpu": "4", "memory": "16Gi"}}})
         rules = Path(prometheus.dir) / "resource-rules.yaml"
         rules.write_text(yaml.safe_dump({"resourceRules": DEFAULT_RESOURCE_RULES}))
         adapter = AdapterProcess("--prometheus-url", prometheus.url, "--config", str(rules),
