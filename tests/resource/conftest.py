@@ -30,6 +30,7 @@ PODS: list[tuple[str, str, str | None, tuple[Container, ...]]] = [
     ("web", "web-partial", "Running", (Container("app", 0.3005, 50 * MiB), Container("extra", 0.1005, None))),
     ("web", "web-cpuonly", "Running", (Container("app", 0.2, None),)),  # no memory series at all
     ("web", "web-done", "Succeeded", (Container("app", 0.7, 10 * MiB),)),  # finished; Prometheus still has it
+    ("web", "web-pending", "Pending", (Container("app", 0.7, 10 * MiB),)),  # not started (stale series)
     ("web", "web-gone", None, (Container("app", 0.9, 30 * MiB),)),  # deleted from the cluster
     ("web", "web-nodata", "Running", ()),  # exists, no samples
     ("shop", "shop-1", "Running", (Container("app", 2.0005, 1024 * MiB),)),
@@ -43,8 +44,12 @@ NODES: list[tuple[str, bool, NodeSeries | None]] = [
 ]
 
 
+# Containers the pod spec lists where they differ from Prometheus' (served as Prometheus has them).
+SPEC_CONTAINERS = {("web", "web-2"): ["app", "idle"], ("shop", "web-1"): ["main"]}
+
+
 def pod_object(namespace: str, name: str, phase: str, containers: tuple[Container, ...]) -> dict[str, Any]:
-    names = [c.name for c in containers] or ["app"]
+    names = SPEC_CONTAINERS.get((namespace, name)) or [c.name for c in containers] or ["app"]
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace, "labels": {"app": name.rsplit("-", 1)[0], "pod": name}},
             "spec": {"nodeName": "node-1", "containers": [{"name": n, "image": "busybox"} for n in names]},

@@ -93,13 +93,19 @@ def test_quantities_as_prometheus_adapter_spells_them(sim: KubeSim) -> None:
     assert ok(sim, f"{GROUP}/namespaces/shop/pods/shop-1")["containers"][0]["usage"] == {"cpu": "2", "memory": "1Gi"}
 
 
+def test_containers_come_from_prometheus_not_the_spec(sim: KubeSim) -> None:
+    # web-2's spec also lists `idle` (no samples); shop/web-1's lists `main`, Prometheus has `app`
+    assert [c["name"] for c in ok(sim, f"{GROUP}/namespaces/web/pods/web-2")["containers"]] == ["app"]
+    assert [c["name"] for c in ok(sim, f"{GROUP}/namespaces/shop/pods/web-1")["containers"]] == ["app"]
+
+
 def test_partly_covered_pod_has_zero_for_the_missing_resource(sim: KubeSim) -> None:
     item = ok(sim, f"{GROUP}/namespaces/web/pods/web-partial")
     usage = {c["name"]: c["usage"] for c in item["containers"]}
     assert usage == {"app": {"cpu": "300m", "memory": "50Mi"}, "extra": {"cpu": "100m", "memory": "0"}}
 
 
-@pytest.mark.parametrize("name", ["web-nodata", "web-done", "web-gone", "web-cpuonly", "nope"])
+@pytest.mark.parametrize("name", ["web-nodata", "web-done", "web-pending", "web-gone", "web-cpuonly", "nope"])
 def test_pods_not_served_answer_404(sim: KubeSim, name: str) -> None:
     r = get(sim, f"{GROUP}/namespaces/web/pods/{name}")
     assert r.status_code == 404, r.text
