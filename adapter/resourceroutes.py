@@ -43,6 +43,21 @@ class _Route:
         self.path = path
 
 
+def _cpu(milli: int) -> str:
+    """format_milli's DecimalSI spelling, with the usual case (not whole cores) inline: 5,000 pods."""
+    return f"{milli}m" if milli % 1000 else format_milli(milli)
+
+
+def _memory(milli: int) -> str:
+    """format_milli's BinarySI spelling, with the usual case (whole bytes, not a multiple of 1024,
+    or below 1024) inline."""
+    if not milli % 1000:
+        whole = milli // 1000
+        if whole >= 0 and (whole & 1023 or whole < 1024):
+            return str(whole)
+    return format_milli(milli, binary=True)
+
+
 def _selector(query: dict[str, str], name: str) -> Selector:
     raw = query.get(name)
     try:
@@ -136,7 +151,7 @@ class ResourceRoutes:
         usages, fresh_until = await self.provider.pods(namespace, name, labels, fields)
         created, window = timestamp(time.time()), self.window
         items = [wire.pod_metrics(u.name, u.namespace, timestamp(u.timestamp), window,
-                                  {c: {"cpu": format_milli(cpu), "memory": format_milli(mem, binary=True)}
+                                  {c: {"cpu": _cpu(cpu), "memory": _memory(mem)}
                                    for c, cpu, mem in u.containers}, u.labels, created) for u in usages]
         if name is not None:
             return orjson.dumps(items[0]), fresh_until
@@ -146,7 +161,7 @@ class ResourceRoutes:
         usages, fresh_until = await self.provider.nodes(name, labels, fields)
         created = timestamp(time.time())
         items = [wire.node_metrics(u.name, timestamp(u.timestamp), self.window, {
-            "cpu": format_milli(u.cpu_milli), "memory": format_milli(u.memory_milli, binary=True)}, u.labels, created)
+            "cpu": _cpu(u.cpu_milli), "memory": _memory(u.memory_milli)}, u.labels, created)
             for u in usages]
         if name is not None:
             return orjson.dumps(items[0]), fresh_until

@@ -47,7 +47,8 @@ GROUP = "/apis/metrics.k8s.io/v1beta1"
 KUBECTL = str(ROOT / ".venv" / "bin" / "kubectl")
 # The same queries the rules render for "every pod" / "every node" (what the adapter sends).
 DIRECT = {
-    "pods": ('sum by (namespace,pod,container) (rate(container_cpu_usage_seconds_total{pod!="",container!="",pod!=""}[3m]))',
+    "pods": ('sum by (namespace,pod,container) (rate(container_cpu_usage_seconds_total{pod!="",container!="",'
+             'pod!=""}[3m]))',
              'sum by (namespace,pod,container) (container_memory_working_set_bytes{pod!="",container!="",pod!=""})'),
     "namespace": ('sum by (namespace,pod,container) (rate(container_cpu_usage_seconds_total{namespace="ns-7",pod!="",'
                   'container!="",pod!=""}[3m]))',
@@ -204,7 +205,8 @@ def main() -> int:
     out = RESULTS / "resource.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\nmetrics.k8s.io, {args.pods} pods in {args.namespaces} namespaces, {args.nodes} nodes "
-          f"({os.cpu_count()} cores); adapter uncached (Prometheus asked every request) vs direct PromQL (both queries)")
+          f"({os.cpu_count()} cores); adapter uncached (Prometheus asked every request) vs direct PromQL "
+          "(both queries)")
     print(f"{'request':<28}{'adapter p50/p99 ms':>22}{'direct p50/p99 ms':>22}{'queries/req':>13}{'adapter CPU':>13}")
     for k, label in (("pods", "all pods (top pods -A)"), ("namespace", f"one namespace ({per_ns})"),
                      ("nodes", "all nodes (top nodes)")):

@@ -78,7 +78,21 @@ def test_offline_the_group_is_not_served(tmp_path: Path) -> None:
 
     config = tmp_path / "rules.yaml"
     config.write_text(yaml.safe_dump({"resourceRules": DEFAULT_RESOURCE_RULES}))
-    with AdapterProcess("--prometheus-url", "http://127.0.0.1:1", "--config", str(config)).wait_listening() as a:
+    with AdapterProcess("--prometheus-url", "http://127.0.0.1:1", "--config", str(config)).wait_listening(60) as a:
         assert "metrics.k8s.io" not in [g["name"] for g in a.get("/apis").json()["groups"]]
         assert a.get("/apis/metrics.k8s.io/v1beta1/pods").status_code == 404
         assert "resourceRules are not served" in a.stderr()
+
+
+def test_inline_spellings_are_format_milli() -> None:
+    """The routes spell 5,000 pods' quantities with inline fast paths: the same as format_milli."""
+    import random
+
+    from adapter.resourceroutes import _cpu, _memory
+    from promscaler.quantity import format_milli
+
+    rng = random.Random(13)
+    values = [0, 5, 999, 1000, 1500, 2000, 1023000, 1024000, 1025000, 10**9, 2 * 1024**3 * 1000, -1500]
+    values += [rng.randrange(10**13) for _ in range(2000)] + [rng.randrange(10**7) * 1024000 for _ in range(200)]
+    for m in values:
+        assert (_cpu(m), _memory(m)) == (format_milli(m), format_milli(m, binary=True)), m
