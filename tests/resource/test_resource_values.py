@@ -15,7 +15,8 @@ from kubesim.apiserver import KubeSim
 from kubesim.processes import AdapterProcess
 from promscaler.quantity import parse_quantity
 
-from .conftest import PromQL
+from .. import support
+from .conftest import PODS, PromQL, pod_object
 
 CPU = 'sum by (namespace, pod, container) (rate(container_cpu_usage_seconds_total{container!="",pod!=""}[3m]))'
 MEMORY = 'sum by (namespace, pod, container) (container_memory_working_set_bytes{container!="",pod!=""})'
@@ -175,3 +176,22 @@ def test_writes_are_refused(sim: KubeSim, adapter: AdapterProcess) -> None:
     r = httpx.post(adapter.url + f"{GROUP}/namespaces/web/pods", json={})
     assert r.status_code == 405 and r.json()["kind"] == "Status"
     assert adapter.get("/apis/metrics.k8s.io/v1").status_code == 404
+
+
+async def test_pods_follow_the_watch(sim: KubeSim) -> None:
+    """Phase changes and deletions reach the adapter's Running-pods watch: a pod that finishes
+    leaves the answers, one that starts running joins them; no answer outlives the change."""
+    def served(ns: str, name: str) -> bool:
+        return get(sim, f"{GROUP}/namespaces/{ns}/pods/{name}").status_code == 200
+
+    done = next(p for p in PODS if p[1] == "web-done")
+    sim.apply(pod_object(done[0], done[1], "Running", done[3]))
+    await support.eventually(lambda: served("web", "web-done"), timeout=15)
+    sim.apply(pod_object(done[0], done[1], "Succeeded", done[3]))
+    await support.eventually(lambda: not served("web", "web-done"), timeout=15)
+    gone = next(p for p in PODS if p[1] == "web-gone")
+    sim.apply(pod_object(gone[0], gone[1], "Running", gone[3]))
+    await support.eventually(lambda: served("web", "web-gone"), timeout=15)
+    sim.delete("v1", "Pod", "web", "web-gone")
+    await support.eventually(lambda: "web-gone" not in {
+        i["metadata"]["name"] for i in ok(sim, f"{GROUP}/namespaces/web/pods")["items"]}, timeout=15)
