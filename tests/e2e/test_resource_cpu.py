@@ -100,11 +100,11 @@ def replicas(sim: KubeSim, name: str) -> int:
     return sim.get("apps/v1", "Deployment", NS, name)["spec"]["replicas"]
 
 
-def utilization(sim: KubeSim, name: str) -> int | None:
+def utilization(sim: KubeSim, name: str, kind: str = "Resource") -> int | None:
     status = (sim.get("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, name) or {}).get("status") or {}
     for m in status.get("currentMetrics") or []:
-        if m.get("type") == "Resource":
-            return m["resource"]["current"].get("averageUtilization")
+        if m.get("type") == kind:
+            return m["resource" if kind == "Resource" else "containerResource"]["current"].get("averageUtilization")
     return None
 
 
@@ -112,19 +112,21 @@ async def test_cpu_utilization_scales_a_deployment_from_prometheus_numbers(cpu_w
     sim, exporter = cpu_world
     sim.apply(deployment("cpu", 2))
     exporter.load["cpu"] = 0.3  # 300m in total; 100m requested per pod, target 50%: 6 pods
-    metric = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
-                                                                          "averageUtilization": 50}}}
+    target = {"type": "Utilization", "averageUtilization": 50}
+    metrics = [{"type": "Resource", "resource": {"name": "cpu", "target": target}},  # the pod's containers summed
+               {"type": "ContainerResource",
+                "containerResource": {"name": "cpu", "container": "app", "target": target}}]
     sim.apply({"apiVersion": "promscaler.io/v1alpha1", "kind": "HorizontalAutoscaler",
                "metadata": {"name": "cpu", "namespace": NS},
                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "cpu"},
-                        "minReplicas": 1, "maxReplicas": 10, "metrics": [metric]}})
+                        "minReplicas": 1, "maxReplicas": 10, "metrics": metrics}})
     config = ControllerConfig(downscale_stabilization_window=5.0, cpu_initialization_period=300.0)
     async with controller(sim, config=config):
         await eventually(lambda: replicas(sim, "cpu") >= 6, timeout=90)
 
         def settled() -> bool:
-            u = utilization(sim, "cpu")
-            return replicas(sim, "cpu") == 6 and u is not None and abs(u - 50) <= 5
+            u, c = utilization(sim, "cpu"), utilization(sim, "cpu", "ContainerResource")
+            return replicas(sim, "cpu") == 6 and all(v is not None and abs(v - 50) <= 5 for v in (u, c))
 
         await eventually(settled, timeout=60)
         await asyncio.sleep(3)  # several more syncs: it stays where each pod is at its target
