@@ -187,6 +187,10 @@ class ObjectCache(Protocol):
     def start(self, *resources: Resource, field_selector: str = "") -> None: ...
 
 
+def _first(item: tuple) -> Any:
+    return item[0]
+
+
 def _milli(value: float) -> int:
     """`int64(value * 1000.0)`: Go's conversion truncates toward zero, and so does int()."""
     return int(value * 1000.0)
@@ -276,15 +280,23 @@ class ResourceMetricsProvider:
         cpu_by = _by_pod(cpu, cpu_q, namespace)
         mem_by = _by_pod(mem, mem_q, namespace)
         out = []
-        for key, pod_labels in sorted(selected, key=lambda kv: kv[0]):
-            c, m = cpu_by.get(key), mem_by.get(key)
-            if c is None or m is None:
+        selected.sort(key=_first)
+        for key, pod_labels in selected:
+            c = cpu_by.get(key)
+            if c is None or (m := mem_by.get(key)) is None:
                 continue  # prometheus-adapter: "unable to fetch CPU/memory metrics for pod, skipping"
+            if len(c) == 1 and len(m) == 1:  # the usual pod: one container with both resources
+                [(container, (cv, cts))] = c.items()
+                mt = m.get(container)
+                if mt is not None:
+                    out.append(PodUsage(key[0], key[1], pod_labels, min(cts, mt[1]),
+                                        [(container, int(cv * 1000.0), int(mt[0] * 1000.0))]))
+                    continue
             containers = []
             earliest = min(ts for _, ts in (*c.values(), *m.values()))
             for container in sorted(c.keys() | m.keys()):
-                cv, mv = c.get(container), m.get(container)  # only one of them: the other is 0, as prometheus-adapter
-                containers.append((container, _milli(cv[0]) if cv else 0, _milli(mv[0]) if mv else 0))
+                cpv, mev = c.get(container), m.get(container)  # one missing: it is 0, as prometheus-adapter has it
+                containers.append((container, _milli(cpv[0]) if cpv else 0, _milli(mev[0]) if mev else 0))
             out.append(PodUsage(key[0], key[1], pod_labels, earliest, containers))
         if name is not None and not out:
             raise _pod_not_found(namespace, name)
@@ -310,7 +322,8 @@ class ResourceMetricsProvider:
         cpu, mem, fresh_until = await self._both(node_query(cpu_q, names), node_query(mem_q, names))
         cpu_by, mem_by = _by_node(cpu, cpu_q.node_label, names), _by_node(mem, mem_q.node_label, names)
         out = []
-        for (_, node), node_labels in sorted(selected, key=lambda kv: kv[0]):
+        selected.sort(key=_first)
+        for (_, node), node_labels in selected:
             c, m = cpu_by.get(node), mem_by.get(node)
             if c is None or m is None:
                 continue  # prometheus-adapter: "missing CPU/memory for node, skipping"
