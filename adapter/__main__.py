@@ -13,6 +13,7 @@ from adapter.discovery import Discovery, ResourceDiscoveryError, fetch_resource_
 from adapter.naming import BUILTIN_TABLE, compile_rules
 from adapter.prometheus import PrometheusClient
 from adapter.provider import CustomMetricsProvider, ExternalMetricsProvider
+from adapter.resourcemetrics import ResourceMetricsProvider, compile_resource_rules
 from adapter.rules import RuleError, RulesConfig, load_rules
 from adapter.selfmetrics import SelfMetrics
 from adapter.server import SecurityUnavailable, check_security, serve
@@ -48,6 +49,7 @@ async def run(settings: Settings, config: RulesConfig) -> int:
             refresh = functools.partial(fetch_resource_table, labels.get_json)  # (current table) -> new table
         try:
             rules = compile_rules(config, resources)
+            resource_rules = compile_resource_rules(config.resource_rules, resources)
         except RuleError as exc:
             return _fail(f"invalid rules file {settings.config}: {exc}")
         discovery = Discovery(rules, prometheus, settings.metrics_relist_interval, settings.metrics_max_age,
@@ -62,6 +64,13 @@ async def run(settings: Settings, config: RulesConfig) -> int:
             discovery, prometheus, labels, settings.query_cache_ttl)
         external = None if settings.disable_external_metrics else ExternalMetricsProvider(
             discovery, prometheus, settings.query_cache_ttl)
+        resource = None
+        if resource_rules is not None:
+            if labels is None:
+                log.warning("resourceRules are not served: metrics.k8s.io needs the cluster's pods and nodes "
+                            "(start with --kubeconfig or --in-cluster)")
+            else:
+                resource = ResourceMetricsProvider(resource_rules, prometheus, labels, settings.query_cache_ttl)
 
         async def readiness() -> tuple[bool, str]:
             if not discovery.synced:
@@ -72,11 +81,13 @@ async def run(settings: Settings, config: RulesConfig) -> int:
 
         async def startup() -> None:
             discovery.start()
+            if resource is not None:
+                resource.start()
 
         async def shutdown() -> None:
             await discovery.stop()
 
-        app = create_app(settings, custom, external, readiness, metrics, startup, shutdown)
+        app = create_app(settings, custom, external, readiness, metrics, startup, shutdown, resource)
         gc.freeze()  # start-up objects (modules, rules, app) leave the collector's full passes: steadier p99
         listening = asyncio.Event()
         announce = asyncio.create_task(_announce_ready(listening, discovery, settings))
@@ -129,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         config = load_rules(settings.config)
         if not (settings.kubeconfig or settings.in_cluster):
             compile_rules(config)  # offline: fail before starting anything (connected: after discovery)
+            compile_resource_rules(config.resource_rules)
     except RuleError as exc:
         return _fail(f"invalid rules file {settings.config}: {exc}")
     try:

@@ -22,6 +22,8 @@ from starlette.responses import PlainTextResponse, Response
 from adapter.metricroutes import MetricRoutes
 from adapter.openapi import openapi_v2, openapi_v3_document, openapi_v3_index
 from adapter.provider import CustomMetricsProvider, ExternalMetricsProvider
+from adapter.resourcemetrics import ResourceMetricsProvider
+from adapter.resourceroutes import ResourceRoutes
 from adapter.selfmetrics import CONTENT_TYPE_LATEST, SelfMetrics
 from adapter.settings import Settings
 from promscaler import wire
@@ -75,10 +77,13 @@ class _App(FastAPI):
     """FastAPI, except that the metrics API groups' hot paths skip its per-request machinery."""
 
     hot: Any = None
+    resource: Any = None  # metrics.k8s.io (adapter.resourceroutes), when resourceRules are served
 
     async def __call__(self, scope, receive, send) -> None:
         if self.hot is not None and scope["type"] == "http" and MetricRoutes.claims(scope["path"]):
             return await self.hot(scope, receive, send)
+        if self.resource is not None and scope["type"] == "http" and ResourceRoutes.claims(scope["path"]):
+            return await self.resource(scope, receive, send)
         await super().__call__(scope, receive, send)
 
     async def fallback(self, scope, receive, send) -> None:
@@ -93,8 +98,9 @@ def create_app(
     metrics: SelfMetrics | None = None,
     on_startup: Callable[[], Awaitable[None]] | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
+    resource: ResourceMetricsProvider | None = None,
 ) -> FastAPI:
-    """The ASGI app; `custom`/`external` None disables that API group."""
+    """The ASGI app; `custom`/`external`/`resource` None disables that API group."""
     metrics = metrics or SelfMetrics()
 
     @asynccontextmanager
@@ -187,6 +193,9 @@ def create_app(
     if external is not None:
         groups.append(wire.api_group(wire.EXTERNAL_GROUP, wire.EXTERNAL_VERSIONS))
 
+    if resource is not None:
+        groups.append(wire.api_group(wire.RESOURCE_GROUP, wire.RESOURCE_VERSIONS))  # answered by ResourceRoutes
+
     @app.get("/apis")
     async def apis():
         # Never the aggregated-discovery type, whatever Accept says: clients then fall back to these documents.
@@ -198,12 +207,16 @@ def create_app(
             return groups[0]
 
     if external is not None:
+        external_doc = groups[1 if custom is not None else 0]
+
         @app.get(f"/apis/{wire.EXTERNAL_GROUP}")
         async def external_group():
-            return groups[-1]
+            return external_doc
 
     app.add_middleware(_RequestMetrics, metrics=metrics)
     # below the group documents: raw ASGI (adapter.metricroutes), ahead of Starlette's middleware stack
     app.hot = _RequestMetrics(MetricRoutes(app.fallback, custom, external), metrics)
+    if resource is not None:
+        app.resource = _RequestMetrics(ResourceRoutes(app.fallback, resource), metrics)
     return app
 

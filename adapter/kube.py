@@ -142,11 +142,12 @@ def retry_pause(failures: int, base: float, cap: float = 30.0) -> float:
 
 class _Informer:
     def __init__(self, api_client: kclient.ApiClient, resource: Resource, relist_backoff: float = 1.0,
-                 watch_timeout: int = 300) -> None:
+                 watch_timeout: int = 300, field_selector: str = "") -> None:
         call = _list_call(api_client, resource)
         if call is None:
             raise BadRequest(f"labelSelector lookups are not supported for {resource.api_name}")
         self.func, self.args = call
+        self.kwargs = {"field_selector": field_selector} if field_selector else {}
         self.resource = resource
         self.index = LabelIndex()
         self.synced = asyncio.Event()
@@ -159,7 +160,7 @@ class _Informer:
 
     async def _list(self) -> str:
         raw = getattr(self.func.__self__, f"{self.func.__name__}_without_preload_content")
-        resp = await raw(*self.args)
+        resp = await raw(*self.args, **self.kwargs)
         body = await resp.read()
         if resp.status >= 300:
             raise ApiException(status=resp.status, reason=body[:200].decode("utf-8", "replace"))
@@ -173,7 +174,7 @@ class _Informer:
 
     async def _watch(self, rv: str) -> str:
         w = kwatch.Watch(return_type="object")
-        async with w.stream(self.func, *self.args, resource_version=rv, allow_watch_bookmarks=True,
+        async with w.stream(self.func, *self.args, **self.kwargs, resource_version=rv, allow_watch_bookmarks=True,
                             timeout_seconds=self.watch_timeout) as stream:
             async for event in stream:
                 obj, kind = event["raw_object"], event["type"]
@@ -228,26 +229,32 @@ class LabelCache:
         self.api_client = api_client
         self.sync_timeout = sync_timeout
         self.watch_timeout = watch_timeout
-        self._informers: dict[str, _Informer] = {}
+        self._informers: dict[str, _Informer] = {}  # by api name (plus `?fieldSelector=...` when watched so)
 
-    def _informer(self, resource: Resource) -> _Informer:
-        inf = self._informers.get(resource.api_name)
+    def _informer(self, resource: Resource, field_selector: str = "") -> _Informer:
+        key = f"{resource.api_name}?fieldSelector={field_selector}" if field_selector else resource.api_name
+        inf = self._informers.get(key)
         if inf is None:
             if _list_call(self.api_client, resource) is None:
                 raise BadRequest(f"labelSelector lookups are not supported for {resource.api_name}")
-            inf = self._informers[resource.api_name] = _Informer(self.api_client, resource,
-                                                                  watch_timeout=self.watch_timeout)
+            inf = self._informers[key] = _Informer(
+                self.api_client, resource, watch_timeout=self.watch_timeout, field_selector=field_selector)
         return inf
 
-    async def names(self, resource: Resource, namespace: str | None, selector: Selector) -> set[str]:
-        inf = self._informer(resource)
+    async def index(self, resource: Resource, field_selector: str = "") -> LabelIndex:
+        """The current objects of `resource` (those matching `field_selector`, watched as such)."""
+        inf = self._informer(resource, field_selector)
         if not inf.synced.is_set():
             try:
                 await asyncio.wait_for(asyncio.shield(inf.synced.wait()), timeout=self.sync_timeout)
             except asyncio.TimeoutError:
                 raise ServiceUnavailable(f"the labels of {resource.api_name} are not available from Kubernetes yet"
                                          + (f": {inf.last_error}" if inf.last_error else "")) from None
-        return inf.index.select(namespace if resource.namespaced and namespace else None, selector)
+        return inf.index
+
+    async def names(self, resource: Resource, namespace: str | None, selector: Selector) -> set[str]:
+        index = await self.index(resource)
+        return index.select(namespace if resource.namespaced and namespace else None, selector)
 
     @property
     def version(self) -> int:
@@ -255,9 +262,9 @@ class LabelCache:
         valid while it stays the same."""
         return max((inf.index.version for inf in self._informers.values()), default=0)
 
-    def start(self, *resources: Resource) -> None:
+    def start(self, *resources: Resource, field_selector: str = "") -> None:
         for r in resources:
-            self._informer(r)
+            self._informer(r, field_selector)
 
     async def get_json(self, path: str) -> dict:
         """GET an API path (discovery documents); failures raise `KubeRequestError` in one line."""

@@ -1,6 +1,7 @@
 """Aggregated APIs: `metrics.k8s.io` served from configured pod usages (what metrics-server
 would report), and APIService-style proxying of other groups (custom and external metrics) to a
-running adapter over one shared `httpx.AsyncClient`."""
+running adapter over one shared `httpx.AsyncClient`. A backend registered for `metrics.k8s.io`
+(an adapter serving `resourceRules`) takes that group over until it is removed."""
 
 from __future__ import annotations
 

@@ -63,8 +63,7 @@ def format_milli(milli: int, binary: bool = False) -> str:
         for shift, suffix in _BINARY_SUFFIXES:
             if whole % (1 << shift) == 0:
                 return f"{sign}{whole >> shift}{suffix}"
-        if whole < 1024:
-            return f"{sign}{whole}"
+        return f"{sign}{whole}"  # apimachinery keeps BinarySI whole numbers in plain digits (`1000000`, never `1M`)
     # DecimalSI: mantissa integer, exponent a multiple of 3, trailing zero groups folded.
     mantissa, exponent = milli, -3
     while mantissa % 1000 == 0 and exponent < 18:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["DurationError", "parse_duration", "format_duration", "parse_time", "format_time"]
+__all__ = ["DurationError", "format_duration", "format_time", "go_duration", "parse_duration", "parse_time"]
 
 
 class DurationError(ValueError):
@@ -51,6 +51,30 @@ def format_duration(seconds: float) -> str:
     m, sec = divmod(rem, 60)
     out = (f"{h}h" if h else "") + (f"{m}m" if m or (h and sec) else "") + (f"{sec}s" if sec or not (h or m) else "")
     return out
+
+
+def go_duration(seconds: float) -> str:
+    """Go's `time.Duration.String()` (`3m0s`, `1h0m0s`, `30s`, `500ms`, `0s`), as metav1.Duration
+    serializes (metrics.k8s.io `window`)."""
+    ns = round(seconds * 1e9)
+    if ns == 0:
+        return "0s"
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    if ns < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if ns >= size:
+                return f"{sign}{_trim(ns / size)}{unit}"
+    whole, frac = divmod(ns, 1_000_000_000)
+    h, rem = divmod(whole, 3600)
+    m, s = divmod(rem, 60)
+    text = f"{s}" + (f".{frac:09d}".rstrip("0") if frac else "") + "s"
+    if h:
+        return f"{sign}{h}h{m}m{text}"
+    return f"{sign}{m}m{text}" if m else f"{sign}{text}"
+
+
+def _trim(value: float) -> str:
+    return f"{value:.9f}".rstrip("0").rstrip(".")
 
 
 def parse_time(value: str | datetime) -> datetime:

@@ -124,12 +124,18 @@ def external_metric_value_list(items: Iterable[Obj]) -> Obj:
     return {"kind": "ExternalMetricValueList", "apiVersion": f"{EXTERNAL_GROUP}/v1beta1", "metadata": {}, "items": list(items)}
 
 
+RESOURCE_VERSIONS = ("v1beta1",)
+
+
 def pod_metrics(
     name: str, namespace: str, timestamp: datetime | str, window: str, containers: Mapping[str, Mapping[str, str]],
-    labels: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None, created: str | None = None,
 ) -> Obj:
-    """metrics.k8s.io/v1beta1 PodMetrics; `containers` maps container name to usage quantities."""
+    """metrics.k8s.io/v1beta1 PodMetrics; `containers` maps container name to usage quantities;
+    `created` is metadata.creationTimestamp (metrics-server sets it to the time of the answer)."""
     meta: Obj = {"name": name, "namespace": namespace}
+    if created:
+        meta["creationTimestamp"] = created
     if labels:
         meta["labels"] = dict(labels)
     return {
@@ -144,6 +150,28 @@ def pod_metrics(
 
 def pod_metrics_list(items: Iterable[Obj]) -> Obj:
     return {"kind": "PodMetricsList", "apiVersion": f"{RESOURCE_GROUP}/v1beta1", "metadata": {}, "items": list(items)}
+
+
+def node_metrics(name: str, timestamp: datetime | str, window: str, usage: Mapping[str, str],
+                 labels: Mapping[str, str] | None = None, created: str | None = None) -> Obj:
+    """metrics.k8s.io/v1beta1 NodeMetrics."""
+    meta: Obj = {"name": name}
+    if created:
+        meta["creationTimestamp"] = created
+    if labels:
+        meta["labels"] = dict(labels)
+    return {
+        "kind": "NodeMetrics",
+        "apiVersion": f"{RESOURCE_GROUP}/v1beta1",
+        "metadata": meta,
+        "timestamp": timestamp if isinstance(timestamp, str) else format_time(timestamp),
+        "window": window,
+        "usage": dict(usage),
+    }
+
+
+def node_metrics_list(items: Iterable[Obj]) -> Obj:
+    return {"kind": "NodeMetricsList", "apiVersion": f"{RESOURCE_GROUP}/v1beta1", "metadata": {}, "items": list(items)}
 
 
 # --- discovery -------------------------------------------------------------------------------

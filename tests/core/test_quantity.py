@@ -46,6 +46,8 @@ def test_parse_rejects(bad):
         (Decimal(1536 * 1024**2), True, "1536Mi"),   # 1.5Gi is spelled in Mi
         (Decimal(2 * 1024**3), True, "2Gi"),
         (Decimal(1000), True, "1000"),               # not a multiple of 1024: plain
+        (Decimal(1000000), True, "1000000"),         # BinarySI stays plain digits above 1024 too (not 1M)
+        (Decimal("1.5"), True, "1500m"),             # a fraction of a byte: DecimalSI
         (Decimal(2 * 1024**3), False, "2147483648"),
         (Decimal("3000000"), False, "3M"),
     ],

@@ -144,6 +144,11 @@ def upstream_app() -> FastAPI:
         return JSONResponse(wire.metric_value_list("v1beta2", [item]) | {"query": str(request.url.query),
                                                                         "user": request.headers.get("x-remote-user")})
 
+    @app.get("/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods")
+    async def pod_metrics(ns: str) -> dict:
+        return wire.pod_metrics_list([wire.pod_metrics("from-upstream", ns, "2026-01-01T00:00:00Z", "3m0s",
+                                                       {"app": {"cpu": "1m", "memory": "1Ki"}})])
+
     return app
 
 
@@ -184,6 +189,23 @@ def test_aggregation_proxy(sim: KubeSim, upstream: str, api: client.ApiClient) -
     finally:
         sim.set_aggregated_api("custom.metrics.k8s.io", None)
     assert httpx.get(f"{sim.url}/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/web-1/x").status_code == 404
+
+
+def test_metrics_api_goes_to_a_registered_backend_and_back(sim: KubeSim, ns: str, upstream: str) -> None:
+    """metrics.k8s.io is built in (what metrics-server would report) until an APIService takes
+    the group, as an adapter serving resourceRules does; removing it restores the built-in one."""
+    sim.apply(pod("local-1", {"app": "local"}, phase="Running", namespace=ns))
+    sim.set_pod_usage(ns, "local-1", {"app": {"cpu": "5m", "memory": "5Mi"}})
+    path = f"{sim.url}/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods"
+    auth = {"Authorization": f"Bearer {sim.token}"}
+    names = lambda: [i["metadata"]["name"] for i in httpx.get(path, headers=auth).json()["items"]]  # noqa: E731
+    assert names() == ["local-1"]
+    sim.set_aggregated_api("metrics.k8s.io", upstream)
+    try:
+        assert names() == ["from-upstream"]
+    finally:
+        sim.set_aggregated_api("metrics.k8s.io", None)
+    assert names() == ["local-1"]
 
 
 def test_aggregation_backend_down_is_503(sim: KubeSim) -> None:

@@ -29,7 +29,8 @@ CHART_ONLY = {
 
 
 def manifest_files() -> list[Path]:
-    return sorted([*APISERVICE.glob("*.yaml"), *APISERVICE.glob("*.yml")])
+    """apiservice/ and its resource-metrics/ (applied separately: metrics-server owns that APIService)."""
+    return sorted([*APISERVICE.glob("*.yaml"), *APISERVICE.glob("*.yml"), *APISERVICE.glob("resource-metrics/*.yaml")])
 
 
 def load_manifests() -> list[tuple[Path, dict[str, Any]]]:

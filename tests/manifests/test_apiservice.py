@@ -12,7 +12,7 @@ import yaml
 from adapter.rules import parse_rules
 from adapter.settings import parse_settings
 
-from .conftest import load_manifests, manifest_files
+from .conftest import ROOT, load_manifests, manifest_files
 
 K8S_VERSIONS = ["1.36", kubernetes_validate.latest_version()]
 DOCS = load_manifests()
@@ -66,7 +66,7 @@ def test_apiservices_point_at_the_adapter_service() -> None:
     svc = _find("Service", "promscaler-adapter")
     services = {d["metadata"]["name"]: d for _, d in DOCS if d["kind"] == "APIService"}
     assert set(services) == {"v1beta1.custom.metrics.k8s.io", "v1beta2.custom.metrics.k8s.io",
-                             "v1beta1.external.metrics.k8s.io"}
+                             "v1beta1.external.metrics.k8s.io", "v1beta1.metrics.k8s.io"}
     for name, api in services.items():
         spec = api["spec"]
         assert name == f"{spec['version']}.{spec['group']}"
@@ -76,6 +76,20 @@ def test_apiservices_point_at_the_adapter_service() -> None:
     # v1beta2 is the preferred custom metrics version
     assert services["v1beta2.custom.metrics.k8s.io"]["spec"]["versionPriority"] > \
         services["v1beta1.custom.metrics.k8s.io"]["spec"]["versionPriority"]
+
+
+def test_resource_metrics_apiservice_is_applied_only_on_purpose() -> None:
+    """`kubectl apply -f apiservice/` must leave metrics-server's v1beta1.metrics.k8s.io alone: the
+    adapter's one sits in apiservice/resource-metrics/ (not read without -R), and the chart's is
+    off unless resourceMetrics.enabled."""
+    top_level = [d for p, d in DOCS if p.parent.name == "apiservice"]
+    assert all(d["spec"]["group"] != "metrics.k8s.io" for d in top_level if d["kind"] == "APIService")
+    [(path, api)] = [(p, d) for p, d in DOCS if d["kind"] == "APIService" and d["spec"]["group"] == "metrics.k8s.io"]
+    assert path.parent.name == "resource-metrics" and api["spec"]["version"] == "v1beta1"
+    template = (ROOT / "charts/promscaler/templates/resource-metrics-apiservice.yaml").read_text()
+    assert "{{- if .Values.resourceMetrics.enabled }}" in template
+    values = yaml.safe_load((ROOT / "charts/promscaler/values.yaml").read_text())
+    assert values["resourceMetrics"] == {"enabled": False}
 
 
 def _adapter_container(dep: dict) -> dict:

@@ -1,0 +1,168 @@
+"""`metrics.k8s.io/v1beta1` as raw ASGI, in metrics-server's wire format: what `kubectl top` and
+the HPA's Resource / ContainerResource metrics read.
+
+    /apis/metrics.k8s.io                                   APIGroup
+    /apis/metrics.k8s.io/v1beta1                           APIResourceList (pods, nodes)
+    /apis/metrics.k8s.io/v1beta1/pods                      PodMetricsList, every namespace
+    /apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods      PodMetricsList
+    /apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods/{n}  PodMetrics
+    /apis/metrics.k8s.io/v1beta1/nodes[/{n}]               NodeMetricsList / NodeMetrics
+
+Lists take `labelSelector` and `fieldSelector` (metadata.name, metadata.namespace). Serialized
+answers are kept while their Prometheus answers are fresh, keyed by the request and the version
+of the cached pods and nodes, as adapter.metricroutes does for custom metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import ClassVar
+from urllib.parse import parse_qsl
+
+import orjson
+
+from adapter.metricroutes import timestamp
+from adapter.resourcemetrics import ResourceMetricsProvider
+from adapter.ttlcache import TTLCache
+from promscaler import wire
+from promscaler.quantity import format_milli
+from promscaler.selectors import Selector, SelectorError, parse_selector
+from promscaler.status import BadRequest, MethodNotAllowed, NotFound, StatusError, status_body
+from promscaler.times import go_duration
+
+__all__ = ["ResourceRoutes"]
+
+log = logging.getLogger("adapter.app")
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+_GROUP = f"/apis/{wire.RESOURCE_GROUP}"
+
+
+class _Route:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+def _cpu(milli: int) -> str:
+    """format_milli's DecimalSI spelling, with the usual case (not whole cores) inline: 5,000 pods."""
+    return f"{milli}m" if milli % 1000 else format_milli(milli)
+
+
+def _memory(milli: int) -> str:
+    """format_milli's BinarySI spelling, with the usual case (whole bytes, not a multiple of 1024,
+    or below 1024) inline."""
+    if not milli % 1000:
+        whole = milli // 1000
+        if whole >= 0 and (whole & 1023 or whole < 1024):
+            return str(whole)
+    return format_milli(milli, binary=True)
+
+
+def _selector(query: dict[str, str], name: str) -> Selector:
+    raw = query.get(name)
+    try:
+        return parse_selector(raw)
+    except SelectorError as exc:
+        raise BadRequest(f"invalid {name} {raw!r}: {exc}") from None
+
+
+def _not_found(path: str) -> NotFound:
+    return NotFound(f"the server could not find the requested resource {path}")
+
+
+class ResourceRoutes:
+    """ASGI middleware answering `/apis/metrics.k8s.io[/...]`; other paths go on to `app`."""
+
+    _ROUTES: ClassVar[dict[str, _Route]] = {k: _Route(p) for k, p in (
+        ("group", _GROUP), ("version", _GROUP + "/{version}"), ("pods", _GROUP + "/{version}/pods"),
+        ("nspods", _GROUP + "/{version}/namespaces/{namespace}/pods"),
+        ("pod", _GROUP + "/{version}/namespaces/{namespace}/pods/{name}"),
+        ("nodes", _GROUP + "/{version}/nodes"), ("node", _GROUP + "/{version}/nodes/{name}"))}
+
+    def __init__(self, app, provider: ResourceMetricsProvider, max_answers: int = 256) -> None:
+        self.app, self.provider = app, provider
+        self.window = go_duration(provider.rules.window_seconds)
+        self.answers: TTLCache[bytes] = TTLCache(max_answers)
+
+    @staticmethod
+    def claims(path: str) -> bool:
+        return path == _GROUP or path.startswith(_GROUP + "/")
+
+    async def __call__(self, scope, receive, send) -> None:
+        path: str = scope["path"]
+        if scope["type"] != "http" or not self.claims(path):
+            return await self.app(scope, receive, send)
+        code = 200
+        try:
+            body = await self._answer(scope, path)
+        except StatusError as exc:
+            code, body = exc.code, orjson.dumps(exc.to_status())
+        except Exception as exc:  # never a traceback to the client
+            log.error("unexpected error serving %s: %s", path, exc, exc_info=exc)
+            code, body = 500, orjson.dumps(status_body(500, "InternalError", f"internal error serving {path}: "
+                                                                             f"{type(exc).__name__}"))
+        await send({"type": "http.response.start", "status": code,
+                    "headers": [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _answer(self, scope, path: str) -> bytes:
+        parts = path[len(_GROUP):].strip("/").split("/") if path != _GROUP else []
+        if scope["method"] != "GET":
+            scope["route"] = self._ROUTES["group"]
+            raise MethodNotAllowed(f"method {scope['method']} is not supported on {path}: metrics.k8s.io is read-only")
+        if not parts:
+            scope["route"] = self._ROUTES["group"]
+            return orjson.dumps(wire.api_group(wire.RESOURCE_GROUP, wire.RESOURCE_VERSIONS))
+        if parts[0] not in wire.RESOURCE_VERSIONS or not all(parts):
+            raise _not_found(path)
+        rest = parts[1:]
+        if not rest:
+            scope["route"] = self._ROUTES["version"]
+            return orjson.dumps(wire.api_resource_list(f"{wire.RESOURCE_GROUP}/{parts[0]}", [
+                wire.api_resource("nodes", "NodeMetrics", False, ("get", "list")),
+                wire.api_resource("pods", "PodMetrics", True, ("get", "list"))]))
+        if rest == ["pods"]:
+            route, kind, namespace, name = "pods", "pods", None, None
+        elif len(rest) in (3, 4) and rest[0] == "namespaces" and rest[2] == "pods":
+            route, kind, namespace, name = ("nspods" if len(rest) == 3 else "pod"), "pods", rest[1], (
+                rest[3] if len(rest) == 4 else None)
+        elif rest[0] == "nodes" and len(rest) <= 2:
+            route, kind, namespace, name = ("nodes" if len(rest) == 1 else "node"), "nodes", None, (
+                rest[1] if len(rest) == 2 else None)
+        else:
+            raise _not_found(path)
+        scope["route"] = self._ROUTES[route]
+        raw_query: bytes = scope["query_string"]
+        key = (path, raw_query, await self.provider.versions())
+        body = self.answers.get(key)
+        if body is None:
+            query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
+            labels, fields = _selector(query, "labelSelector"), _selector(query, "fieldSelector")
+            if kind == "pods":
+                body, fresh_until = await self._pods(namespace, name, labels, fields)
+            else:
+                body, fresh_until = await self._nodes(name, labels, fields)
+            if fresh_until > time.monotonic():
+                self.answers.put_until(key, body, fresh_until)
+        return body
+
+    async def _pods(self, namespace: str | None, name: str | None, labels: Selector, fields: Selector
+                    ) -> tuple[bytes, float]:
+        usages, fresh_until = await self.provider.pods(namespace, name, labels, fields)
+        created, window = timestamp(time.time()), self.window
+        items = [wire.pod_metrics(u.name, u.namespace, timestamp(u.timestamp), window,
+                                  {c: {"cpu": _cpu(cpu), "memory": _memory(mem)}
+                                   for c, cpu, mem in u.containers}, u.labels, created) for u in usages]
+        if name is not None:
+            return orjson.dumps(items[0]), fresh_until
+        return orjson.dumps(wire.pod_metrics_list(items)), fresh_until
+
+    async def _nodes(self, name: str | None, labels: Selector, fields: Selector) -> tuple[bytes, float]:
+        usages, fresh_until = await self.provider.nodes(name, labels, fields)
+        created = timestamp(time.time())
+        items = [wire.node_metrics(u.name, timestamp(u.timestamp), self.window, {
+            "cpu": _cpu(u.cpu_milli), "memory": _memory(u.memory_milli)}, u.labels, created)
+            for u in usages]
+        if name is not None:
+            return orjson.dumps(items[0]), fresh_until
+        return orjson.dumps(wire.node_metrics_list(items)), fresh_until
