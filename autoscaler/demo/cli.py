@@ -23,8 +23,9 @@ from rich.live import Live
 from autoscaler.controller.kube import Kube, load_configuration
 from autoscaler.demo import report, view
 from autoscaler.demo.monitor import Monitor
-from autoscaler.demo.scenario import WORKLOADS, Timings
 from autoscaler.demo.sandbox import Sandbox, StartupError
+from autoscaler.demo.scenario import WORKLOADS, Timings
+from promscaler import logs
 from promscaler.times import format_time
 
 SAMPLE_INTERVAL = 1.0
@@ -32,10 +33,12 @@ LOG_EVERY = 5.0
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m autoscaler demo", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="promscaler-autoscaler demo", description=__doc__.split("\n\n")[0],
+                                formatter_class=logs.HelpFormatter)
+    logs.add_version_flag(p, "promscaler-autoscaler")
     p.add_argument("--duration", type=float, default=120.0, metavar="SECONDS",
-                   help="how long to run (default 120; the load profile stretches to fit; at least 60)")
-    p.add_argument("--no-tui", action="store_true", help="plain log lines instead of the live view")
+                   help="how long to run, in seconds (at least 60; the load profile stretches to fit)")
+    p.add_argument("--no-tui", action="store_true", help="plain log lines instead of the live view (default: false)")
     p.add_argument("--report", default="report", metavar="DIR", help="where to write summary.json and timeline.png")
     p.add_argument("--kubeconfig", metavar="FILE",
                    help="run against a real cluster (see examples/README.md) instead of the sandbox")
