@@ -24,6 +24,7 @@ import orjson
 from adapter.provider import CustomMetricsProvider, CustomValue, ExternalMetricsProvider
 from adapter.ttlcache import TTLCache
 from promscaler import wire
+from promscaler.logs import vlog
 from promscaler.quantity import format_quantity
 from promscaler.selectors import Selector, SelectorError, parse_selector, to_label_selector
 from promscaler.status import BadRequest, MethodNotAllowed, NotFound, StatusError, status_body
@@ -112,6 +113,12 @@ class MetricRoutes:
                 body = await self._values(group, version, tail, scope["query_string"])
         except StatusError as exc:
             code, body = exc.code, orjson.dumps(exc.to_status())
+            # an unknown metric is an everyday answer (clients probe); everything else is worth a warning
+            where = path + (f"?{scope['query_string'].decode('latin-1')}" if scope["query_string"] else "")
+            if code == 404:
+                vlog(log, 4, "GET %s: %d %s: %s", where, code, exc.reason, exc.message)
+            else:
+                log.warning("GET %s: %d %s: %s", where, code, exc.reason, exc.message)
         except Exception as exc:  # never a traceback to the client
             log.error("unexpected error serving %s: %s", path, exc, exc_info=exc)
             code, body = 500, orjson.dumps(status_body(500, "InternalError", f"internal error serving {path}: "

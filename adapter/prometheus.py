@@ -234,6 +234,10 @@ class PrometheusClient:
         params = [("match[]", match)] + ([("start", f"{start:.3f}")] if start is not None else [])
         return list(await self._call(f"label/{label}/values", params) or [])
 
+    async def format_query(self, expr: str) -> str:
+        """Prometheus' own parse of `expr` (`/api/v1/format_query`): PrometheusQueryError when it does not parse."""
+        return str(await self._call("format_query", [("query", expr)]))
+
     async def ready(self) -> bool:
         """Cheap reachability probe: the buildinfo endpoint, falling back to a trivial query."""
         try:
