@@ -64,7 +64,7 @@ def sample_query(rule: CompiledRule) -> str:
     if not series.replace("_", "a").replace(":", "a").isalnum():
         series = "sample_metric"
     ns_label = rule.converter.label_for_resource(NAMESPACES) or "namespace"
-    matchers = [(ns_label, f'{ns_label}="default"', ("default",))]
+    matchers: list[tuple[str, str, tuple[str, ...]]] = [(ns_label, f'{ns_label}="default"', ("default",))]
     group_by: list[str] = []
     if not rule.external:
         label = rule.converter.label_for_resource(KNOWN_RESOURCES[0]) or "pod"
