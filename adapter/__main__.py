@@ -19,6 +19,7 @@ from adapter.server import SecurityUnavailable, check_security, serve
 from adapter.settings import Settings, parse_settings
 from promscaler import logs
 from promscaler.kubeconfig import Source, load_configuration, locate
+from promscaler.logs import vlog
 
 log = logging.getLogger("adapter")
 
@@ -43,8 +44,8 @@ async def run(settings: Settings, config: RulesConfig) -> int:
         resources, refresh = BUILTIN_TABLE, None
         source = kube_source(settings)
         if source is None:
-            log.info("no Kubernetes configuration (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config): "
-                     "built-in resource table, and labelSelector with '*' is unavailable")
+            vlog(log, 1, "no Kubernetes configuration (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config): "
+                 "built-in resource table, and labelSelector with '*' is unavailable")
         else:
             from adapter.kube import connect
 
@@ -53,7 +54,7 @@ async def run(settings: Settings, config: RulesConfig) -> int:
                 labels = await connect(configuration)
             except Exception as exc:  # a bad kubeconfig is a start-up error, said in one line
                 return _fail(f"cannot use the Kubernetes configuration from {source}: {exc}")
-            log.info("Kubernetes configuration from %s: %s", source, configuration.host)
+            vlog(log, 1, "Kubernetes configuration from %s: %s", source, configuration.host)
             try:
                 resources = await fetch_resource_table(labels.get_json)
             except ResourceDiscoveryError as exc:

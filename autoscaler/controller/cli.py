@@ -124,7 +124,7 @@ async def run(settings: Settings, kubeconfig: str | None, context: str | None) -
     except Exception as exc:  # one line: the file, and what is wrong with it
         print(f"error: cannot load Kubernetes configuration from {source}: {exc}", file=sys.stderr)
         return 1
-    logging.getLogger(__name__).info("Kubernetes configuration from %s: %s", source, configuration.host)
+    logs.vlog(logging.getLogger(__name__), 1, "Kubernetes configuration from %s: %s", source, configuration.host)
     kube = Kube(configuration)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

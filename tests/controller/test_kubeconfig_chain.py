@@ -31,7 +31,7 @@ def _controller_ready(env: dict[str, str], expect_source: str) -> str:
     """Start `autoscaler run` with no --kubeconfig, wait for /readyz (informers synced against the
     sim), and return its log."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "autoscaler", "run", "--leader-elect=false", "--log-format=text",
+    proc = subprocess.Popen([sys.executable, "-m", "autoscaler", "run", "--leader-elect=false", "--log-format=text", "--v=1",
                              "--http-address=127.0.0.1", f"--http-port={port}"],
                             cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
     try:
