@@ -80,8 +80,8 @@ def write_summary(path: Path, summary: dict[str, Any]) -> None:
     path.write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")
 
 
-LOAD_BAND = {"color": "#ffdd88", "alpha": 0.35, "lw": 0}
-STARTUP_BAND = {"color": "#eeeeee", "lw": 0}
+LOAD_BAND: dict[str, Any] = {"color": "#ffdd88", "alpha": 0.35, "lw": 0}
+STARTUP_BAND: dict[str, Any] = {"color": "#eeeeee", "lw": 0}
 
 
 def plot(path: Path, workloads: Sequence[Workload], timelines: dict[str, list[Sample]],
@@ -149,14 +149,14 @@ def figure(workloads: Sequence[Workload], timelines: dict[str, list[Sample]],
                     color="#7f7f7f", lw=1.2, ls=":", label="ready")
         ax_rep.step(t, [s.desired if s.desired is not None else math.nan for s in samples], where="post",
                     color="#17becf", lw=1.2, ls="--", label="desired (status)")
-        for c in changes[w.name]:
-            up = c.after > c.before
-            ax_rep.plot([c.t], [c.after], marker="^" if up else "v", color="#2ca02c" if up else "#d62728",
+        for rc in changes[w.name]:
+            up = rc.after > rc.before
+            ax_rep.plot([rc.t], [rc.after], marker="^" if up else "v", color="#2ca02c" if up else "#d62728",
                         ms=9, zorder=5, ls="none")
-            ax_rep.annotate(f"{c.before}→{c.after}", (c.t, c.after), textcoords="offset points",
+            ax_rep.annotate(f"{rc.before}→{rc.after}", (rc.t, rc.after), textcoords="offset points",
                             xytext=(0, 9 if up else -15), ha="center", fontsize=8)
             for ax in (ax_load, ax_metric):
-                ax.axvline(c.t, color="#999999", lw=0.8, ls=":")
+                ax.axvline(rc.t, color="#999999", lw=0.8, ls=":")
         ax_rep.set_ylabel("replicas")
         ax_rep.set_ylim(0, w.max_replicas + 1.5)
         ax_rep.set_xlabel("seconds since start")

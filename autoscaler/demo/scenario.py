@@ -40,7 +40,8 @@ class Timings:
         def shrink(seconds: float) -> float:
             return parse_duration(format_duration(seconds / factor))
 
-        return replace(self, **{name: shrink(getattr(self, name)) for name in _DURATIONS})
+        changes: dict[str, Any] = {name: shrink(getattr(self, name)) for name in _DURATIONS}
+        return replace(self, **changes)
 
     @property
     def web_recovery(self) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -73,11 +73,13 @@ def render(workloads: Sequence[Workload], latest: dict[str, Sample], changes: di
     settings in one line (all of them were printed above it at start), the last 4 scale events at 24 lines."""
     panels = [workload_panel(w, latest.get(w.name)) for w in workloads]
     wide = width >= 150
+    body: RenderableType
     if wide:
-        body = Table.grid(expand=True, padding=(0, 1))
+        side_by_side = Table.grid(expand=True, padding=(0, 1))
         for _ in panels:
-            body.add_column(ratio=1)
-        body.add_row(*panels)
+            side_by_side.add_column(ratio=1)
+        side_by_side.add_row(*panels)
+        body = side_by_side
     else:
         body = Group(*panels)
     recent = sorted(((c, w.name) for w in workloads for c in changes[w.name]), key=lambda x: x[0].t)
