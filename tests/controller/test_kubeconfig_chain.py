@@ -14,6 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from adapter.security import pki
+from autoscaler.controller.kube import ApiError, Kube
+from kubesim.apiserver import KubeSim
 from kubesim.net import free_port
 from kubesim.processes import AdapterProcess, stop_process
 from promscaler.kubeconfig import ConfigNotFound, Source, load_configuration, locate
@@ -31,8 +34,8 @@ def _controller_ready(env: dict[str, str], expect_source: str) -> str:
     """Start `autoscaler run` with no --kubeconfig, wait for /readyz (informers synced against the
     sim), and return its log."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "autoscaler", "run", "--leader-elect=false", "--log-format=text", "--v=1",
-                             "--http-address=127.0.0.1", f"--http-port={port}"],
+    proc = subprocess.Popen([sys.executable, "-m", "autoscaler", "run", "--leader-elect=false", "--log-format=text",
+                             "--v=1", "--http-address=127.0.0.1", f"--http-port={port}"],
                             cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -123,6 +126,39 @@ async def test_in_cluster_uses_the_service_account_token_and_ca(tmp_path):
     assert cfg.host == "https://10.96.0.1:443"
     assert cfg.api_key["BearerToken"].endswith("the-pods-token")
     assert cfg.ssl_ca_cert == str(sa / "ca.crt")
+
+
+async def test_in_cluster_against_the_sandbox_over_tls(tmp_path):
+    """The service account's token and CA reach an API server that serves https with a private CA
+    (as kube-apiserver does), found through KUBERNETES_SERVICE_HOST/PORT alone."""
+    ca, serving = pki.self_signed_serving("127.0.0.1")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    pki.write_pair(serving, cert, key)
+    with KubeSim(token="the-pods-token", authenticate=True, tls=(str(cert), str(key))) as sim:
+        sa = _service_account(tmp_path, "the-pods-token")
+        (sa / "ca.crt").write_bytes(ca.cert_pem)
+        port = sim.url.rsplit(":", 1)[1]
+        cfg, source = await load_configuration(
+            None, environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port},
+            home=tmp_path, service_account_dir=sa)
+        assert source.kind == "in-cluster" and cfg.host == sim.url
+        kube = Kube(cfg)
+        try:
+            namespaces = await kube.request("GET", "/api/v1/namespaces")
+        finally:
+            await kube.close()
+        assert any(ns["metadata"]["name"] == "default" for ns in namespaces["items"])
+        (sa / "token").write_text("someone-elses-token")  # the token really is what authenticates
+        cfg, _ = await load_configuration(
+            None, environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port},
+            home=tmp_path, service_account_dir=sa)
+        kube = Kube(cfg)
+        try:
+            with pytest.raises(ApiError) as denied:
+                await kube.request("GET", "/api/v1/namespaces")
+        finally:
+            await kube.close()
+        assert denied.value.status == 401
 
 
 async def test_named_files_that_do_not_exist(tmp_path):
