@@ -44,7 +44,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-tui", action="store_true", help="plain log lines instead of the live view (default: false)")
     p.add_argument("--report", default="report", metavar="DIR", help="where to write summary.json and timeline.png")
     p.add_argument("--kubeconfig", metavar="FILE",
-                   help="run against a real cluster (see examples/README.md) instead of the sandbox")
+                   help="run against a real cluster (see examples/README.md) instead of the sandbox; default: "
+                        "the sandbox ($KUBECONFIG and ~/.kube/config are not consulted: the demo drives a real "
+                        "cluster only when asked)")
     p.add_argument("--time-scale", type=float, default=1.0, metavar="FACTOR",
                    help="run every compressed timing (scrapes, sync period, windows) this many times faster "
                         "still, with the load profile to match; >1 on a fast machine or in tests")
