@@ -72,6 +72,16 @@ def _check_version(version: str, versions: tuple[str, ...], group: str) -> None:
         raise NotFound(f"the server could not find the requested resource: {group}/{version} is not served")
 
 
+def log_failure(method: str, path: str, query: str, exc: StatusError) -> None:
+    """Every failed request at warning with its reason; a 404 (an unknown metric: clients probe)
+    only at -v=4."""
+    where = f"{method} {path}" + (f"?{query}" if query else "")
+    if exc.code == 404:
+        vlog(log, 4, "%s: %d %s: %s", where, exc.code, exc.reason, exc.message)
+    else:
+        log.warning("%s: %d %s: %s", where, exc.code, exc.reason, exc.message)
+
+
 class MetricRoutes:
     """ASGI middleware answering the two metrics API groups below their group documents."""
 
@@ -113,12 +123,7 @@ class MetricRoutes:
                 body = await self._values(group, version, tail, scope["query_string"])
         except StatusError as exc:
             code, body = exc.code, orjson.dumps(exc.to_status())
-            # an unknown metric is an everyday answer (clients probe); everything else is worth a warning
-            where = path + (f"?{scope['query_string'].decode('latin-1')}" if scope["query_string"] else "")
-            if code == 404:
-                vlog(log, 4, "GET %s: %d %s: %s", where, code, exc.reason, exc.message)
-            else:
-                log.warning("GET %s: %d %s: %s", where, code, exc.reason, exc.message)
+            log_failure(scope["method"], path, scope["query_string"].decode("latin-1"), exc)
         except Exception as exc:  # never a traceback to the client
             log.error("unexpected error serving %s: %s", path, exc, exc_info=exc)
             code, body = 500, orjson.dumps(status_body(500, "InternalError", f"internal error serving {path}: "
