@@ -68,11 +68,13 @@ def _extras(record: logging.LogRecord) -> dict[str, Any]:
 
 
 class TextFormatter(logging.Formatter):
-    """`TIME LEVEL logger: message key=value ...` on one line."""
+    """`TIME LEVEL logger: message key=value ...` on one line; a field the message already says
+    (the autoscaler's name, the reason) is left out, JSON keeps them all."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = f"{_timestamp(record)} {_level_name(record)} {record.name}: {record.getMessage()}"
-        extras = _extras(record)
+        message = record.getMessage()
+        line = f"{_timestamp(record)} {_level_name(record)} {record.name}: {message}"
+        extras = {k: v for k, v in _extras(record).items() if str(v) not in message}
         if extras:
             line += " " + " ".join(f"{k}={json.dumps(v, default=str)}" for k, v in extras.items())
         if record.exc_info:

@@ -132,3 +132,17 @@ def test_repeat_limiter_logs_once_then_once_per_interval_with_a_count():
     assert limiter.check("a", "another failure") == 0  # a new message is logged at once
     limiter.clear("a")
     assert limiter.check("a", "another failure") == 0
+
+
+def test_text_lines_carry_only_the_fields_the_message_does_not_say():
+    stream = io.StringIO()
+    logs.setup(0, "text", stream)
+    try:
+        logging.getLogger("test.text").info("HorizontalAutoscaler demo/web scaled Deployment demo/web 2 -> 3",
+                                            extra={"autoscaler": "web", "retries": 7})
+    finally:
+        logs.setup(0, "text")
+    (line,) = stream.getvalue().splitlines()
+    stamp, level, rest = line.split(" ", 2)
+    assert RFC3339_MS.match(stamp) and level == "INFO"
+    assert rest == "test.text: HorizontalAutoscaler demo/web scaled Deployment demo/web 2 -> 3 retries=7"
