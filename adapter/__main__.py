@@ -18,6 +18,9 @@ from adapter.rules import RuleError, RulesConfig, load_rules
 from adapter.selfmetrics import SelfMetrics
 from adapter.server import SecurityUnavailable, check_security, serve
 from adapter.settings import Settings, parse_settings
+from promscaler import logs
+from promscaler.kubeconfig import Source, load_configuration, locate
+from promscaler.logs import vlog
 
 log = logging.getLogger("adapter")
 
@@ -25,6 +28,11 @@ log = logging.getLogger("adapter")
 def _fail(message: str) -> int:
     print(f"promscaler-adapter: {message}", file=sys.stderr, flush=True)
     return 1
+
+
+def kube_source(settings: Settings) -> Source | None:
+    """`--in-cluster` forces the service account; else the usual chain; None: no cluster (offline)."""
+    return Source("in-cluster", None) if settings.in_cluster else locate(settings.kubeconfig)
 
 
 async def run(settings: Settings, config: RulesConfig) -> int:
@@ -35,13 +43,19 @@ async def run(settings: Settings, config: RulesConfig) -> int:
         # Connected to a cluster, rules name its resources (CRDs too) through API discovery, so
         # discovery comes before compiling the rules; offline the built-in table serves.
         resources, refresh = BUILTIN_TABLE, None
-        if settings.kubeconfig or settings.in_cluster:
-            from adapter.kube import connect  # noqa: PLC0415  (kubernetes client only when a cluster is configured)
+        source = kube_source(settings)
+        if source is None:
+            vlog(log, 1, "no Kubernetes configuration (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config): "
+                 "built-in resource table, and labelSelector with '*' is unavailable")
+        else:
+            from adapter.kube import connect
 
             try:
-                labels = await connect(settings.kubeconfig, settings.in_cluster)
+                configuration, _ = await load_configuration(settings.kubeconfig, source=source)
+                labels = await connect(configuration)
             except Exception as exc:  # a bad kubeconfig is a start-up error, said in one line
-                return _fail(f"cannot use the Kubernetes configuration: {exc}")
+                return _fail(f"cannot use the Kubernetes configuration from {source}: {exc}")
+            vlog(log, 1, "Kubernetes configuration from %s: %s", source, configuration.host)
             try:
                 resources = await fetch_resource_table(labels.get_json)
             except ResourceDiscoveryError as exc:
@@ -118,7 +132,7 @@ async def _announce_ready(listening: asyncio.Event, discovery: Discovery, settin
 def _runner() -> asyncio.Runner:
     """uvloop when installed (a faster event loop on the hot path), else asyncio's own."""
     try:
-        import uvloop  # noqa: PLC0415
+        import uvloop
     except ImportError:
         return asyncio.Runner()
     return asyncio.Runner(loop_factory=uvloop.new_event_loop)
@@ -126,10 +140,7 @@ def _runner() -> asyncio.Runner:
 
 def main(argv: list[str] | None = None) -> int:
     settings = parse_settings(argv)
-    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "httpcore", "aiohttp"):
-        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    logs.setup(settings.verbosity, settings.log_format)
     if not settings.config:
         return _fail("--config is required (a prometheus-adapter rules file)")
     try:
@@ -138,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc))
     try:
         config = load_rules(settings.config)
-        if not (settings.kubeconfig or settings.in_cluster):
+        if kube_source(settings) is None:
             compile_rules(config)  # offline: fail before starting anything (connected: after discovery)
             compile_resource_rules(config.resource_rules)
     except RuleError as exc:

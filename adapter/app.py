@@ -19,7 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import PlainTextResponse, Response
 
-from adapter.metricroutes import MetricRoutes
+from adapter.metricroutes import MetricRoutes, log_failure
 from adapter.openapi import openapi_v2, openapi_v3_document, openapi_v3_index
 from adapter.provider import CustomMetricsProvider, ExternalMetricsProvider
 from adapter.resourcemetrics import ResourceMetricsProvider
@@ -118,12 +118,15 @@ def create_app(
 
     # -- errors --------------------------------------------------------------------------------
     @app.exception_handler(StatusError)
-    async def _status(_req: Request, exc: StatusError):
+    async def _status(req: Request, exc: StatusError):
+        log_failure(req.method, req.url.path, req.url.query, exc)
         return _status_response(exc)
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_req: Request, exc: RequestValidationError):
-        return _status_response(BadRequest(f"invalid request: {exc.errors()[0].get('msg', 'bad parameters')}"))
+    async def _invalid(req: Request, exc: RequestValidationError):
+        bad = BadRequest(f"invalid request: {exc.errors()[0].get('msg', 'bad parameters')}")
+        log_failure(req.method, req.url.path, req.url.query, bad)
+        return _status_response(bad)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(req: Request, exc: StarletteHTTPException):

@@ -37,10 +37,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapter import rulecheck
 from adapter.naming import BUILTIN_TABLE, CompiledRule, CompiledRules, Resource, ResourceTable, compile_rules
 from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusQueryError
 from adapter.rules import RuleError, load_rules, parse_rules
 from promscaler.apidiscovery import parse_resource_list, preferred_group_versions
+from promscaler.logs import vlog
 from promscaler.wire import CUSTOM_GROUP, EXTERNAL_GROUP
 
 __all__ = ["CustomMetric", "ExternalMetric", "Catalogue", "Discovery", "ResourceDiscoveryError", "fetch_resource_table"]
@@ -93,6 +95,10 @@ def _strings(value: object, what: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _NotAggregatable(f"{what} did not answer a list of strings")
     return value
+
+
+def _paths(rules: CompiledRules, series_query: str) -> str:
+    return ", ".join(r.rule.path for r in rules.all if r.series_query == series_query)
 
 
 class ResourceDiscoveryError(Exception):
@@ -176,6 +182,8 @@ class Discovery:
         self._rules_digest = self._digest() if self.rules_path else None
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
+        self._report_pending = True
+        self.query_problems: list[str] = []
 
     # -- relisting -----------------------------------------------------------------------------
     async def relist(self) -> bool:
@@ -206,6 +214,10 @@ class Discovery:
             log.warning("discovery: %s (keeping the last good series for those rules)", self.last_error)
         if reached:
             self.synced = True
+            if self._report_pending:  # at start and after a reload: what each rule serves, and its query checked
+                self._report_pending = False
+                rulecheck.log_summary(rulecheck.summarize(rules, self._last_good, self.catalogue))
+                self.query_problems = await rulecheck.check_queries(rules, self.prometheus)
         if self.metrics:
             self.metrics.relist_seconds.observe(time.perf_counter() - started)
             self.metrics.series.set(self.catalogue.series_count)
@@ -230,12 +242,19 @@ class Discovery:
     async def _list(self, query: str, rules: CompiledRules, start: float | None) -> list[dict[str, str]]:
         """The series of `query`, or with aggregation one stand-in per metric name that carries
         every resource label some series of that name has (values are not needed)."""
+        started = time.perf_counter()
         if self.aggregate:
             try:
-                return await self._aggregated(query, rules, start)
+                found = await self._aggregated(query, rules, start)
+                vlog(log, 6, "seriesQuery %r (%s): %d series names in %.1f ms", query, _paths(rules, query),
+                     len(found), (time.perf_counter() - started) * 1000)
+                return found
             except (_NotAggregatable, PrometheusQueryError) as exc:
                 log.debug("seriesQuery %r: exact listing (%s)", query, exc)
-        return await self.prometheus.series(query, start)
+        found = await self.prometheus.series(query, start)
+        vlog(log, 6, "seriesQuery %r (%s): %d series in %.1f ms", query, _paths(rules, query), len(found),
+             (time.perf_counter() - started) * 1000)
+        return found
 
     async def _aggregated(self, query: str, rules: CompiledRules, start: float | None) -> list[dict[str, str]]:
         converters = [r.converter for r in rules.rules if r.series_query == query]
@@ -323,6 +342,7 @@ class Discovery:
                  len(rules.external_rules))
         if self.metrics:
             self.metrics.config_reloads.labels("success").inc()
+        self._report_pending = True
         self._wake.set()  # relist now with the new rules
         return True
 

@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping
 
 import orjson
 from kubernetes.aio import client as kclient
-from kubernetes.aio import config as kconfig
 from kubernetes.aio import watch as kwatch
 from kubernetes.aio.client.exceptions import ApiException
 
@@ -291,11 +290,6 @@ class LabelCache:
         await self.api_client.close()
 
 
-async def connect(kubeconfig: str | None, in_cluster: bool) -> LabelCache:
-    """A label cache talking to the cluster in `kubeconfig`, or the in-cluster service account."""
-    cfg = kclient.Configuration()
-    if in_cluster:
-        kconfig.load_incluster_config(client_configuration=cfg)
-    else:
-        await kconfig.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-    return LabelCache(kclient.ApiClient(configuration=cfg))
+async def connect(configuration: kclient.Configuration) -> LabelCache:
+    """A label cache talking to the cluster `configuration` (promscaler.kubeconfig) points at."""
+    return LabelCache(kclient.ApiClient(configuration=configuration))

@@ -24,6 +24,7 @@ import orjson
 from adapter.provider import CustomMetricsProvider, CustomValue, ExternalMetricsProvider
 from adapter.ttlcache import TTLCache
 from promscaler import wire
+from promscaler.logs import vlog
 from promscaler.quantity import format_quantity
 from promscaler.selectors import Selector, SelectorError, parse_selector, to_label_selector
 from promscaler.status import BadRequest, MethodNotAllowed, NotFound, StatusError, status_body
@@ -80,6 +81,16 @@ def _check_version(version: str, versions: tuple[str, ...], group: str) -> None:
         raise NotFound(f"the server could not find the requested resource: {group}/{version} is not served")
 
 
+def log_failure(method: str, path: str, query: str, exc: StatusError) -> None:
+    """Every failed request at warning with its reason; a 404 (an unknown metric: clients probe)
+    only at -v=4."""
+    where = f"{method} {path}" + (f"?{query}" if query else "")
+    if exc.code == 404:
+        vlog(log, 4, "%s: %d %s: %s", where, exc.code, exc.reason, exc.message)
+    else:
+        log.warning("%s: %d %s: %s", where, exc.code, exc.reason, exc.message)
+
+
 class MetricRoutes:
     """ASGI middleware answering the two metrics API groups below their group documents."""
 
@@ -121,6 +132,7 @@ class MetricRoutes:
                 body = await self._values(group, version, tail, scope["query_string"])
         except StatusError as exc:
             code, body = exc.code, orjson.dumps(exc.to_status())
+            log_failure(scope["method"], path, scope["query_string"].decode("latin-1"), exc)
         except Exception as exc:  # never a traceback to the client
             log.error("unexpected error serving %s: %s", path, exc, exc_info=exc)
             code, body = 500, orjson.dumps(status_body(500, "InternalError", f"internal error serving {path}: "

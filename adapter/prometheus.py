@@ -338,6 +338,10 @@ class PrometheusClient:
             raise self._malformed(f"{what}: expected a list of strings")
         return data
 
+    async def format_query(self, expr: str) -> str:
+        """Prometheus' own parse of `expr` (`/api/v1/format_query`): PrometheusQueryError when it does not parse."""
+        return str(await self._call("format_query", [("query", expr)]))
+
     async def ready(self) -> bool:
         """Cheap reachability probe: the buildinfo endpoint, falling back to a trivial query."""
         try:

@@ -9,6 +9,7 @@ The seam of kubernetes-sigs/custom-metrics-apiserver: `CustomMetricsProvider`
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
@@ -17,6 +18,7 @@ from adapter.discovery import CustomMetric, Discovery, ExternalMetric
 from adapter.naming import NAMESPACES, CompiledRule, Resource
 from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable, Sample
 from adapter.promql import QueryBuildError, external_query, resource_query
+from promscaler.logs import vlog
 from promscaler.selectors import Selector
 from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavailable
 
@@ -29,7 +31,7 @@ __all__ = [
     "MetricInfo",
 ]
 
-log = logging.getLogger("adapter.provider")
+log = logging.getLogger("adapter.queries")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +80,14 @@ def cache_ttl(setting: float | None, rule: CompiledRule) -> float:
     return 1.0
 
 
-async def _run(prometheus: PrometheusClient, query: str, ttl: float) -> tuple[list[Sample], float]:
+async def _run(prometheus: PrometheusClient, query: str, ttl: float, rule: CompiledRule) -> tuple[list[Sample], float]:
+    started = time.perf_counter()
     try:
-        return await prometheus.query_fresh(query, ttl)
-    except PrometheusUnavailable as exc:  # one line per failed request, never a traceback
-        log.warning("unable to fetch metrics from Prometheus: %s", exc)
+        samples, fresh_until = await prometheus.query_fresh(query, ttl)
+        vlog(log, 6, "%s: %d series in %.1f ms: %s", rule.rule.path, len(samples),
+             (time.perf_counter() - started) * 1000, query)
+        return samples, fresh_until
+    except PrometheusUnavailable as exc:  # the route logs it once, with the request
         raise ServiceUnavailable(f"unable to fetch metrics from Prometheus: {exc}") from None
     except PrometheusQueryError as exc:  # the query text goes to the log, never to clients
         log.warning("Prometheus rejected the query %s: %s", query, exc)
@@ -139,7 +144,7 @@ class CustomMetricsProvider:
                                    names, metric_selector)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
-        samples, fresh_until = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule))
+        samples, fresh_until = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule), rule)
         out = []
         ns, metric, window = namespace if res.namespaced else None, found.metric, rule.window_seconds
         for labels, ts, value in samples:
@@ -218,6 +223,6 @@ class ExternalMetricsProvider:
             query = external_query(rule, found.series, ns_label, namespace, selector)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
-        samples, fresh_until = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule))
+        samples, fresh_until = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule), rule)
         return [ExternalValue(metric, {k: v for k, v in s.labels.items() if k != "__name__"}, s.value, s.timestamp,
                               rule.window_seconds, fresh_until) for s in samples]

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
-from promscaler import flags
+from promscaler import flags, logs
+from promscaler.kubeconfig import SERVICE_ACCOUNT_DIR
 
 __all__ = ["Settings", "build_parser", "parse_settings"]
 
@@ -49,7 +53,8 @@ class Settings:
     secure_port: int = 6443
     bind_address: str | None = None
     request_timeout: float = 30.0
-    log_level: str = "info"
+    verbosity: int = 0  # klog -v
+    log_format: str = "text"
     # security (implemented in adapter/security/; parsed and stored here)
     tls_cert_file: str | None = None
     tls_private_key_file: str | None = None
@@ -84,40 +89,50 @@ class Settings:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
         self.exit(2, f"promscaler-adapter: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="promscaler-adapter", allow_abbrev=False,
+    p = _Parser(prog="promscaler-adapter", allow_abbrev=False, formatter_class=logs.HelpFormatter,
                 description="Kubernetes custom/external metrics API server backed by Prometheus")
-    b = {"nargs": "?", "const": True, "type": flags.boolean, "metavar": "BOOL"}  # --flag or --flag=false, Go style
+    logs.add_version_flag(p, "promscaler-adapter")
+    # --flag or --flag=false, Go style
+    b: dict[str, Any] = {"nargs": "?", "const": True, "type": flags.boolean, "metavar": "BOOL"}
     g = p.add_argument_group("prometheus")
-    g.add_argument("--prometheus-url", default=Settings.prometheus_url)
+    g.add_argument("--prometheus-url", default=Settings.prometheus_url,
+                   help="URL of Prometheus or a Prometheus-compatible API (with scheme, and any path prefix)")
     g.add_argument("--prometheus-auth-config", help="kubeconfig-style file with credentials for Prometheus")
-    g.add_argument("--prometheus-auth-incluster", **b, default=False, help="accepted for compatibility; ignored")
-    g.add_argument("--prometheus-token-file")
-    g.add_argument("--prometheus-ca-file")
-    g.add_argument("--prometheus-client-tls-cert-file")
-    g.add_argument("--prometheus-client-tls-key-file")
-    g.add_argument("--prometheus-insecure-skip-tls-verify", **b, default=False)
-    g.add_argument("--prometheus-header", type=flags.key_value, action="append", default=[], metavar="KEY=VALUE")
+    g.add_argument("--prometheus-auth-incluster", **b, default=False,
+                   help="authenticate to Prometheus with the pod's service-account token and CA "
+                        f"({SERVICE_ACCOUNT_DIR}/token and ca.crt)")
+    g.add_argument("--prometheus-token-file", help="file with a bearer token for Prometheus, re-read when it changes")
+    g.add_argument("--prometheus-ca-file", help="CA bundle that verifies Prometheus' certificate (default: system CAs)")
+    g.add_argument("--prometheus-client-tls-cert-file", help="client certificate for Prometheus (with the key file)")
+    g.add_argument("--prometheus-client-tls-key-file", help="client key for Prometheus (with the certificate file)")
+    g.add_argument("--prometheus-insecure-skip-tls-verify", **b, default=False,
+                   help="do not verify Prometheus' certificate")
+    g.add_argument("--prometheus-header", type=flags.key_value, action="append", default=[], metavar="KEY=VALUE",
+                   help="extra HTTP header on every request to Prometheus (repeatable)")
     g.add_argument("--prometheus-query-param", type=flags.key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="extra query parameter on every query, e.g. dedup=true, partial_response=false")
-    g.add_argument("--prometheus-timeout", type=flags.duration, default=Settings.prometheus_timeout)
-    g.add_argument("--prometheus-verb", choices=("GET", "POST"), default="GET")
+    g.add_argument("--prometheus-timeout", type=flags.duration, default=Settings.prometheus_timeout,
+                   help="longest a call to Prometheus may take")
+    g.add_argument("--prometheus-verb", choices=("GET", "POST"), default="GET",
+                   help="HTTP method of queries (POST for very long label selectors)")
     g.add_argument("--prometheus-max-response-bytes", type=flags.positive_int,
                    default=Settings.prometheus_max_response_bytes,
                    help="largest Prometheus answer read, decompressed (default 16 MiB); a larger one fails "
                         "the request with 503 (raise it for --metrics-discovery=series on very large clusters)")
     g.add_argument("--prometheus-max-series", type=flags.positive_int, default=Settings.prometheus_max_series,
-                   help="most series one metrics query may answer (default 50000); more fails the request with 503")
+                   help="most series one metrics query may answer; more fails the request with 503")
     g.add_argument("--query-cache-ttl", type=flags.duration, default=None,
                    help="how long a query answer may be reused (0 disables); default: 1/30 of the "
                         "rule's rate range (2s for [1m]), at most 5s, or 1s for rules without a range")
     g = p.add_argument_group("rules and discovery")
-    g.add_argument("--config", "-c", help="prometheus-adapter rules file")
-    g.add_argument("--metrics-relist-interval", type=flags.duration, default=Settings.metrics_relist_interval)
+    g.add_argument("--config", "-c", help="prometheus-adapter rules file (required)")
+    g.add_argument("--metrics-relist-interval", type=flags.duration, default=Settings.metrics_relist_interval,
+                   help="how often the series behind the rules are listed again")
     g.add_argument("--metrics-max-age", type=flags.duration, default=None,
                    help="a metric is listed while it has samples this recent (default: --metrics-relist-interval)")
     g.add_argument("--metrics-discovery", choices=("aggregate", "series"), default=Settings.metrics_discovery,
@@ -125,56 +140,74 @@ def build_parser() -> argparse.ArgumentParser:
                         "the number of series); series: list every series with /api/v1/series")
     g.add_argument("--config-check-interval", type=flags.duration, default=Settings.config_check_interval,
                    help="how often the rules file is checked for changes")
-    g.add_argument("--disable-custom-metrics", **b, default=False)
-    g.add_argument("--disable-external-metrics", **b, default=False)
-    g.add_argument("--fail-on-prometheus-unavailable", **b, default=False)
+    g.add_argument("--disable-custom-metrics", **b, default=False, help="do not serve custom.metrics.k8s.io")
+    g.add_argument("--disable-external-metrics", **b, default=False, help="do not serve external.metrics.k8s.io")
+    g.add_argument("--fail-on-prometheus-unavailable", **b, default=False,
+                   help="exit at start-up when Prometheus does not answer, instead of waiting for it")
     g = p.add_argument_group("kubernetes")
-    g.add_argument("--kubeconfig", "--lister-kubeconfig", dest="kubeconfig")
-    g.add_argument("--in-cluster", **b, default=False, help="use the in-cluster service account config")
+    g.add_argument("--kubeconfig", "--lister-kubeconfig", dest="kubeconfig",
+                   help="kubeconfig of the cluster whose objects labelSelectors select; default: $KUBECONFIG, "
+                        "else the in-cluster service account, else ~/.kube/config, else none (offline)")
+    g.add_argument("--in-cluster", **b, default=False, help="use the in-cluster service account config only")
     g = p.add_argument_group("serving")
     g.add_argument("--insecure", **b, default=False, help="plain HTTP without authentication (local use, tests)")
     g.add_argument("--port", type=int, default=Settings.port, help="port for --insecure")
-    g.add_argument("--secure-port", type=int, default=Settings.secure_port)
-    g.add_argument("--bind-address")
+    g.add_argument("--secure-port", type=int, default=Settings.secure_port, help="HTTPS port")
+    g.add_argument("--bind-address", help="address to listen on (default: 0.0.0.0, or 127.0.0.1 with --insecure)")
     g.add_argument("--request-timeout", type=flags.duration, default=Settings.request_timeout,
                    help="longest a metrics request may wait on Prometheus (caps --prometheus-timeout)")
-    g.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
-    g.add_argument("--v", "-v", type=int, default=None, help="klog verbosity (>=4 means debug)")
-    g.add_argument("--logtostderr", **b, default=True, help="accepted for compatibility")
+    g = p.add_argument_group("logging")
+    logs.add_logging_flags(g)
+    g.add_argument("--logtostderr", **b, default=True, help="accepted for compatibility (logs always go to stderr)")
     g = p.add_argument_group("security")
-    g.add_argument("--tls-cert-file")
-    g.add_argument("--tls-private-key-file")
-    g.add_argument("--cert-dir", default=Settings.cert_dir)
-    g.add_argument("--tls-min-version")
-    g.add_argument("--tls-cipher-suites", type=flags.csv, default=())
-    g.add_argument("--client-ca-file")
-    g.add_argument("--requestheader-client-ca-file")
-    g.add_argument("--requestheader-allowed-names", type=flags.csv, default=())
-    g.add_argument("--requestheader-username-headers", type=flags.csv, default=Settings.requestheader_username_headers)
-    g.add_argument("--requestheader-group-headers", type=flags.csv, default=Settings.requestheader_group_headers)
+    g.add_argument("--tls-cert-file", help="serving certificate (default: a self-signed one in --cert-dir)")
+    g.add_argument("--tls-private-key-file", help="key of --tls-cert-file")
+    g.add_argument("--cert-dir", default=Settings.cert_dir,
+                   help="where the self-signed serving certificate is kept when --tls-cert-file is not given")
+    g.add_argument("--tls-min-version", help="lowest TLS version served, e.g. VersionTLS12 (default: TLS 1.2)")
+    g.add_argument("--tls-cipher-suites", type=flags.csv, default=(),
+                   help="comma-separated cipher suites (Go names); default: Python's secure defaults")
+    g.add_argument("--client-ca-file", help="CA that verifies client certificates")
+    g.add_argument("--requestheader-client-ca-file",
+                   help="CA that verifies the aggregator's client certificate (front-proxy)")
+    g.add_argument("--requestheader-allowed-names", type=flags.csv, default=(),
+                   help="common names allowed to pass the user in request headers (default: any)")
+    g.add_argument("--requestheader-username-headers", type=flags.csv, default=Settings.requestheader_username_headers,
+                   help="headers that carry the user name")
+    g.add_argument("--requestheader-group-headers", type=flags.csv, default=Settings.requestheader_group_headers,
+                   help="headers that carry the groups")
     g.add_argument("--requestheader-extra-headers-prefix", type=flags.csv,
-                   default=Settings.requestheader_extra_headers_prefix)
-    g.add_argument("--authentication-kubeconfig")
-    g.add_argument("--authorization-kubeconfig")
-    g.add_argument("--authentication-skip-lookup", **b, default=False)
-    g.add_argument("--authentication-token-webhook-cache-ttl", type=flags.duration, default=10.0)
-    g.add_argument("--authorization-webhook-cache-authorized-ttl", type=flags.duration, default=10.0)
-    g.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=flags.duration, default=10.0)
+                   default=Settings.requestheader_extra_headers_prefix, help="header prefixes of extra user info")
+    g.add_argument("--authentication-kubeconfig", help="kubeconfig for TokenReviews (default: in-cluster)")
+    g.add_argument("--authorization-kubeconfig", help="kubeconfig for SubjectAccessReviews (default: in-cluster)")
+    g.add_argument("--authentication-skip-lookup", **b, default=False,
+                   help="do not read the requestheader CA from the extension-apiserver-authentication ConfigMap")
+    g.add_argument("--authentication-token-webhook-cache-ttl", type=flags.duration, default=10.0,
+                   help="how long TokenReview answers are cached")
+    g.add_argument("--authorization-webhook-cache-authorized-ttl", type=flags.duration, default=10.0,
+                   help="how long an allowed SubjectAccessReview is cached")
+    g.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=flags.duration, default=10.0,
+                   help="how long a denied SubjectAccessReview is cached")
     g.add_argument("--authorization-always-allow-paths", type=flags.csv,
-                   default=Settings.authorization_always_allow_paths)
-    g.add_argument("--authentication-tolerate-lookup-failure", **b, default=False)
-    g.add_argument("--anonymous-auth", **b, default=True)
+                   default=Settings.authorization_always_allow_paths, help="paths served without authorization")
+    g.add_argument("--authentication-tolerate-lookup-failure", **b, default=False,
+                   help="start even when the authentication ConfigMap cannot be read")
+    g.add_argument("--anonymous-auth", **b, default=True, help="serve requests without credentials as anonymous")
     return p
 
 
-def parse_settings(argv: list[str] | None = None) -> Settings:
+def parse_settings(argv: list[str] | None = None, service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> Settings:
     ns = build_parser().parse_args(argv)
     d = vars(ns)
-    verbosity = d.pop("v")
+    d["verbosity"] = d.pop("v")
     d.pop("logtostderr")
-    d.pop("prometheus_auth_incluster")
-    if verbosity is not None and verbosity >= 4:
-        d["log_level"] = "debug"
+    if d.pop("prometheus_auth_incluster"):  # prometheus-adapter: the in-cluster rest config's token and CA
+        d["prometheus_token_file"] = d["prometheus_token_file"] or str(service_account_dir / "token")
+        d["prometheus_ca_file"] = d["prometheus_ca_file"] or str(service_account_dir / "ca.crt")
+    url = urlsplit(d["prometheus_url"])
+    if url.scheme not in ("http", "https") or not url.netloc:
+        build_parser().error(f"--prometheus-url {d['prometheus_url']!r}: not an http:// or https:// URL "
+                             f"(for example http://{d['prometheus_url'].split('://')[-1] or '127.0.0.1:9090'})")
     d["prometheus_headers"] = tuple(d.pop("prometheus_header"))
     d["prometheus_query_params"] = tuple(d.pop("prometheus_query_param"))
     if (d["prometheus_client_tls_cert_file"] and not d["prometheus_client_tls_key_file"]) or (

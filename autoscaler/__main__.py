@@ -27,13 +27,18 @@ _COMMANDS = {
 
 
 def _usage() -> str:
-    lines = ["usage: autoscaler {" + ",".join(_COMMANDS) + "} ...", "", "commands:"]
+    lines = ["usage: promscaler-autoscaler [--version] {" + ",".join(_COMMANDS) + "} ...", "", "commands:"]
     lines += [f"  {name:<9} {help_}" for name, (_, _, help_) in _COMMANDS.items()]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--version"]:
+        from promscaler.logs import version
+
+        print(f"promscaler-autoscaler {version()}")
+        return 0
     if not args or args[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0 if args else 2

@@ -61,7 +61,7 @@ class Adapter(AdapterProcess):
     """The adapter child process (`python -m adapter --insecure`), ready when it prints its line."""
 
     def __init__(self, prom_url: str, rules: Path, *args: str, timeout: float = 120.0) -> None:
-        super().__init__("--prometheus-url", prom_url, "--config", str(rules), "--log-level", "warning", *args)
+        super().__init__("--prometheus-url", prom_url, "--config", str(rules), *args)
         self.wait_ready(timeout)
 
     def peak_rss_mb(self) -> float:

@@ -53,12 +53,15 @@ class KubeSim:
     - `bookmark_interval`: seconds between BOOKMARK events on watches that allow them;
     - `authenticate`: reject requests whose bearer token is not in `tokens` (401);
     - `strict_namespaces`: 404 on writes into a missing namespace (default: create it);
-    - `metrics_api`: serve metrics.k8s.io from `set_pod_usage`.
+    - `metrics_api`: serve metrics.k8s.io from `set_pod_usage`;
+    - `tls`: (certificate file, key file) to serve https, as a real API server does (in-cluster
+      clients insist on it).
     """
 
     def __init__(self, token: str = "sandbox-token", *, ready_delay: float = 1.0, history: int = 10_000,
                  bookmark_interval: float = 5.0, authenticate: bool = False, strict_namespaces: bool = False,
-                 metrics_api: bool = True, metrics_window: str = "30s", port: int = 0) -> None:
+                 metrics_api: bool = True, metrics_window: str = "30s", port: int = 0,
+                 tls: tuple[str, str] | None = None) -> None:
         self.token = token
         self.cluster = Cluster(history=history, strict_namespaces=strict_namespaces, metrics=metrics_api)
         self.policy = AuthPolicy(tokens={token: dict(ADMIN)})
@@ -69,6 +72,7 @@ class KubeSim:
         self.authenticate = authenticate
         self.app = create_app(self)
         self._port = port
+        self._tls = tls
         self._dir: Path | None = None  # holds the kubeconfig while serving
         self._server: _Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -89,15 +93,16 @@ class KubeSim:
         sock.bind(("127.0.0.1", self._port))
         sock.listen(512)
         self._port = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self._port}"
+        self.url = f"{'https' if self._tls else 'http'}://127.0.0.1:{self._port}"
         if self._dir is None:
             self._dir = Path(tempfile.mkdtemp(prefix="kubesim-"))
         self.kubeconfig_path = str(write_kubeconfig(self._dir / "kubeconfig", self.url, self.token))
         return sock
 
     def _make_server(self) -> _Server:
+        tls = {"ssl_certfile": self._tls[0], "ssl_keyfile": self._tls[1]} if self._tls else {}
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=2, loop="asyncio")
+                                timeout_graceful_shutdown=2, loop="asyncio", **tls)
         return _Server(config)
 
     async def _serve(self, sock: socket.socket) -> None:

@@ -83,19 +83,31 @@ class Profile:
         return out
 
 
-def web_profile(duration: float) -> Profile:
-    """Requests/s: steady, ramp up, spike, fall, quiet; the shape scales with `duration`.
+def web_profile(duration: float, recovery: float | None = None) -> Profile:
+    """Requests/s: steady, ramp up, spike, fall, quiet; the shape scales with `duration`, and the
+    last `recovery` seconds (default: the last 48%) stay quiet so the scale-down can finish.
 
-    Levels are multiples of the demo's 0.5 req/s per-pod target (2, 5, 9, 1 pods)."""
+    Levels are multiples of the demo's 0.5 req/s per-pod target (2, 5, 9 pods); the quiet level,
+    0.2 req/s, is well under one pod's target: at 0.5 req/s, two pods sit on the rounding boundary
+    (0.25 per pod, ratio 0.5, ceil(2 x 0.5) = 1) where any noise in the rate keeps two."""
+    a = _span(duration, recovery, 0.52)
+    return Profile(((0, 1.0), (0.08 * a, 1.0), (0.25 * a, 2.5), (0.32 * a, 2.5), (0.34 * a, 4.5),
+                    (0.50 * a, 4.5), (0.52 * a, 0.2), (max(float(duration), 0.52 * a), 0.2)))
+
+
+def producer_profile(duration: float, recovery: float | None = None) -> Profile:
+    """Messages/s produced: a trickle, a surge the consumers cannot keep up with, a trickle for the
+    last `recovery` seconds (default: the last 54%)."""
+    a = _span(duration, recovery, 0.46)
+    return Profile(((0, 1.0), (0.10 * a, 1.0), (0.15 * a, 14.0), (0.42 * a, 14.0), (0.46 * a, 1.0),
+                    (max(float(duration), 0.46 * a), 1.0)))
+
+
+def _span(duration: float, recovery: float | None, active: float) -> float:
+    """The length the profile's knots are scaled to, so the active part (`active` of it) ends
+    `recovery` seconds before `duration`."""
     d = float(duration)
-    return Profile(((0, 1.0), (0.08 * d, 1.0), (0.25 * d, 2.5), (0.32 * d, 2.5), (0.34 * d, 4.5),
-                    (0.50 * d, 4.5), (0.52 * d, 0.5), (d, 0.5)))
-
-
-def producer_profile(duration: float) -> Profile:
-    """Messages/s produced: a trickle, a surge the consumers cannot keep up with, a trickle."""
-    d = float(duration)
-    return Profile(((0, 1.0), (0.10 * d, 1.0), (0.15 * d, 14.0), (0.42 * d, 14.0), (0.46 * d, 1.0), (d, 1.0)))
+    return d if recovery is None else max(d - recovery, 0.0) / active
 
 
 # --- models -------------------------------------------------------------------------------------

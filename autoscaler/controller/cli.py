@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from autoscaler.decision.model import ControllerConfig
-from promscaler import flags
+from promscaler import flags, logs
+from promscaler.kubeconfig import SERVICE_ACCOUNT_DIR, ConfigNotFound, load_configuration, locate
 
 from .controller import Controller, Settings
-from .kube import Kube, load_configuration
+from .kube import Kube
 
-SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+SA_NAMESPACE = SERVICE_ACCOUNT_DIR / "namespace"
 
 NATIVE_HELP = (
     "also reconcile native autoscaling/v2 HorizontalPodAutoscalers. Off by default: kube-controller-manager's own "
@@ -39,48 +38,59 @@ def _default_lease_namespace() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m autoscaler run",
-                                description="Reconcile HorizontalAutoscalers (promscaler.io/v1alpha1) against a Kubernetes API server.")
-    p.add_argument("--kubeconfig", help="kubeconfig file; in-cluster service account config when omitted")
+    p = argparse.ArgumentParser(
+        prog="promscaler-autoscaler run", formatter_class=logs.HelpFormatter,
+        description="Reconcile HorizontalAutoscalers (promscaler.io/v1alpha1) against a Kubernetes API server.")
+    logs.add_version_flag(p, "promscaler-autoscaler")
+    p.add_argument("--kubeconfig", help="kubeconfig file; default: $KUBECONFIG, else the in-cluster service account, "
+                                        "else ~/.kube/config")
     p.add_argument("--context", help="kubeconfig context (default: the current context)")
     p.add_argument("--namespace", help="only watch autoscalers and pods in this namespace (default: all namespaces)")
     p.add_argument("--dry-run", action="store_true",
                    help="shadow mode: decide but never write /scale; own autoscalers still get status and events, "
-                        "native HPAs get nothing written (their decision is exported on /metrics and logged next to the cluster's)")
+                        "native HPAs get nothing written (their decision is exported on /metrics and logged next to "
+                        "the cluster's)")
     p.add_argument("--reconcile-native-hpas", action="store_true", help=NATIVE_HELP)
     g = p.add_argument_group("horizontal pod autoscaler (kube-controller-manager names and defaults)")
     g.add_argument("--horizontal-pod-autoscaler-sync-period", type=flags.duration, default=15.0, metavar="DURATION",
-                   help="how often every autoscaler is re-synced (default 15s)")
+                   help="how often every autoscaler is re-synced")
     g.add_argument("--concurrent-horizontal-pod-autoscaler-syncs", type=flags.positive_int, default=5, metavar="N",
-                   help="autoscalers synced concurrently (default 5)")
+                   help="autoscalers synced concurrently")
     g.add_argument("--horizontal-pod-autoscaler-tolerance", type=flags.non_negative_float, default=0.1, metavar="RATIO",
-                   help="minimum change in the desired-to-actual metric ratio to scale (default 0.1)")
-    g.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period", type=flags.duration, default=300.0, metavar="DURATION",
-                   help="after pod start, CPU samples may be skipped (default 5m)")
-    g.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay", type=flags.duration, default=30.0, metavar="DURATION",
-                   help="after pod start, readiness changes count as initial readiness (default 30s)")
-    g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=flags.duration, default=300.0, metavar="DURATION",
-                   help="scale-down looks back this far and takes the highest recommendation (default 5m)")
+                   help="minimum change in the desired-to-actual metric ratio to scale")
+    g.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period", type=flags.duration, default=300.0,
+                   metavar="DURATION",
+                   help="after pod start, CPU samples may be skipped")
+    g.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay", type=flags.duration, default=30.0,
+                   metavar="DURATION",
+                   help="after pod start, readiness changes count as initial readiness")
+    g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=flags.duration, default=300.0,
+                   metavar="DURATION",
+                   help="scale-down looks back this far and takes the highest recommendation")
     le = p.add_argument_group("leader election (kube-controller-manager names and defaults)")
     le.add_argument("--leader-elect", type=flags.boolean, default=True, nargs="?", const=True, metavar="BOOL",
-                    help="elect a leader on a Lease before syncing, so several replicas are safe (default true)")
-    le.add_argument("--leader-elect-lease-duration", type=flags.duration, default=15.0, metavar="DURATION")
-    le.add_argument("--leader-elect-renew-deadline", type=flags.duration, default=10.0, metavar="DURATION")
-    le.add_argument("--leader-elect-retry-period", type=flags.duration, default=2.0, metavar="DURATION")
-    le.add_argument("--leader-elect-resource-name", default="promscaler-autoscaler")
+                    help="elect a leader on a Lease before syncing, so several replicas are safe")
+    le.add_argument("--leader-elect-lease-duration", type=flags.duration, default=15.0, metavar="DURATION",
+                    help="how long a non-leader waits after the last renewal before taking the lease")
+    le.add_argument("--leader-elect-renew-deadline", type=flags.duration, default=10.0, metavar="DURATION",
+                    help="how long the leader keeps trying to renew before it stops leading")
+    le.add_argument("--leader-elect-retry-period", type=flags.duration, default=2.0, metavar="DURATION",
+                    help="how often candidates try to acquire or renew the lease")
+    le.add_argument("--leader-elect-resource-name", default="promscaler-autoscaler", help="name of the Lease")
     le.add_argument("--leader-elect-resource-namespace", default=None,
                     help="namespace of the Lease (default: the pod's namespace, else kube-system)")
     o = p.add_argument_group("serving and logging")
     o.add_argument("--http-address", default="0.0.0.0", help="bind address of /healthz, /readyz, /metrics")
-    o.add_argument("--http-port", type=int, default=8080, help="port of /healthz, /readyz, /metrics (0: any free port; -1: off)")
-    o.add_argument("--log-format", choices=("json", "text"), default="json")
-    o.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    o.add_argument("--http-port", type=int, default=8080,
+                   help="port of /healthz, /readyz, /metrics (0: any free port; -1: off)")
+    logs.add_logging_flags(o, default_format="json")
     return p
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     if not (args.leader_elect_lease_duration > args.leader_elect_renew_deadline > args.leader_elect_retry_period > 0):
-        raise ValueError("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, which must exceed --leader-elect-retry-period")
+        raise ValueError("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, "
+                         "which must exceed --leader-elect-retry-period")
     return Settings(
         sync_period=args.horizontal_pod_autoscaler_sync_period,
         workers=args.concurrent_horizontal_pod_autoscaler_syncs,
@@ -104,40 +114,17 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     )
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, and any `extra=` fields."""
-
-    _std = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
-
-    def format(self, record: logging.LogRecord) -> str:
-        out = {"ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname.lower(),
-               "logger": record.name, "msg": record.getMessage()}
-        out.update({k: v for k, v in vars(record).items() if k not in self._std})
-        if record.exc_info:
-            out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out, default=str)
-
-
-def setup_logging(fmt: str, verbose: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
-    for noisy in ("aiohttp", "uvicorn"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    logging.getLogger("kubernetes").setLevel(logging.ERROR)
-
-
 async def run(settings: Settings, kubeconfig: str | None, context: str | None) -> int:
-    if kubeconfig and not Path(kubeconfig).is_file():
-        print(f"error: cannot load Kubernetes configuration from {kubeconfig}: no such file", file=sys.stderr)
-        return 1
+    source = locate(kubeconfig)
     try:
-        configuration = await load_configuration(kubeconfig, context)
-    except Exception as exc:
-        print(f"error: cannot load Kubernetes configuration{f' from {kubeconfig}' if kubeconfig else ' (in-cluster)'}: {exc}", file=sys.stderr)
+        configuration, source = await load_configuration(kubeconfig, context, source=source)
+    except ConfigNotFound as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 1
+    except Exception as exc:  # one line: the file, and what is wrong with it
+        print(f"error: cannot load Kubernetes configuration from {source}: {exc}", file=sys.stderr)
+        return 1
+    logs.vlog(logging.getLogger(__name__), 1, "Kubernetes configuration from %s: %s", source, configuration.host)
     kube = Kube(configuration)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -157,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_from_args(args)
     except ValueError as exc:
         parser.error(str(exc))
-    setup_logging(args.log_format, args.verbose)
+    logs.setup(args.v, args.log_format)
     return asyncio.run(run(settings, args.kubeconfig, args.context))
 
 

@@ -20,6 +20,7 @@ import uvicorn
 
 from autoscaler import objects
 from autoscaler.decision.model import ControllerConfig, PodInfo
+from promscaler.logs import vlog
 
 from .events import EventRecorder
 from .http import Telemetry, create_app
@@ -178,8 +179,9 @@ class Controller:
             self.queue.forget(key)
             self.queue.add_after(key, self.settings.sync_period)
         except SyncError as exc:
-            log.warning("sync of %s %s/%s failed: %s", *key, exc, extra={"kind": key[0], "namespace": key[1], "autoscaler": key[2],
-                                                                          "retries": self.queue.failures(key)})
+            # the reconciler logged the failure itself (rate-limited); here only the retry
+            vlog(log, 2, "sync of %s %s/%s failed, retrying with backoff: %s", *key, exc,
+                 extra={"kind": key[0], "namespace": key[1], "autoscaler": key[2], "retries": self.queue.failures(key)})
             self.queue.add_rate_limited(key)
         except Exception:
             log.exception("sync of %s %s/%s crashed", *key)

@@ -52,7 +52,7 @@ class EventRecorder:
             if len(self._seen) > 10_000:
                 self._seen.pop(next(iter(self._seen)))
         except Exception as exc:
-            log.warning("could not record event %s on %s/%s: %s", reason, ns, name, exc)
+            log.warning("could not record event %s on %s %s/%s: %s", reason, obj.get("kind", ""), ns, name, exc)
 
 
 def _event(obj: Obj, event_name: str, type_: str, reason: str, message: str, stamp: str, host: str) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from typing import Any
 import aiohttp
 import orjson
 from kubernetes.aio import client as kclient
-from kubernetes.aio import config as kconfig
+
+from promscaler import kubeconfig as kubeconfig_chain
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +47,8 @@ class ApiError(Exception):
 
 
 async def load_configuration(kubeconfig: str | None, context: str | None = None) -> kclient.Configuration:
-    """The kubeconfig file when given, else the in-cluster service account."""
-    cfg = kclient.Configuration()
-    if kubeconfig:
-        await kconfig.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
-    else:
-        kconfig.load_incluster_config(client_configuration=cfg)
+    """`--kubeconfig`, else $KUBECONFIG, else in-cluster, else ~/.kube/config (promscaler.kubeconfig)."""
+    cfg, _ = await kubeconfig_chain.load_configuration(kubeconfig, context)
     return cfg
 
 

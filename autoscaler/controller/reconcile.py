@@ -15,13 +15,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
 from autoscaler.decision import decide, record_scale
 from autoscaler.decision.model import Condition, ControllerConfig, Decision, DecisionInput, History, PodInfo
 from autoscaler.decision.spec import SpecError, parse_spec
+from promscaler.logs import RepeatLimiter
 from promscaler.selectors import SelectorError, parse_selector
 
 from .events import EventRecorder
@@ -50,6 +51,11 @@ FAILED_GET = {
 }
 
 
+def _target(ns: str, ref: Obj) -> str:
+    """`Deployment demo/web`: the scale target as a log line names it."""
+    return f"{ref.get('kind', 'target')} {ns}/{ref.get('name', '')}"
+
+
 class SyncError(Exception):
     """The sync failed in a way worth retrying with backoff (scale or status not readable/writable)."""
 
@@ -76,8 +82,22 @@ class Reconciler:
     status_retries: int = 5
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
+    repeats: RepeatLimiter = field(default_factory=RepeatLimiter)  # a failure each sync: logged once a minute
+
     def __post_init__(self) -> None:
         self.histories: dict[WorkKey, History] = {}
+
+    def warn(self, key: WorkKey, reason: str, message: str) -> None:
+        """Log a sync failure: the first time, then at most once per minute with how often it recurred
+        (each occurrence is still an Event)."""
+        suppressed = self.repeats.check(key, f"{reason}: {message}")
+        if suppressed is None:
+            return
+        kind, ns, name = key
+        again = f" (occurred {suppressed} more times since last logged)" if suppressed else ""
+        log.warning("%s %s/%s: %s: %s%s", kind, ns, name, reason, message, again,
+                    extra={"kind": kind, "namespace": ns, "autoscaler": name, "reason": reason,
+                           "repeated": suppressed})
 
     def forget(self, key: WorkKey) -> None:
         self.histories.pop(key, None)
@@ -116,8 +136,7 @@ class Reconciler:
                                       conditions=replace_condition(_conditions(prev_status), condition),
                                       last_scale_time=None, now=now)
                 await self._write_status(kind, obj, status)
-            log.warning("%s %s/%s: %s: %s", kind, ns, name, reason, message,
-                        extra={"kind": kind, "namespace": ns, "autoscaler": name, "reason": reason})
+            self.warn(key, reason, message)
             if retry:
                 raise SyncError(f"{reason}: {message}")
 
@@ -173,6 +192,7 @@ class Reconciler:
                 await self.scales.update(ns, target, scale, decision.desired_replicas)
             except ScaleError as exc:
                 await self._event(obj, "Warning", "FailedRescale", f"New size: {decision.desired_replicas}; reason: {reason}; error: {exc}", now)
+                self.warn(key, "FailedRescale", f"{_target(ns, target)} to {decision.desired_replicas}: {exc}")
                 conditions = replace_condition(conditions, Condition("AbleToScale", "False", "FailedUpdateScale", f"the HPA controller was unable to update the target scale: {exc}"))
                 self.histories[key] = history
                 await self._write_status(kind, obj, build_status(
@@ -181,12 +201,14 @@ class Reconciler:
                     conditions=conditions, last_scale_time=None, now=now))
                 raise SyncError(f"FailedRescale: {exc}") from None
             await self._event(obj, "Normal", "SuccessfulRescale", f"New size: {decision.desired_replicas}; reason: {reason}", now)
-            log.info("scaled %s/%s %s from %d to %d: %s", ns, name, target.get("name"), scale.replicas, decision.desired_replicas, reason,
+            log.info("%s %s/%s scaled %s %d -> %d: %s", kind, ns, name, _target(ns, target), scale.replicas,
+                     decision.desired_replicas, reason,
                      extra={"kind": kind, "namespace": ns, "autoscaler": name, "target": f"{target.get('kind')}/{target.get('name')}",
                             "from": scale.replicas, "to": decision.desired_replicas, "reason": reason})
             history = record_scale(history, now, scale.replicas, decision.desired_replicas, spec)
             last_scale = now
         self.histories[key] = history
+        self.repeats.clear(key)
         await self._write_status(kind, obj, build_status(
             prev_status, generation=_generation(obj), current_replicas=scale.replicas,
             desired_replicas=decision.desired_replicas, current_metrics=decision.current_metrics,

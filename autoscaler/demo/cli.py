@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import shutil
 import signal
 import sys
@@ -23,8 +24,9 @@ from rich.live import Live
 from autoscaler.controller.kube import Kube, load_configuration
 from autoscaler.demo import report, view
 from autoscaler.demo.monitor import Monitor
-from autoscaler.demo.scenario import WORKLOADS, Timings
 from autoscaler.demo.sandbox import Sandbox, StartupError
+from autoscaler.demo.scenario import WORKLOADS, Timings
+from promscaler import logs
 from promscaler.times import format_time
 
 SAMPLE_INTERVAL = 1.0
@@ -32,19 +34,40 @@ LOG_EVERY = 5.0
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m autoscaler demo", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="promscaler-autoscaler demo", description=__doc__.split("\n\n")[0],
+                                formatter_class=logs.HelpFormatter)
+    logs.add_version_flag(p, "promscaler-autoscaler")
     p.add_argument("--duration", type=float, default=120.0, metavar="SECONDS",
-                   help="how long to run (default 120; the load profile stretches to fit; at least 60)")
-    p.add_argument("--no-tui", action="store_true", help="plain log lines instead of the live view")
+                   help="how long to run, in seconds (the load profile stretches to fit; the shortest allowed "
+                        f"depends on --time-scale: {min_duration(Timings()):.0f} at 1, "
+                        f"{min_duration(Timings().scaled(2)):.0f} at 2)")
+    p.add_argument("--no-tui", action="store_true", help="plain log lines instead of the live view (default: false)")
     p.add_argument("--report", default="report", metavar="DIR", help="where to write summary.json and timeline.png")
     p.add_argument("--kubeconfig", metavar="FILE",
-                   help="run against a real cluster (see examples/README.md) instead of the sandbox")
+                   help="run against a real cluster (see examples/README.md) instead of the sandbox; default: "
+                        "the sandbox ($KUBECONFIG and ~/.kube/config are not consulted: the demo drives a real "
+                        "cluster only when asked)")
+    p.add_argument("--time-scale", type=float, default=1.0, metavar="FACTOR",
+                   help="run every compressed timing (scrapes, sync period, windows) this many times faster "
+                        "still, with the load profile to match; >1 on a fast machine or in tests")
     opts = p.parse_args(argv)
-    if not opts.duration >= 60:
+    if not 1 <= opts.time_scale <= 4:
+        p.error("--time-scale: between 1 and 4 (below 250ms scrapes Prometheus cannot keep up)")
+    shortest = min_duration(Timings().scaled(opts.time_scale))
+    if opts.kubeconfig is None and not opts.duration >= shortest:
+        p.error(f"--duration: at least {shortest:.0f} seconds at --time-scale {opts.time_scale:g} "
+                f"(a scale-up, and a scale-down back to the minimum, need that long)")
+    if opts.kubeconfig is not None and not opts.duration >= 60:
         p.error("--duration: at least 60 seconds (a scale-up and a scale-down need that long)")
     if opts.kubeconfig and not Path(opts.kubeconfig).is_file():
         p.error(f"--kubeconfig: no such file: {opts.kubeconfig}")
     return opts
+
+
+def min_duration(timings: Timings) -> float:
+    """Long enough for each load profile's active part (at least 30 s at scale 1) before its recovery."""
+    active = 30.0 * timings.sync_period / Timings().sync_period
+    return math.ceil(active + max(timings.web_recovery, timings.worker_recovery))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,7 +121,7 @@ async def sample_loop(monitor: Monitor, duration: float, clock, console: Console
             await monitor.sample(t)
             if live:
                 live.update(view.render(WORKLOADS, monitor.latest, monitor.changes, t, duration, render_args,
-                                        console.width))
+                                        console.width, console.height))
             else:
                 show_plain()
             await asyncio.sleep(max(0.0, t + SAMPLE_INTERVAL - clock()))
@@ -109,9 +132,10 @@ async def sample_loop(monitor: Monitor, duration: float, clock, console: Console
 
 async def run(opts: argparse.Namespace) -> int:
     console = Console()
-    say = (lambda line: print(line, flush=True)) if opts.no_tui else (lambda line: console.print(f"[dim]•[/dim] {line}"))
+    say = ((lambda line: print(line, flush=True)) if opts.no_tui
+           else (lambda line: console.print(f"[dim]•[/dim] {line}")))
     got = _install_signal_handlers()
-    timings = Timings()
+    timings = Timings().scaled(opts.time_scale)
     report_dir = Path(opts.report).resolve()
     log_dir = report_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -155,7 +179,8 @@ async def run(opts: argparse.Namespace) -> int:
     if sampled:  # also after a failure mid-run: what happened until then is worth a look
         write_report(report_dir, monitor, stage, timings, opts, started_at, processes,
                      interrupted=got.get("signal") or error)
-        print(f"report: {report_dir / 'timeline.png'}\n        {report_dir / 'summary.json'}\n        logs in {log_dir}")
+        print(f"report: {report_dir / 'timeline.png'}\n        {report_dir / 'summary.json'}\n"
+              f"        logs in {log_dir}")
     if error:
         print(f"demo failed: {error}", file=sys.stderr)
         print(f"logs: {log_dir}", file=sys.stderr)

@@ -80,13 +80,29 @@ def write_summary(path: Path, summary: dict[str, Any]) -> None:
     path.write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")
 
 
+LOAD_BAND: dict[str, Any] = {"color": "#ffdd88", "alpha": 0.35, "lw": 0}
+STARTUP_BAND: dict[str, Any] = {"color": "#eeeeee", "lw": 0}
+
+
 def plot(path: Path, workloads: Sequence[Workload], timelines: dict[str, list[Sample]],
          changes: dict[str, list[ReplicaChange]], load_changes: dict[str, list[LoadChange]],
          tolerance: float, title: str) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = figure(workloads, timelines, changes, load_changes, tolerance, title)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def figure(workloads: Sequence[Workload], timelines: dict[str, list[Sample]],
+           changes: dict[str, list[ReplicaChange]], load_changes: dict[str, list[LoadChange]],
+           tolerance: float, title: str):  # -> matplotlib.figure.Figure
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     fig, axes = plt.subplots(3, len(workloads), figsize=(7 * len(workloads), 9), sharex=True, squeeze=False,
                              gridspec_kw={"height_ratios": [1, 1.2, 1.2]})
@@ -101,7 +117,7 @@ def plot(path: Path, workloads: Sequence[Workload], timelines: dict[str, list[Sa
         ax_load.set_ylabel(w.load_unit)
         for c in load_changes[w.name]:
             for ax in (ax_load, ax_metric, ax_rep):
-                ax.axvspan(c.start, max(c.end, c.start + 0.5), color="#ffdd88", alpha=0.35, lw=0)
+                ax.axvspan(c.start, max(c.end, c.start + 0.5), **LOAD_BAND)
         if w.metric_type == "External":
             twin = ax_load.twinx()
             twin.plot(t, [s.served if s.served is not None else math.nan for s in samples],
@@ -133,14 +149,14 @@ def plot(path: Path, workloads: Sequence[Workload], timelines: dict[str, list[Sa
                     color="#7f7f7f", lw=1.2, ls=":", label="ready")
         ax_rep.step(t, [s.desired if s.desired is not None else math.nan for s in samples], where="post",
                     color="#17becf", lw=1.2, ls="--", label="desired (status)")
-        for c in changes[w.name]:
-            up = c.after > c.before
-            ax_rep.plot([c.t], [c.after], marker="^" if up else "v", color="#2ca02c" if up else "#d62728",
+        for rc in changes[w.name]:
+            up = rc.after > rc.before
+            ax_rep.plot([rc.t], [rc.after], marker="^" if up else "v", color="#2ca02c" if up else "#d62728",
                         ms=9, zorder=5, ls="none")
-            ax_rep.annotate(f"{c.before}→{c.after}", (c.t, c.after), textcoords="offset points",
+            ax_rep.annotate(f"{rc.before}→{rc.after}", (rc.t, rc.after), textcoords="offset points",
                             xytext=(0, 9 if up else -15), ha="center", fontsize=8)
             for ax in (ax_load, ax_metric):
-                ax.axvline(c.t, color="#999999", lw=0.8, ls=":")
+                ax.axvline(rc.t, color="#999999", lw=0.8, ls=":")
         ax_rep.set_ylabel("replicas")
         ax_rep.set_ylim(0, w.max_replicas + 1.5)
         ax_rep.set_xlabel("seconds since start")
@@ -150,9 +166,13 @@ def plot(path: Path, workloads: Sequence[Workload], timelines: dict[str, list[Sa
         if t:  # from t=0: the first seconds are start-up (Prometheus, adapter, controller)
             ax_rep.set_xlim(0, max(t) + 1)
             for ax in (ax_load, ax_metric, ax_rep):
-                ax.axvspan(0, t[0], color="#eeeeee", lw=0)
+                ax.axvspan(0, t[0], **STARTUP_BAND)
             ax_rep.text(t[0] / 2, 0.5, "start-up", rotation=90, ha="center", fontsize=7, color="#888888")
     fig.suptitle(title, fontsize=13)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    # what the shading and the dotted lines mean, once for every panel
+    fig.legend(handles=[Patch(**LOAD_BAND, label="load changing (the profile ramps)"),
+                        Patch(**STARTUP_BAND, label="start-up (Prometheus, adapter, controller)"),
+                        Line2D([], [], color="#999999", lw=0.8, ls=":", label="scale event")],
+               loc="lower center", ncol=3, fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig

@@ -62,7 +62,8 @@ class Sandbox:
         self.prometheus: PrometheusServer | None = None
         self.sim = None
         self.driver: WorkloadDriver | None = None
-        self.profiles: dict[str, Profile] = {WEB.name: web_profile(duration), WORKER.name: producer_profile(duration)}
+        self.profiles: dict[str, Profile] = {WEB.name: web_profile(duration, timings.web_recovery),
+                                             WORKER.name: producer_profile(duration, timings.worker_recovery)}
 
     # -- what the demo loop and the monitor need -----------------------------------------------
 

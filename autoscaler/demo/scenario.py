@@ -7,10 +7,10 @@ timings on screen, and `examples/` holds the same autoscalers at real-cluster ti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from promscaler.times import format_duration
+from promscaler.times import format_duration, parse_duration
 
 NAMESPACE = "demo"
 AUTOSCALER_API = "promscaler.io/v1alpha1"
@@ -32,6 +32,33 @@ class Timings:
     pod_ready_delay: float = 2.0        # the sandbox's deployment controller: pod start -> Ready
     tolerance: float = 0.1              # --horizontal-pod-autoscaler-tolerance (default, unchanged)
 
+    def scaled(self, factor: float) -> Timings:
+        """Every duration divided by `factor` (rounded to what the flags can spell): the same demo, faster."""
+        if factor == 1:
+            return self
+
+        def shrink(seconds: float) -> float:
+            return parse_duration(format_duration(seconds / factor))
+
+        changes: dict[str, Any] = {name: shrink(getattr(self, name)) for name in _DURATIONS}
+        return replace(self, **changes)
+
+    @property
+    def web_recovery(self) -> float:
+        """Seconds from the web load's last fall until web is back at minReplicas and settled, with a
+        margin for a loaded machine: the rate window empties, the downscale stabilization passes, a
+        sync or two, then three samples within tolerance."""
+        return 1.2 * (self.rate_window + self.downscale_stabilization + 3 * self.sync_period
+                      + self.pod_ready_delay + 3)
+
+    @property
+    def worker_recovery(self) -> float:
+        """The same for worker: the queue drains, the scale-down window passes, and the policy's
+        steps (2 pods per period) bring the peak back to one."""
+        drain = 1.5 * self.worker_scale_down_period
+        return 1.1 * (drain + self.worker_scale_down_window + 2 * self.worker_scale_down_period
+                      + 3 * self.sync_period + 3)
+
     def lines(self) -> list[str]:
         f = format_duration
         return [
@@ -42,6 +69,10 @@ class Timings:
             f"worker scale-down: stabilization {f(self.worker_scale_down_window)}, at most "
             f"{self.worker_scale_down_pods} pods per {f(self.worker_scale_down_period)}",
         ]
+
+
+_DURATIONS = ("scrape_interval", "rate_window", "relist_interval", "sync_period", "downscale_stabilization",
+              "worker_scale_down_window", "worker_scale_down_period", "pod_ready_delay")
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,7 +86,7 @@ def test_flags_parse_into_settings():
     assert s.prometheus_headers == (("X-Scope-OrgID", "t1"),) and s.prometheus_query_params == (("dedup", "true"),)
     assert s.query_cache_ttl == 0 and s.secure_port == 7443 and s.listen_port == 7443 and s.listen_host == "0.0.0.0"
     assert s.tls_cipher_suites == ("A", "B") and s.requestheader_allowed_names == ("front-proxy-client",)
-    assert s.anonymous_auth is False and s.authentication_skip_lookup is True and s.log_level == "debug"
+    assert s.anonymous_auth is False and s.authentication_skip_lookup is True and s.verbosity == 4
     assert s.authentication_token_webhook_cache_ttl == 60
     insecure = parse_settings(["--insecure", "--port", "8081"])
     assert insecure.listen_port == 8081 and insecure.listen_host == "127.0.0.1"

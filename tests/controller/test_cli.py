@@ -73,7 +73,7 @@ async def test_runs_against_the_cluster_and_stops_cleanly_on_sigterm(sim, fake):
             proc.wait()
     logs = [json.loads(line) for line in proc.stderr.read().splitlines() if line.startswith("{")]
     messages = [entry["msg"] for entry in logs]
-    assert any(m.startswith("scaled default/web web from 2 to 4") for m in messages)
+    assert any(m.startswith("HorizontalAutoscaler default/web scaled Deployment default/web 2 -> 4") for m in messages)
     assert "controller stopped" in messages
     lease = sim.get("coordination.k8s.io/v1", "Lease", NS, "promscaler-autoscaler")
     assert lease["spec"]["holderIdentity"] == ""  # released on SIGTERM

@@ -69,3 +69,25 @@ def test_plot_writes_a_png(tmp_path):
     with Image.open(path) as img:
         img.load()
         assert img.size[0] > 1000 and img.size[1] > 700
+
+
+def test_every_shading_has_a_legend_entry():
+    """The load-change bands and the start-up band are explained in a figure legend, and each
+    entry has the very colour the bands are drawn with."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgba
+
+    web = [s(t, 0.5, 2, load=1 + t / 5) for t in range(3, 20)]
+    wk = [s(t, 10.0, 1, target=30, served=30.0) for t in range(3, 20)]
+    fig = report.figure([WEB, WORKER], {"web": web, "worker": wk}, {"web": [], "worker": []},
+                        {"web": [LoadChange(5, 8, 1, 2)], "worker": [LoadChange(6, 9, 1, 14)]}, 0.1, "test")
+    try:
+        bands = {to_rgba(p.get_facecolor()) for ax in fig.axes for p in ax.patches}
+        (legend,) = fig.legends
+        entries = {text.get_text(): handle for text, handle in zip(legend.get_texts(), legend.legend_handles, strict=True)}
+        load = next(h for label, h in entries.items() if label.startswith("load changing"))
+        startup = next(h for label, h in entries.items() if label.startswith("start-up"))
+        assert to_rgba(load.get_facecolor()) in bands and to_rgba(startup.get_facecolor()) in bands
+        assert any(label == "scale event" for label in entries)
+    finally:
+        plt.close(fig)

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import math
+
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from autoscaler.demo.scenario import WEB, Timings
 from kubesim.net import free_port
 from kubesim.workloads import (
-    Exporter, LoadChange, PodState, Profile, QueueWorkload, WebWorkload, WorkloadDriver,
-    pod_states, producer_profile, web_profile,
+    Exporter,
+    LoadChange,
+    PodState,
+    Profile,
+    QueueWorkload,
+    WebWorkload,
+    WorkloadDriver,
+    pod_states,
+    producer_profile,
+    web_profile,
 )
 
 
@@ -33,10 +44,30 @@ def test_profile_changes_merge_consecutive_moves_in_one_direction():
 
 def test_demo_profiles_ramp_spike_and_fall():
     web = web_profile(100)
-    assert [round(c.after, 1) for c in web.changes()] == [2.5, 4.5, 0.5]
+    assert [round(c.after, 1) for c in web.changes()] == [2.5, 4.5, 0.2]
     assert max(v for _, v in web.points) == web.at(40)
     prod = producer_profile(100)
     assert prod.at(30) > prod.at(0) and prod.at(90) == prod.at(0)
+
+
+def test_demo_profiles_leave_the_recovery_time_quiet_at_the_end():
+    """The last load change ends `recovery` seconds before the end, whatever the duration."""
+    for duration in (60, 100, 120):
+        timings = Timings().scaled(2) if duration == 60 else Timings()
+        web = web_profile(duration, timings.web_recovery)
+        prod = producer_profile(duration, timings.worker_recovery)
+        assert web.changes()[-1].end == pytest.approx(duration - timings.web_recovery)
+        assert prod.changes()[-1].end == pytest.approx(duration - timings.worker_recovery)
+        assert web.at(duration) == 0.2 and prod.at(duration) == 1.0
+
+
+def test_the_quiet_web_load_is_clearly_one_pod():
+    """At the quiet level even two pods with a rate 20% too high ask for one (no rounding boundary),
+    and one pod is within its target."""
+    quiet = web_profile(100).at(100)
+    target = WEB.target
+    assert math.ceil(2 * (1.2 * quiet / 2) / target) == 1
+    assert quiet <= target
 
 
 def test_web_splits_load_evenly_over_ready_pods_only():

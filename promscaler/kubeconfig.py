@@ -1,0 +1,83 @@
+"""Where the Kubernetes configuration comes from, in controller-runtime's order, for the adapter,
+the controller and the demo: `--kubeconfig`, else `$KUBECONFIG`, else the in-cluster service
+account, else `~/.kube/config`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SERVICE_ACCOUNT_DIR", "ConfigNotFound", "Source", "load_configuration", "locate"]
+
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+class ConfigNotFound(Exception):
+    """No configuration anywhere in the chain."""
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str  # "flag", "env", "in-cluster", "home"
+    path: str | None  # the kubeconfig file(s); None in-cluster
+
+    def __str__(self) -> str:
+        return {"flag": f"--kubeconfig {self.path}", "env": f"$KUBECONFIG={self.path}",
+                "home": str(self.path)}.get(self.kind, "the in-cluster service account")
+
+
+def _in_cluster(environ: Mapping[str, str], service_account_dir: Path) -> bool:
+    return bool(environ.get("KUBERNETES_SERVICE_HOST") and environ.get("KUBERNETES_SERVICE_PORT")
+                and (service_account_dir / "token").is_file())
+
+
+def locate(kubeconfig: str | None, *, environ: Mapping[str, str] | None = None, home: Path | None = None,
+           service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> Source | None:
+    """The first configuration the chain finds, or None."""
+    env = os.environ if environ is None else environ
+    if kubeconfig:
+        return Source("flag", kubeconfig)
+    if env.get("KUBECONFIG"):
+        return Source("env", env["KUBECONFIG"])
+    if _in_cluster(env, service_account_dir):
+        return Source("in-cluster", None)
+    default = (home or Path.home()) / ".kube" / "config"
+    if default.is_file():
+        return Source("home", str(default))
+    return None
+
+
+async def load_configuration(kubeconfig: str | None, context: str | None = None, *,
+                             environ: Mapping[str, str] | None = None, home: Path | None = None,
+                             service_account_dir: Path = SERVICE_ACCOUNT_DIR,
+                             source: Source | None = None) -> tuple[Any, Source]:
+    """A `kubernetes.aio` Configuration from the chain, and where it came from.
+
+    Raises ConfigNotFound when nothing is configured, FileNotFoundError for a named file that is
+    missing, and the client's own errors for a file it cannot use."""
+    from kubernetes.aio import client as kclient
+    from kubernetes.aio import config as kconfig
+
+    env = os.environ if environ is None else environ
+    found = source or locate(kubeconfig, environ=env, home=home, service_account_dir=service_account_dir)
+    if found is None:
+        raise ConfigNotFound("no Kubernetes configuration: pass --kubeconfig, set $KUBECONFIG, run in a cluster, "
+                             "or create ~/.kube/config")
+    cfg = kclient.Configuration()
+    if found.kind == "in-cluster":
+        from kubernetes.aio.config.incluster_config import InClusterConfigLoader
+
+        InClusterConfigLoader(token_filename=str(service_account_dir / "token"),
+                              cert_filename=str(service_account_dir / "ca.crt"),
+                              environ=dict(env)).load_and_set(cfg)
+        return cfg, found
+    assert found.path is not None
+    paths = found.path.split(os.pathsep)
+    missing = [p for p in paths if not Path(p).expanduser().is_file()]
+    if (found.kind == "flag" and missing) or len(missing) == len(paths):
+        raise FileNotFoundError(f"{', '.join(missing)}: no such file")
+    await kconfig.load_kube_config(config_file=found.path, context=context, client_configuration=cfg)
+    return cfg, found

@@ -1,0 +1,168 @@
+"""Kubernetes configuration as controller-runtime resolves it: `--kubeconfig`, else `$KUBECONFIG`,
+else the in-cluster service account, else `~/.kube/config`; the controller and the adapter
+as real processes against the sandbox API server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from adapter.security import pki
+from autoscaler.controller.kube import ApiError, Kube
+from kubesim.apiserver import KubeSim
+from kubesim.net import free_port
+from kubesim.processes import AdapterProcess, stop_process
+from promscaler.kubeconfig import ConfigNotFound, Source, load_configuration, locate
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = ROOT / "tests" / "adapter" / "rules.yaml"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    return {**env, "PYTHONUNBUFFERED": "1", **extra}
+
+
+def _controller_ready(env: dict[str, str], expect_source: str) -> str:
+    """Start `autoscaler run` with no --kubeconfig, wait for /readyz (informers synced against the
+    sim), and return its log."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "autoscaler", "run", "--leader-elect=false", "--log-format=text",
+                             "--v=1", "--http-address=127.0.0.1", f"--http-port={port}"],
+                            cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the controller never became ready")
+    finally:
+        stop_process(proc)
+    log = proc.stderr.read() if proc.stderr else ""
+    assert f"Kubernetes configuration from {expect_source}" in log, log
+    return log
+
+
+def test_controller_takes_KUBECONFIG(sim, tmp_path):
+    _controller_ready(_env(KUBECONFIG=sim.kubeconfig_path, HOME=str(tmp_path)), f"$KUBECONFIG={sim.kubeconfig_path}")
+
+
+def test_controller_falls_back_to_home_kube_config(sim, tmp_path):
+    (tmp_path / ".kube").mkdir()
+    shutil.copy(sim.kubeconfig_path, tmp_path / ".kube" / "config")
+    _controller_ready(_env(HOME=str(tmp_path)), str(tmp_path / ".kube" / "config"))
+
+
+def test_controller_without_any_configuration_says_so_in_one_line(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "autoscaler", "run"], cwd=ROOT, capture_output=True, text=True,
+                         env=_env(HOME=str(tmp_path)), timeout=60)
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines() == [
+        "error: no Kubernetes configuration: pass --kubeconfig, set $KUBECONFIG, run in a cluster, "
+        "or create ~/.kube/config"]
+
+
+def test_adapter_takes_KUBECONFIG(sim, tmp_path, monkeypatch):
+    """The adapter connects (API discovery, label informers) through $KUBECONFIG alone."""
+    monkeypatch.setenv("KUBECONFIG", sim.kubeconfig_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    adapter = AdapterProcess("--prometheus-url", "http://127.0.0.1:1", "--config", str(RULES), "--v=2")
+    try:
+        adapter.wait_listening()
+        deadline = time.monotonic() + 20
+        while "Kubernetes configuration from" not in adapter.stderr() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert f"Kubernetes configuration from $KUBECONFIG={sim.kubeconfig_path}: {sim.url}" in adapter.stderr()
+    finally:
+        adapter.stop()
+
+
+def _service_account(tmp_path: Path, token: str = "sa-token") -> Path:
+    sa = tmp_path / "serviceaccount"
+    sa.mkdir()
+    (sa / "token").write_text(token)
+    (sa / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+    return sa
+
+
+def test_precedence(tmp_path):
+    sa = _service_account(tmp_path)
+    home = tmp_path / "home"
+    (home / ".kube").mkdir(parents=True)
+    (home / ".kube" / "config").write_text("{}")
+    cluster = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+
+    def where(flag=None, **env):
+        return locate(flag, environ=env, home=home, service_account_dir=sa)
+
+    assert where("/x", KUBECONFIG="/y", **cluster) == Source("flag", "/x")
+    assert where(None, KUBECONFIG="/y", **cluster) == Source("env", "/y")
+    assert where(None, **cluster) == Source("in-cluster", None)
+    assert where(None) == Source("home", str(home / ".kube" / "config"))
+    assert locate(None, environ={}, home=tmp_path / "nohome", service_account_dir=sa) is None
+    assert locate(None, environ=cluster, home=tmp_path / "nohome", service_account_dir=tmp_path / "nosa") is None
+
+
+async def test_in_cluster_uses_the_service_account_token_and_ca(tmp_path):
+    sa = _service_account(tmp_path, "the-pods-token")
+    cfg, source = await load_configuration(
+        None, environ={"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"},
+        home=tmp_path, service_account_dir=sa)
+    assert source.kind == "in-cluster"
+    assert cfg.host == "https://10.96.0.1:443"
+    assert cfg.api_key["BearerToken"].endswith("the-pods-token")
+    assert cfg.ssl_ca_cert == str(sa / "ca.crt")
+
+
+async def test_in_cluster_against_the_sandbox_over_tls(tmp_path):
+    """The service account's token and CA reach an API server that serves https with a private CA
+    (as kube-apiserver does), found through KUBERNETES_SERVICE_HOST/PORT alone."""
+    ca, serving = pki.self_signed_serving("127.0.0.1")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    pki.write_pair(serving, cert, key)
+    with KubeSim(token="the-pods-token", authenticate=True, tls=(str(cert), str(key))) as sim:
+        sa = _service_account(tmp_path, "the-pods-token")
+        (sa / "ca.crt").write_bytes(ca.cert_pem)
+        port = sim.url.rsplit(":", 1)[1]
+        cfg, source = await load_configuration(
+            None, environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port},
+            home=tmp_path, service_account_dir=sa)
+        assert source.kind == "in-cluster" and cfg.host == sim.url
+        kube = Kube(cfg)
+        try:
+            namespaces = await kube.request("GET", "/api/v1/namespaces")
+        finally:
+            await kube.close()
+        assert any(ns["metadata"]["name"] == "default" for ns in namespaces["items"])
+        (sa / "token").write_text("someone-elses-token")  # the token really is what authenticates
+        cfg, _ = await load_configuration(
+            None, environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port},
+            home=tmp_path, service_account_dir=sa)
+        kube = Kube(cfg)
+        try:
+            with pytest.raises(ApiError) as denied:
+                await kube.request("GET", "/api/v1/namespaces")
+        finally:
+            await kube.close()
+        assert denied.value.status == 401
+
+
+async def test_named_files_that_do_not_exist(tmp_path):
+    with pytest.raises(FileNotFoundError, match="/nonexistent"):
+        await load_configuration("/nonexistent", environ={}, home=tmp_path)
+    with pytest.raises(ConfigNotFound):
+        await load_configuration(None, environ={}, home=tmp_path, service_account_dir=tmp_path)

@@ -1,0 +1,51 @@
+"""The controller's log lines name what they talk about, and a failure that repeats every sync is
+logged once, then at most once a minute with a count, while every occurrence is an Event."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from .conftest import NS, autoscaler, deployment, eventually, pods_metric, replicas, running, settings
+from .test_reconcile import per_pod
+
+FAILED = "HorizontalAutoscaler default/orphan: FailedGetScale"
+
+
+def _event_count(sim, name: str, reason: str) -> int:
+    return sum(int(e.get("count") or 1) for e in sim.list("v1", "Event", NS)
+               if (e.get("involvedObject") or {}).get("name") == name and e.get("reason") == reason)
+
+
+def _warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and FAILED in r.getMessage()]
+
+
+async def test_missing_target_is_logged_once_a_minute_with_a_count(sim, fake, caplog):
+    caplog.set_level(logging.INFO)
+    now = [time.monotonic()]
+    sim.apply(autoscaler("orphan", "nonexistent", [pods_metric("http_requests", "500m")]))
+    async with running(sim, settings()) as controller:
+        controller.reconciler.repeats.clock = lambda: now[0]
+        await eventually(lambda: _event_count(sim, "orphan", "FailedGetScale") >= 4)
+        assert len(_warnings(caplog)) == 1  # four failed syncs, one line
+        assert "Deployment" in _warnings(caplog)[0] or "nonexistent" in _warnings(caplog)[0]
+        events_before = _event_count(sim, "orphan", "FailedGetScale")
+        now[0] += 61  # a minute later the next failure is logged again, with how often it occurred since
+        await eventually(lambda: len(_warnings(caplog)) == 2)
+    again = _warnings(caplog)[1]
+    assert "more times since last logged" in again
+    suppressed = int(again.split("(occurred ")[1].split()[0])
+    assert suppressed >= events_before - 1  # every failure in between was counted
+
+
+async def test_scale_line_names_the_autoscaler_and_the_target(sim, fake, caplog):
+    caplog.set_level(logging.INFO)
+    sim.apply(deployment("web", 2))
+    fake.pods[(NS, "http_requests")] = per_pod(2000)
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
+    async with running(sim, settings()):
+        await eventually(lambda: replicas(sim, "web") == 4)
+    lines = [r.getMessage() for r in caplog.records if "scaled" in r.getMessage()]
+    assert any(line.startswith("HorizontalAutoscaler default/web scaled Deployment default/web 2 -> 4: ")
+               for line in lines), lines
