@@ -15,6 +15,7 @@ from enum import Enum
 
 __all__ = [
     "Operator", "Requirement", "Selector", "SelectorError", "parse_selector", "from_label_selector", "to_label_selector",
+    "go_label_selector",
 ]
 
 
@@ -288,3 +289,20 @@ def to_label_selector(sel: Selector) -> dict | None:
     if exprs:
         out["matchExpressions"] = exprs
     return out
+
+
+def go_label_selector(obj: Mapping | None) -> str:
+    """A `LabelSelector` object as Go prints a `*metav1.LabelSelector` with `%v`/`%+v` (its generated
+    `String()`): what Kubernetes writes into HPA events and conditions. Map keys sorted; each match
+    expression `LabelSelectorRequirement{Key:k,Operator:In,Values:[a b],}` followed by a comma."""
+    if obj is None:
+        return "nil"
+    labels = obj.get("matchLabels") or {}
+    label_part = "".join(f"{k}: {labels[k]}," for k in sorted(labels, key=str))
+    exprs = "".join(
+        f"LabelSelectorRequirement{{Key:{e.get('key', '')},Operator:{e.get('operator', '')},"
+        f"Values:[{' '.join(str(v) for v in e.get('values') or [])}],}},"
+        for e in obj.get("matchExpressions") or []
+    )
+    return (f"&LabelSelector{{MatchLabels:map[string]string{{{label_part}}},"
+            f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}")
