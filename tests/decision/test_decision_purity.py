@@ -22,7 +22,18 @@ from autoscaler.decision import ControllerConfig, History, Recommendation, decid
 from autoscaler.decision.normalize import normalize_with_behavior
 
 from .decision_helpers import (
-    NOW, cpu_util, events, ext_avg, external, inp, pod, pods, pods_metric, recs, samples, spec,
+    NOW,
+    cpu_util,
+    events,
+    ext_avg,
+    external,
+    inp,
+    pod,
+    pods,
+    pods_metric,
+    recs,
+    samples,
+    spec,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
