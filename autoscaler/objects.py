@@ -3,7 +3,7 @@
 Pure converters shared by the live controller and `simulate`, so both read pods and the three
 metrics APIs the same way. They follow the Kubernetes HPA metrics client
 (`pkg/controller/podautoscaler/metrics`): a pod whose containers lack the resource has no sample;
-a named container missing from a pod's metrics fails the whole metric; custom metrics without a
+a named container missing from the metrics a pod reports fails the whole metric; custom metrics without a
 window get one minute; an empty answer is an error ("no metrics returned from ... API").
 Bad input raises `ObjectError` with the field path relative to the object given.
 """
@@ -134,43 +134,36 @@ def scale_selector(scale: Mapping[str, Any]) -> tuple[Selector | None, str | Non
 
 
 def pod_metrics_reading(
-    items: Iterable[Mapping[str, Any]], resource: str, container: str | None = None
+    items: Iterable[Any], resource: str, container: str | None = None
 ) -> PodReading | MetricFailure:
-    """metrics.k8s.io PodMetrics items -> one sample per pod (containers summed, or one container)."""
+    """metrics.k8s.io PodMetrics items -> one sample per pod (containers summed, or one container).
+
+    As the Kubernetes metrics client reads them: a pod absent from the answer, or present with no
+    container metrics at all, has no sample (the replica calculator's missing-pod rules apply); a
+    pod whose containers lack the resource has none either; with a named container, a pod that
+    reports other containers but not that one fails the metric (`getContainerMetrics`)."""
     items = list(items)
     if not items:
         return MetricFailure("no metrics returned from resource metrics API")
     samples: dict[str, PodSample] = {}
-    for i, item in enumerate(items):
+    for i, raw in enumerate(items):
+        item = _map(raw, f"[{i}]")
         meta = _map(item.get("metadata"), f"[{i}].metadata")
         name = str(meta.get("name", ""))
-        ts = _time(item.get("timestamp"), f"[{i}].timestamp")
-        window = _window(item.get("window"), f"[{i}].window")
-        containers = _list(item.get("containers"), f"[{i}].containers")
+        path = f"[{i}].containers"
+        containers = [(f"{path}[{j}]", _map(c, f"{path}[{j}]")) for j, c in enumerate(_list(item.get("containers"), path))]
+        if not containers:
+            continue  # no metrics for this pod: a missing pod
         if container:
-            found = False
-            for j, c in enumerate(containers):
-                c = _map(c, f"[{i}].containers[{j}]")
-                if c.get("name") == container:
-                    found = True
-                    usage = _map(c.get("usage"), f"[{i}].containers[{j}].usage")
-                    if resource in usage:
-                        samples[name] = PodSample(_milli(usage[resource], f"[{i}].containers[{j}].usage.{resource}"),
-                                                  ts or _EPOCH, window)
-                    break
-            if not found:
+            containers = [(p, c) for p, c in containers if c.get("name") == container][:1]
+            if not containers:
                 return MetricFailure(f"failed to get container metrics: container {container} not present in "
                                      f"metrics for pod {meta.get('namespace', '')}/{name}")
-            continue
-        total, missing = 0, not containers
-        for j, c in enumerate(containers):
-            usage = _map(_map(c, f"[{i}].containers[{j}]").get("usage"), f"[{i}].containers[{j}].usage")
-            if resource not in usage:
-                missing = True
-                break
-            total += _milli(usage[resource], f"[{i}].containers[{j}].usage.{resource}")
-        if not missing:
-            samples[name] = PodSample(total, ts or _EPOCH, window)
+        usages = [(p, _map(c.get("usage"), f"{p}.usage")) for p, c in containers]
+        if all(resource in usage for _, usage in usages):
+            total = sum(_milli(usage[resource], f"{p}.usage.{resource}") for p, usage in usages)
+            ts = _time(item.get("timestamp"), f"[{i}].timestamp") or _EPOCH
+            samples[name] = PodSample(total, ts, _window(item.get("window"), f"[{i}].window"))
     return PodReading(samples)
 
 
