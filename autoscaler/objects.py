@@ -22,10 +22,13 @@ from .decision.model import ExternalReading, MetricFailure, ObjectReading, PodIn
 
 __all__ = [
     "ObjectError", "pod_info", "pod_labels", "pod_metrics_reading", "custom_value", "pods_metric_reading",
-    "object_metric_reading", "external_metric_reading", "scale_selector", "DEFAULT_CUSTOM_WINDOW",
+    "object_metric_reading", "external_metric_reading", "scale_selector", "sample_time", "DEFAULT_CUSTOM_WINDOW",
 ]
 
 DEFAULT_CUSTOM_WINDOW = 60.0  # metricServerDefaultMetricWindow
+_MAX_INT64 = 2**63 - 1
+_MAX_SECONDS = (2**63 - 1) / 1e9  # Go's largest time.Duration
+_EPOCH = parse_time("1970-01-01T00:00:00Z")
 
 
 class ObjectError(ValueError):
@@ -58,15 +61,27 @@ def _time(value: Any, path: str) -> datetime | None:
         return None
     try:
         return parse_time(value)
-    except DurationError:
+    except (DurationError, ValueError, OverflowError):
         raise ObjectError(path, f"not an RFC 3339 time: {value!r}") from None
 
 
+def sample_time(value: Any, path: str) -> datetime | None:
+    """A metric sample's timestamp: from 1970 on (a metrics API that answers year 1 is broken)."""
+    ts = _time(value, path)
+    if ts is not None and ts < _EPOCH:
+        raise ObjectError(path, f"out of range: {value!r} (before 1970)")
+    return ts
+
+
 def _milli(value: Any, path: str) -> int:
+    """A quantity's milli-value; beyond int64 (what Kubernetes' MilliValue holds) it is an error."""
     try:
-        return to_milli(value)
+        milli = to_milli(value)
     except QuantityError:
         raise ObjectError(path, f"not a quantity: {value!r}") from None
+    if not -_MAX_INT64 - 1 <= milli <= _MAX_INT64:
+        raise ObjectError(path, f"out of range: {value!r}")
+    return milli
 
 
 def _requests(container: Mapping[str, Any], path: str) -> dict[str, int]:
@@ -76,7 +91,10 @@ def _requests(container: Mapping[str, Any], path: str) -> dict[str, int]:
 
 
 def pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return _map(_map(pod.get("metadata"), "metadata").get("labels"), "metadata.labels")
+    labels = _map(_map(pod.get("metadata"), "metadata").get("labels"), "metadata.labels")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        raise ObjectError("metadata.labels", "must map strings to strings")
+    return labels
 
 
 def pod_info(pod: Mapping[str, Any]) -> PodInfo:
@@ -162,21 +180,23 @@ def pod_metrics_reading(
         usages = [(p, _map(c.get("usage"), f"{p}.usage")) for p, c in containers]
         if all(resource in usage for _, usage in usages):
             total = sum(_milli(usage[resource], f"{p}.usage.{resource}") for p, usage in usages)
-            ts = _time(item.get("timestamp"), f"[{i}].timestamp") or _EPOCH
+            ts = sample_time(item.get("timestamp"), f"[{i}].timestamp") or _EPOCH
             samples[name] = PodSample(total, ts, _window(item.get("window"), f"[{i}].window"))
     return PodReading(samples)
 
 
-_EPOCH = parse_time("1970-01-01T00:00:00Z")
 
 
 def _window(value: Any, path: str, default: float = 0.0) -> float:
     if value is None:
         return default
     try:
-        return parse_duration(value)
+        seconds = parse_duration(value)
     except DurationError:
         raise ObjectError(path, f"not a duration: {value!r}") from None
+    if not 0 <= seconds <= _MAX_SECONDS:
+        raise ObjectError(path, f"out of range: {value!r}")
+    return seconds
 
 
 # --- custom.metrics.k8s.io -----------------------------------------------------------------------
@@ -199,7 +219,7 @@ def custom_value(item: Mapping[str, Any], path: str = "") -> tuple[Mapping[str, 
     if "value" not in item:
         raise ObjectError(f"{path}.value", "required")
     milli = _milli(item["value"], f"{path}.value")
-    ts = _time(item.get("timestamp"), f"{path}.timestamp") or _EPOCH
+    ts = sample_time(item.get("timestamp"), f"{path}.timestamp") or _EPOCH
     window = _window(window_raw, f"{path}.window", DEFAULT_CUSTOM_WINDOW)
     return described, str(name or ""), selector, milli, ts, window
 
@@ -245,7 +265,7 @@ def external_metric_reading(items: Iterable[Mapping[str, Any]]) -> ExternalReadi
         if "value" not in item:
             raise ObjectError(f"[{i}].value", "required")
         values.append(_milli(item["value"], f"[{i}].value"))
-        ts = _time(item.get("timestamp"), f"[{i}].timestamp")
+        ts = sample_time(item.get("timestamp"), f"[{i}].timestamp")
         if ts is not None and (latest is None or ts > latest):
             latest = ts
     if not values:

@@ -11,10 +11,11 @@ controller never reads them, `simulate` always does, and both see the same text.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from . import conditions as C
+from .clock import before, delta
 from .explain import explain
 from .model import (
     Condition,
@@ -244,7 +245,7 @@ def _explain(pre: list[str], details: Lazy, recommendation: int | None, steps: L
 
 
 def _prune(events: tuple[ScaleEvent, ...], now: datetime, max_age: float) -> tuple[ScaleEvent, ...]:
-    cutoff = now - timedelta(seconds=max_age)
+    cutoff = before(now, delta(max_age))
     return tuple(e for e in events if not e.timestamp < cutoff)
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from .clock import delta
+
 # --- the world at one instant ------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +114,8 @@ class ControllerConfig:
     initial_readiness_delta: timedelta = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "cpu_initialization_delta", timedelta(seconds=self.cpu_initialization_period))
-        object.__setattr__(self, "initial_readiness_delta", timedelta(seconds=self.initial_readiness_delay))
+        object.__setattr__(self, "cpu_initialization_delta", delta(self.cpu_initialization_period))
+        object.__setattr__(self, "initial_readiness_delta", delta(self.initial_readiness_delay))
 
 
 @dataclass(frozen=True, slots=True)

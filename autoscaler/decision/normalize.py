@@ -15,6 +15,7 @@ import math
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+from .clock import before, delta
 from .model import Recommendation, ScaleEvent
 from .spec import HPASpec, ScalingRules
 
@@ -65,7 +66,7 @@ def normalize_legacy(
     recommendations: tuple[Recommendation, ...], now: datetime, window_seconds: float,
 ) -> Normalized:
     steps: list[Any] = []
-    cutoff = now - timedelta(seconds=window_seconds)
+    cutoff = before(now, delta(window_seconds))
     stabilized = desired
     kept: list[Recommendation] = []
     for rec in recommendations:
@@ -108,7 +109,7 @@ def normalize_legacy(
 
 def replicas_change_in_period(period_seconds: int, events: tuple[ScaleEvent, ...], now: datetime) -> int:
     """Replicas added (or removed) by events strictly inside the last `period_seconds`."""
-    cutoff = now - timedelta(seconds=period_seconds)
+    cutoff = before(now, delta(period_seconds))
     return sum(e.replica_change for e in events if e.timestamp > cutoff)
 
 
@@ -169,8 +170,8 @@ def _stabilize_with_behaviors(current: int, desired: int, up_rules: ScalingRules
     """`stabilizeRecommendationWithBehaviors`: the lowest recommendation of the scale-up window
     and the highest of the scale-down window bound the change; recommendations older than both
     windows are forgotten, this one is recorded."""
-    up_cutoff = now - (up_rules.window_delta or _ZERO)
-    down_cutoff = now - timedelta(seconds=down_window)
+    up_cutoff = before(now, up_rules.window_delta or _ZERO)
+    down_cutoff = before(now, delta(down_window))
     keep_cutoff = min(up_cutoff, down_cutoff)
     up_rec = down_rec = desired
     for rec in recommendations:

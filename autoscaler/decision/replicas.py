@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+from .clock import before, delta, shift
 from .model import ControllerConfig, PodInfo, PodSample
 
 __all__ = [
@@ -107,11 +108,11 @@ def _cpu_unready(pod: PodInfo, sample: PodSample, init_cutoff: datetime, delay: 
         return True
     if start <= init_cutoff:
         # Past the CPU initialization period: ignore only pods that are unready and have never been ready.
-        return cond == "False" and start + delay > (pod.ready_transition or _GO_ZERO_TIME)
+        return cond == "False" and shift(start, delay) > (pod.ready_transition or _GO_ZERO_TIME)
     # Still within it: ignore the sample if the pod is unready or one full metric window has not
     # passed since the last transition.
     transition = pod.ready_transition or _GO_ZERO_TIME
-    return cond == "False" or sample.timestamp < transition + timedelta(seconds=sample.window)
+    return cond == "False" or sample.timestamp < shift(transition, delta(sample.window))
 
 
 def group_pods(pods: Sequence[PodInfo], samples: Mapping[str, PodSample], resource: str,
@@ -124,7 +125,7 @@ def group_pods(pods: Sequence[PodInfo], samples: Mapping[str, PodSample], resour
     missing: list[str] = []
     ignored: list[str] = []
     cpu = resource == "cpu"
-    init_cutoff = now - config.cpu_initialization_delta
+    init_cutoff = before(now, config.cpu_initialization_delta)
     delay = config.initial_readiness_delta
     set_aside = 0  # samples of unready and ignored pods
     for pod in pods:

@@ -206,7 +206,11 @@ def _str(value: Any, path: str, required: bool = True) -> str | None:
     return value
 
 
-def _int(value: Any, path: str, minimum: int | None = None, maximum: int | None = None) -> int:
+MAX_INT32 = 2**31 - 1  # replica counts and percentages are int32 in the API
+MAX_INT64 = 2**63 - 1  # quantities' milli-values are int64
+
+
+def _int(value: Any, path: str, minimum: int | None = None, maximum: int = MAX_INT32) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -214,7 +218,7 @@ def _int(value: Any, path: str, minimum: int | None = None, maximum: int | None 
             raise SpecError(path, f"must be an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise SpecError(path, f"must be greater than or equal to {minimum}")
-    if maximum is not None and value > maximum:
+    if value > maximum:
         raise SpecError(path, f"must be less than or equal to {maximum}")
     return value
 
@@ -228,6 +232,8 @@ def _positive_milli(value: Any, path: str) -> int:
         raise SpecError(path, f"not a quantity: {value!r}") from None
     if milli <= 0:
         raise SpecError(path, "must be positive")
+    if milli > MAX_INT64:
+        raise SpecError(path, f"out of range: {value!r} (at most {MAX_INT64 // 1000} as a whole number)")
     return milli
 
 
