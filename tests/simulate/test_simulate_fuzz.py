@@ -62,7 +62,7 @@ def mutated(draw: st.DrawFn) -> tuple[str, list[str]]:
         elif op == "add" and isinstance(parent[path[-1]], dict):
             parent[path[-1]][draw(st.sampled_from(["behaviour", "extra", "stabilizationWindowSecond", "x"]))] = 1
         else:
-            parent[path[-1]] = draw(HOSTILE_VALUES)
+            parent[path[-1]] = copy.deepcopy(draw(HOSTILE_VALUES))  # the constants stay as they are
     args = draw(st.sampled_from([[], ["-o", "json"], ["--check"], ["--check", "-o", "json"]]))
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), args
 
