@@ -21,8 +21,17 @@ from promscaler.times import DurationError, parse_duration, parse_time
 from .decision.model import ExternalReading, MetricFailure, ObjectReading, PodInfo, PodReading, PodSample
 
 __all__ = [
-    "ObjectError", "pod_info", "pod_labels", "pod_metrics_reading", "custom_value", "pods_metric_reading",
-    "object_metric_reading", "external_metric_reading", "scale_selector", "sample_time", "DEFAULT_CUSTOM_WINDOW",
+    "DEFAULT_CUSTOM_WINDOW",
+    "ObjectError",
+    "custom_value",
+    "external_metric_reading",
+    "object_metric_reading",
+    "pod_info",
+    "pod_labels",
+    "pod_metrics_reading",
+    "pods_metric_reading",
+    "sample_time",
+    "scale_selector",
 ]
 
 DEFAULT_CUSTOM_WINDOW = 60.0  # metricServerDefaultMetricWindow
@@ -169,7 +178,8 @@ def pod_metrics_reading(
         meta = _map(item.get("metadata"), f"[{i}].metadata")
         name = str(meta.get("name", ""))
         path = f"[{i}].containers"
-        containers = [(f"{path}[{j}]", _map(c, f"{path}[{j}]")) for j, c in enumerate(_list(item.get("containers"), path))]
+        containers = [(f"{path}[{j}]", _map(c, f"{path}[{j}]"))
+                      for j, c in enumerate(_list(item.get("containers"), path))]
         if not containers:
             continue  # no metrics for this pod: a missing pod
         if container:
@@ -202,7 +212,8 @@ def _window(value: Any, path: str, default: float = 0.0) -> float:
 # --- custom.metrics.k8s.io -----------------------------------------------------------------------
 
 
-def custom_value(item: Mapping[str, Any], path: str = "") -> tuple[Mapping[str, Any], str, Selector, int, datetime, float]:
+def custom_value(item: Mapping[str, Any],
+                 path: str = "") -> tuple[Mapping[str, Any], str, Selector, int, datetime, float]:
     """One MetricValue (v1beta1 or v1beta2): (describedObject, metric name, selector, milli, timestamp, window)."""
     described = _map(item.get("describedObject"), f"{path}.describedObject")
     if "metric" in item:
@@ -247,7 +258,8 @@ def pods_metric_reading(
     return PodReading(samples)
 
 
-def object_metric_reading(items: Iterable[Mapping[str, Any]], metric_name: str, kind: str, name: str) -> ObjectReading | MetricFailure:
+def object_metric_reading(items: Iterable[Mapping[str, Any]], metric_name: str, kind: str,
+                          name: str) -> ObjectReading | MetricFailure:
     """The answer to `<resource>/<name>/<metric>`: the one value of the described object."""
     for i, item in enumerate(items):
         _, metric, _, milli, ts, _ = custom_value(item, f"[{i}]")

@@ -46,8 +46,10 @@ SPEC = {
     "minReplicas": 2, "maxReplicas": 300,
     "metrics": [
         {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}},
-        {"type": "Pods", "pods": {"metric": {"name": "http_requests"}, "target": {"type": "AverageValue", "averageValue": "2"}}},
-        {"type": "External", "external": {"metric": {"name": "queue_messages_ready", "selector": {"matchLabels": {"queue": "web"}}},
+        {"type": "Pods", "pods": {"metric": {"name": "http_requests"},
+                                  "target": {"type": "AverageValue", "averageValue": "2"}}},
+        {"type": "External", "external": {"metric": {"name": "queue_messages_ready",
+                                                     "selector": {"matchLabels": {"queue": "web"}}},
                                           "target": {"type": "AverageValue", "averageValue": "30"}}},
     ],
     "behavior": {

@@ -55,7 +55,8 @@ def unable_to_compute(reason: str, error: str) -> Condition:
 
 
 def rescaled(desired: int) -> Condition:
-    return make(ABLE_TO_SCALE, True, SUCCEEDED_RESCALE, f"the HPA controller was able to update the target scale to {desired}")
+    return make(ABLE_TO_SCALE, True, SUCCEEDED_RESCALE,
+                f"the HPA controller was able to update the target scale to {desired}")
 
 
 def ordered(conditions: dict[str, Condition]) -> list[Condition]:
@@ -78,4 +79,5 @@ def fixed(ctype: str, status: bool, reason: str, message: str) -> Condition:
 
 def valid_metric_found(label: str) -> Condition:
     """ScalingActive True / ValidMetricFound naming the metric that set the recommendation."""
-    return make(SCALING_ACTIVE, True, VALID_METRIC_FOUND, f"the HPA was able to successfully calculate a replica count from {label}")
+    return make(SCALING_ACTIVE, True, VALID_METRIC_FOUND,
+                f"the HPA was able to successfully calculate a replica count from {label}")

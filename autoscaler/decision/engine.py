@@ -83,7 +83,8 @@ def decide(inp: DecisionInput) -> Decision:
         # First sync of this autoscaler: remember the current size (recordInitialRecommendation).
         recommendations = (Recommendation(inp.now, inp.current_replicas),)
         sync = _Sync({C.ABLE_TO_SCALE: _GOT_SCALE}, recommendations)
-        sync.pre.append(f"fresh controller: recorded the current {inp.current_replicas} replicas as a recommendation at now")
+        sync.pre.append(f"fresh controller: recorded the current {inp.current_replicas} replicas "
+                        "as a recommendation at now")
     else:
         sync = _Sync({C.ABLE_TO_SCALE: _GOT_SCALE}, recommendations)
     if _metrics_decide(inp, sync):
@@ -103,7 +104,8 @@ def _metrics_decide(inp: DecisionInput, sync: _Sync) -> bool:
     spec, current = inp.spec, inp.current_replicas
     if current == 0:
         if inp.scaled_to_zero and (spec.min_replicas != 0 or spec.has_object_or_external):
-            sync.pre.append("the target is at 0 replicas and this autoscaler scaled it there: it may scale up from zero")
+            sync.pre.append("the target is at 0 replicas and this autoscaler scaled it there: "
+                            "it may scale up from zero")
             return True
         sync.desired, sync.rescale = 0, False
         sync.conditions[C.SCALING_ACTIVE] = C.make(C.SCALING_ACTIVE, False, C.SCALING_DISABLED, C.MSG_DISABLED)
@@ -268,7 +270,7 @@ def record_scale(history: History, now: datetime, current: int, desired: int, sp
         max_age = float(MAX_PERIOD_SECONDS)
     event = ScaleEvent(now, abs(desired - current))
     if up:
-        return History(history.recommendations, _prune(history.scale_up_events, now, max_age) + (event,),
+        return History(history.recommendations, (*_prune(history.scale_up_events, now, max_age), event),
                        history.scale_down_events)
     return History(history.recommendations, history.scale_up_events,
-                   _prune(history.scale_down_events, now, max_age) + (event,))
+                   (*_prune(history.scale_down_events, now, max_age), event))

@@ -78,10 +78,12 @@ def normalize_legacy(
     kept.append(Recommendation(now, desired))
     if stabilized != desired:
         able_reason, able_message = "ScaleDownStabilized", MSG_DOWN_STABILIZED
-        steps.append(("downscale stabilization ({:g}s): the highest recent recommendation is {}, so not below it", window_seconds, stabilized))
+        steps.append(("downscale stabilization ({:g}s): the highest recent recommendation is {}, so not below it",
+                      window_seconds, stabilized))
     else:
         able_reason, able_message = "ReadyForNewScale", MSG_READY
-        steps.append(("downscale stabilization ({:g}s): no higher recommendation in the window, keep {}", window_seconds, desired))
+        steps.append(("downscale stabilization ({:g}s): no higher recommendation in the window, keep {}",
+                      window_seconds, desired))
 
     limit = int(max(LEGACY_SCALE_UP_FACTOR * current, LEGACY_SCALE_UP_MINIMUM))
     if max_replicas > limit:
@@ -99,7 +101,8 @@ def normalize_legacy(
             steps.append(("{} is above maxReplicas: {}", stabilized, max_replicas))
     else:
         result, reason, message = stabilized, "DesiredWithinRange", MSG_WITHIN
-        steps.append(("within [minReplicas {}, min(maxReplicas {}, scale-up limit {})]: {}", min_replicas, max_replicas, limit, stabilized))
+        steps.append(("within [minReplicas {}, min(maxReplicas {}, scale-up limit {})]: {}",
+                      min_replicas, max_replicas, limit, stabilized))
     return Normalized(result, stabilized, able_reason, able_message, result != stabilized, reason, message,
                       tuple(kept), tuple(steps))
 
@@ -127,7 +130,7 @@ def scale_up_limit(current: int, up_events: tuple[ScaleEvent, ...], down_events:
         if policy.type == "Pods":
             proposed = start + policy.value
         else:
-            proposed = int(math.ceil(float(start) * (1 + float(policy.value) / 100)))
+            proposed = math.ceil(float(start) * (1 + float(policy.value) / 100))
         if steps is not None:
             steps.append(("  policy {} {} per {}s: {} at the period's start -> at most {}",
                           policy.type, policy.value, policy.period_seconds, start, proposed))

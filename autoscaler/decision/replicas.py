@@ -83,7 +83,7 @@ def _ceil_int32(x: float) -> int:
         return 0
     if x > MAX_INT32:
         return MAX_INT32
-    return int(math.ceil(x))
+    return math.ceil(x)
 
 
 # --- groupPods ------------------------------------------------------------------------------------
@@ -353,7 +353,8 @@ def ready_pod_count(pods: Sequence[PodInfo]) -> int:
     return sum(1 for p in pods if p.phase == "Running" and p.ready_condition == "True")
 
 
-def usage_ratio_replicas(current: int, usage: int, target_milli: int, tolerances: Tolerances, pods: Sequence[PodInfo]) -> Calc:
+def usage_ratio_replicas(current: int, usage: int, target_milli: int, tolerances: Tolerances,
+                         pods: Sequence[PodInfo]) -> Calc:
     """Object Value and External Value (`getUsageRatioReplicaCount`): the ratio times the ready
     pods; from zero replicas, ceil(ratio) with no tolerance so a target can wake up."""
     ratio = usage / target_milli
@@ -375,16 +376,14 @@ def per_pod_total_replicas(status_replicas: int, usage: int, target_milli: int, 
     """Object and External AverageValue (`Get*PerPodMetricReplicas`): ceil(total / target per pod),
     checked against the tolerance with the target's status.replicas."""
     denominator = target_milli * status_replicas
-    if denominator:
-        ratio = usage / denominator
-    else:
-        ratio = math.inf if usage > 0 else math.nan
+    ratio = usage / denominator if denominator else math.inf if usage > 0 else math.nan
     replicas = status_replicas
     calc = Calc(replicas, 0, ratio)
     if not tolerances.is_within(ratio):
         replicas = _ceil_int32(usage / target_milli)
     else:
-        calc.notes.append(("ratio {:.3f} (with status.replicas {}) is within tolerance {}: keep {}", ratio, status_replicas, tolerances, status_replicas))
+        calc.notes.append(("ratio {:.3f} (with status.replicas {}) is within tolerance {}: keep {}",
+                           ratio, status_replicas, tolerances, status_replicas))
     calc.replicas = replicas
     if usage >= MAX_INT64:
         calc.usage = MAX_INT64

@@ -263,7 +263,8 @@ def _parse_target(raw: Any, path: str, metric_type: str) -> MetricTarget:
         return MetricTarget("Utilization", average_utilization=_int(util, f"{path}.averageUtilization", minimum=1))
     if ttype == "Value":
         return MetricTarget("Value", value_milli=_positive_milli(target.get("value"), f"{path}.value"))
-    return MetricTarget("AverageValue", average_value_milli=_positive_milli(target.get("averageValue"), f"{path}.averageValue"))
+    average = _positive_milli(target.get("averageValue"), f"{path}.averageValue")
+    return MetricTarget("AverageValue", average_value_milli=average)
 
 
 def _parse_identifier(raw: Any, path: str) -> tuple[str, Selector | None, Mapping[str, Any] | None]:
@@ -313,7 +314,8 @@ def _parse_rules(raw: Any, path: str, default: ScalingRules) -> ScalingRules:
         return default
     window = default.stabilization_window_seconds
     if rules.get("stabilizationWindowSeconds") is not None:
-        window = _int(rules["stabilizationWindowSeconds"], f"{path}.stabilizationWindowSeconds", 0, MAX_STABILIZATION_SECONDS)
+        window = _int(rules["stabilizationWindowSeconds"], f"{path}.stabilizationWindowSeconds", 0,
+                      MAX_STABILIZATION_SECONDS)
     select = default.select_policy
     if rules.get("selectPolicy") is not None:
         select = _str(rules["selectPolicy"], f"{path}.selectPolicy") or ""
@@ -383,7 +385,8 @@ def parse_spec(spec: Any, path: str = "hpa.spec") -> HPASpec:
     if root.get("minReplicas") is not None:
         min_replicas = _int(root["minReplicas"], f"{path}.minReplicas", minimum=0)
         if min_replicas == 0 and not has_obj_ext:
-            raise SpecError(f"{path}.minReplicas", "must be greater than or equal to 1 (0 is allowed only with an Object or External metric)")
+            raise SpecError(f"{path}.minReplicas", "must be greater than or equal to 1 "
+                                                   "(0 is allowed only with an Object or External metric)")
     if max_replicas < min_replicas:
         raise SpecError(f"{path}.maxReplicas", "must be greater than or equal to `minReplicas`")
     behavior = None

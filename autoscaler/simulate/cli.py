@@ -40,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("files", nargs="+", metavar="SCENARIO", help="scenario file(s), YAML or JSON; '-' for stdin")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
-    p.add_argument("--check", action="store_true", help="compare each scenario with its expect: block; exit 1 on differences or without one")
+    p.add_argument("--check", action="store_true",
+                   help="compare each scenario with its expect: block; exit 1 on differences or without one")
     return p
 
 

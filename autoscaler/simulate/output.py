@@ -34,7 +34,8 @@ def decision_json(d: Decision) -> dict[str, Any]:
         "currentMetrics": d.current_metrics,
         "proposals": proposals,
         "recommendation": d.recommendation,
-        "conditions": [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in d.conditions],
+        "conditions": [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+                       for c in d.conditions],
         "explanation": d.explanation,
     }
 
@@ -68,7 +69,8 @@ def _match(expected: Any, actual: Any, path: str, key: str | None, diffs: list[s
         return
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
-            diffs.append(f"{path}: expected {len(expected)} entries, got {len(actual) if isinstance(actual, list) else _show(actual)}")
+            got = len(actual) if isinstance(actual, list) else _show(actual)
+            diffs.append(f"{path}: expected {len(expected)} entries, got {got}")
             return
         for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
             _match(e, a, f"{path}[{i}]", None, diffs)
@@ -77,7 +79,8 @@ def _match(expected: Any, actual: Any, path: str, key: str | None, diffs: list[s
         qe, qa = _quantity(expected), _quantity(actual)
         if qe is not None and qa is not None and qe == qa:
             return
-    elif (key == "error" and isinstance(expected, str) and isinstance(actual, str) and expected in actual) or (expected == actual and type(expected) is type(actual)):
+    elif (key == "error" and isinstance(expected, str) and isinstance(actual, str) and expected in actual) or (
+            expected == actual and type(expected) is type(actual)):
         return
     diffs.append(f"{path}: expected {_show(expected)}, got {_show(actual)}")
 

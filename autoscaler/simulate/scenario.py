@@ -456,7 +456,8 @@ def _reading(ms: MetricSpec, metrics: Mapping[str, list[Any]], pod_set: set[str]
     return object_metric_reading(_answer_object(mine, ms), ms.name, ref.kind, ref.name)
 
 
-def _readings(spec: HPASpec, metrics: Mapping[str, list[Any]], pods: Sequence[str], namespace: str | None) -> list[Reading]:
+def _readings(spec: HPASpec, metrics: Mapping[str, list[Any]], pods: Sequence[str],
+              namespace: str | None) -> list[Reading]:
     failures = _failures(metrics)
     pod_set = set(pods)
     out: list[Reading] = []
@@ -468,7 +469,8 @@ def _readings(spec: HPASpec, metrics: Mapping[str, list[Any]], pods: Sequence[st
         try:
             out.append(_reading(ms, metrics, pod_set, namespace))
         except ObjectError as exc:
-            key = {"Resource": "resource", "ContainerResource": "resource", "External": "external"}.get(ms.type, "custom")
+            key = {"Resource": "resource", "ContainerResource": "resource",
+                   "External": "external"}.get(ms.type, "custom")
             raise _wrap(f"metrics.{key}", exc) from None
     return out
 
@@ -498,7 +500,9 @@ def _scale_target(doc: Mapping[str, Any], short_pods: int | None) -> _Target:
     else:
         raise _err("scaleTarget.spec.replicas", "required")
     tstatus = _map(target, "status", "scaleTarget.status")
-    status_replicas = current if tstatus.get("replicas") is None else _int(tstatus["replicas"], "scaleTarget.status.replicas")
+    status_replicas = current
+    if tstatus.get("replicas") is not None:
+        status_replicas = _int(tstatus["replicas"], "scaleTarget.status.replicas")
     selector, selector_error = scale_selector(target)
     if selector_error and tstatus.get("selector"):
         raise _err("scaleTarget.status.selector", selector_error.split(": ", 1)[-1])
@@ -517,7 +521,8 @@ def _pods(doc: Mapping[str, Any], target: _Target, namespace: str | None, short:
             labels = pod_labels(raw)
         except ObjectError as exc:
             raise _wrap(f"pods[{i}]", exc) from None
-        for field, t in (("startTime", info.start_time), ("conditions[Ready].lastTransitionTime", info.ready_transition)):
+        times = (("startTime", info.start_time), ("conditions[Ready].lastTransitionTime", info.ready_transition))
+        for field, t in times:
             if t is not None and t < _EARLIEST:
                 raise _err(f"pods[{i}].status.{field}", "out of range (before 1970)")
         pod_ns = (raw.get("metadata") or {}).get("namespace")

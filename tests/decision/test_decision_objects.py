@@ -6,11 +6,16 @@ import pytest
 
 from autoscaler.decision import ExternalReading, MetricFailure, ObjectReading, PodReading
 from autoscaler.decision.spec import parse_spec
-from autoscaler.simulate.scenario import _answer_external, _answer_object, _answer_pods
 from autoscaler.objects import (
-    ObjectError, external_metric_reading, object_metric_reading, pod_info, pod_metrics_reading, pods_metric_reading,
+    ObjectError,
+    external_metric_reading,
+    object_metric_reading,
+    pod_info,
+    pod_metrics_reading,
+    pods_metric_reading,
     scale_selector,
 )
+from autoscaler.simulate.scenario import _answer_external, _answer_object, _answer_pods
 from promscaler.times import parse_time
 
 REF = {"kind": "Deployment", "name": "web"}

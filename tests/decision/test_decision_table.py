@@ -14,9 +14,29 @@ from typing import Any
 import pytest
 
 from autoscaler.decision import ControllerConfig, DecisionInput, History, PodInfo, decide
+
 from .decision_helpers import (
-    ago, container_cpu, cpu_util, cpu_value, events, ext_avg, ext_value, external, failure, inp, mem_util,
-    obj, object_avg, object_value, pod, pods, pods_metric, recs, samples, spec, want,
+    ago,
+    container_cpu,
+    cpu_util,
+    cpu_value,
+    events,
+    ext_avg,
+    ext_value,
+    external,
+    failure,
+    inp,
+    mem_util,
+    obj,
+    object_avg,
+    object_value,
+    pod,
+    pods,
+    pods_metric,
+    recs,
+    samples,
+    spec,
+    want,
 )
 
 SKIP: Any = object()
