@@ -3,7 +3,7 @@
 Pure converters shared by the live controller and `simulate`, so both read pods and the three
 metrics APIs the same way. They follow the Kubernetes HPA metrics client
 (`pkg/controller/podautoscaler/metrics`): a pod whose containers lack the resource has no sample;
-a named container missing from a pod's metrics fails the whole metric; custom metrics without a
+a named container missing from the metrics a pod reports fails the whole metric; custom metrics without a
 window get one minute; an empty answer is an error ("no metrics returned from ... API").
 Bad input raises `ObjectError` with the field path relative to the object given.
 """
@@ -21,11 +21,23 @@ from promscaler.times import DurationError, parse_duration, parse_time
 from .decision.model import ExternalReading, MetricFailure, ObjectReading, PodInfo, PodReading, PodSample
 
 __all__ = [
-    "ObjectError", "pod_info", "pod_labels", "pod_metrics_reading", "custom_value", "pods_metric_reading",
-    "object_metric_reading", "external_metric_reading", "scale_selector", "DEFAULT_CUSTOM_WINDOW",
+    "DEFAULT_CUSTOM_WINDOW",
+    "ObjectError",
+    "custom_value",
+    "external_metric_reading",
+    "object_metric_reading",
+    "pod_info",
+    "pod_labels",
+    "pod_metrics_reading",
+    "pods_metric_reading",
+    "sample_time",
+    "scale_selector",
 ]
 
 DEFAULT_CUSTOM_WINDOW = 60.0  # metricServerDefaultMetricWindow
+_MAX_INT64 = 2**63 - 1
+_MAX_SECONDS = (2**63 - 1) / 1e9  # Go's largest time.Duration
+_EPOCH = parse_time("1970-01-01T00:00:00Z")
 
 
 class ObjectError(ValueError):
@@ -58,15 +70,27 @@ def _time(value: Any, path: str) -> datetime | None:
         return None
     try:
         return parse_time(value)
-    except DurationError:
+    except (DurationError, ValueError, OverflowError):
         raise ObjectError(path, f"not an RFC 3339 time: {value!r}") from None
 
 
+def sample_time(value: Any, path: str) -> datetime | None:
+    """A metric sample's timestamp: from 1970 on (a metrics API that answers year 1 is broken)."""
+    ts = _time(value, path)
+    if ts is not None and ts < _EPOCH:
+        raise ObjectError(path, f"out of range: {value!r} (before 1970)")
+    return ts
+
+
 def _milli(value: Any, path: str) -> int:
+    """A quantity's milli-value; beyond int64 (what Kubernetes' MilliValue holds) it is an error."""
     try:
-        return to_milli(value)
+        milli = to_milli(value)
     except QuantityError:
         raise ObjectError(path, f"not a quantity: {value!r}") from None
+    if not -_MAX_INT64 - 1 <= milli <= _MAX_INT64:
+        raise ObjectError(path, f"out of range: {value!r}")
+    return milli
 
 
 def _requests(container: Mapping[str, Any], path: str) -> dict[str, int]:
@@ -76,7 +100,10 @@ def _requests(container: Mapping[str, Any], path: str) -> dict[str, int]:
 
 
 def pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return _map(_map(pod.get("metadata"), "metadata").get("labels"), "metadata.labels")
+    labels = _map(_map(pod.get("metadata"), "metadata").get("labels"), "metadata.labels")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        raise ObjectError("metadata.labels", "must map strings to strings")
+    return labels
 
 
 def pod_info(pod: Mapping[str, Any]) -> PodInfo:
@@ -134,62 +161,59 @@ def scale_selector(scale: Mapping[str, Any]) -> tuple[Selector | None, str | Non
 
 
 def pod_metrics_reading(
-    items: Iterable[Mapping[str, Any]], resource: str, container: str | None = None
+    items: Iterable[Any], resource: str, container: str | None = None
 ) -> PodReading | MetricFailure:
-    """metrics.k8s.io PodMetrics items -> one sample per pod (containers summed, or one container)."""
+    """metrics.k8s.io PodMetrics items -> one sample per pod (containers summed, or one container).
+
+    As the Kubernetes metrics client reads them: a pod absent from the answer, or present with no
+    container metrics at all, has no sample (the replica calculator's missing-pod rules apply); a
+    pod whose containers lack the resource has none either; with a named container, a pod that
+    reports other containers but not that one fails the metric (`getContainerMetrics`)."""
     items = list(items)
     if not items:
         return MetricFailure("no metrics returned from resource metrics API")
     samples: dict[str, PodSample] = {}
-    for i, item in enumerate(items):
+    for i, raw in enumerate(items):
+        item = _map(raw, f"[{i}]")
         meta = _map(item.get("metadata"), f"[{i}].metadata")
         name = str(meta.get("name", ""))
-        ts = _time(item.get("timestamp"), f"[{i}].timestamp")
-        window = _window(item.get("window"), f"[{i}].window")
-        containers = _list(item.get("containers"), f"[{i}].containers")
+        path = f"[{i}].containers"
+        containers = [(f"{path}[{j}]", _map(c, f"{path}[{j}]"))
+                      for j, c in enumerate(_list(item.get("containers"), path))]
+        if not containers:
+            continue  # no metrics for this pod: a missing pod
         if container:
-            found = False
-            for j, c in enumerate(containers):
-                c = _map(c, f"[{i}].containers[{j}]")
-                if c.get("name") == container:
-                    found = True
-                    usage = _map(c.get("usage"), f"[{i}].containers[{j}].usage")
-                    if resource in usage:
-                        samples[name] = PodSample(_milli(usage[resource], f"[{i}].containers[{j}].usage.{resource}"),
-                                                  ts or _EPOCH, window)
-                    break
-            if not found:
+            containers = [(p, c) for p, c in containers if c.get("name") == container][:1]
+            if not containers:
                 return MetricFailure(f"failed to get container metrics: container {container} not present in "
                                      f"metrics for pod {meta.get('namespace', '')}/{name}")
-            continue
-        total, missing = 0, not containers
-        for j, c in enumerate(containers):
-            usage = _map(_map(c, f"[{i}].containers[{j}]").get("usage"), f"[{i}].containers[{j}].usage")
-            if resource not in usage:
-                missing = True
-                break
-            total += _milli(usage[resource], f"[{i}].containers[{j}].usage.{resource}")
-        if not missing:
-            samples[name] = PodSample(total, ts or _EPOCH, window)
+        usages = [(p, _map(c.get("usage"), f"{p}.usage")) for p, c in containers]
+        if all(resource in usage for _, usage in usages):
+            total = sum(_milli(usage[resource], f"{p}.usage.{resource}") for p, usage in usages)
+            ts = sample_time(item.get("timestamp"), f"[{i}].timestamp") or _EPOCH
+            samples[name] = PodSample(total, ts, _window(item.get("window"), f"[{i}].window"))
     return PodReading(samples)
 
 
-_EPOCH = parse_time("1970-01-01T00:00:00Z")
 
 
 def _window(value: Any, path: str, default: float = 0.0) -> float:
     if value is None:
         return default
     try:
-        return parse_duration(value)
+        seconds = parse_duration(value)
     except DurationError:
         raise ObjectError(path, f"not a duration: {value!r}") from None
+    if not 0 <= seconds <= _MAX_SECONDS:
+        raise ObjectError(path, f"out of range: {value!r}")
+    return seconds
 
 
 # --- custom.metrics.k8s.io -----------------------------------------------------------------------
 
 
-def custom_value(item: Mapping[str, Any], path: str = "") -> tuple[Mapping[str, Any], str, Selector, int, datetime, float]:
+def custom_value(item: Mapping[str, Any],
+                 path: str = "") -> tuple[Mapping[str, Any], str, Selector, int, datetime, float]:
     """One MetricValue (v1beta1 or v1beta2): (describedObject, metric name, selector, milli, timestamp, window)."""
     described = _map(item.get("describedObject"), f"{path}.describedObject")
     if "metric" in item:
@@ -206,7 +230,7 @@ def custom_value(item: Mapping[str, Any], path: str = "") -> tuple[Mapping[str, 
     if "value" not in item:
         raise ObjectError(f"{path}.value", "required")
     milli = _milli(item["value"], f"{path}.value")
-    ts = _time(item.get("timestamp"), f"{path}.timestamp") or _EPOCH
+    ts = sample_time(item.get("timestamp"), f"{path}.timestamp") or _EPOCH
     window = _window(window_raw, f"{path}.window", DEFAULT_CUSTOM_WINDOW)
     return described, str(name or ""), selector, milli, ts, window
 
@@ -234,7 +258,8 @@ def pods_metric_reading(
     return PodReading(samples)
 
 
-def object_metric_reading(items: Iterable[Mapping[str, Any]], metric_name: str, kind: str, name: str) -> ObjectReading | MetricFailure:
+def object_metric_reading(items: Iterable[Mapping[str, Any]], metric_name: str, kind: str,
+                          name: str) -> ObjectReading | MetricFailure:
     """The answer to `<resource>/<name>/<metric>`: the one value of the described object."""
     for i, item in enumerate(items):
         _, metric, _, milli, ts, _ = custom_value(item, f"[{i}]")
@@ -252,7 +277,7 @@ def external_metric_reading(items: Iterable[Mapping[str, Any]]) -> ExternalReadi
         if "value" not in item:
             raise ObjectError(f"[{i}].value", "required")
         values.append(_milli(item["value"], f"[{i}].value"))
-        ts = _time(item.get("timestamp"), f"[{i}].timestamp")
+        ts = sample_time(item.get("timestamp"), f"[{i}].timestamp")
         if ts is not None and (latest is None or ts > latest):
             latest = ts
     if not values:

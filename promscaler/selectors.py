@@ -12,9 +12,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 __all__ = [
     "Operator", "Requirement", "Selector", "SelectorError", "parse_selector", "from_label_selector", "to_label_selector",
+    "go_label_selector",
 ]
 
 
@@ -239,15 +241,22 @@ def from_label_selector(obj: Mapping | None) -> Selector:
     unknown = set(obj) - {"matchLabels", "matchExpressions"}
     if unknown:
         raise SelectorError(f"unknown selector field(s): {', '.join(sorted(unknown))}")
+    labels = obj.get("matchLabels") or {}
+    if not isinstance(labels, Mapping):
+        raise SelectorError("matchLabels: must be an object")
+    expressions = obj.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        raise SelectorError("matchExpressions: must be a list")
     reqs: list[Requirement] = []
-    for key, value in (obj.get("matchLabels") or {}).items():
+    for key, value in labels.items():
         if not isinstance(value, str):
             raise SelectorError(f"matchLabels[{key!r}]: value must be a string")
         reqs.append(_requirement(str(key), Operator.EQUALS, (value,)))
-    for n, expr in enumerate(obj.get("matchExpressions") or []):
+    for n, expr in enumerate(expressions):
         if not isinstance(expr, Mapping):
             raise SelectorError(f"matchExpressions[{n}]: must be an object")
-        op = _EXPR_OPS.get(expr.get("operator"))
+        operator = expr.get("operator")
+        op = _EXPR_OPS.get(operator) if isinstance(operator, str) else None
         if op is None:
             raise SelectorError(
                 f"matchExpressions[{n}].operator: {expr.get('operator')!r} is not one of In, NotIn, Exists, DoesNotExist"
@@ -278,7 +287,7 @@ def to_label_selector(sel: Selector) -> dict | None:
         elif r.operator is Operator.NOT_EQUALS:
             exprs.append({"key": r.key, "operator": "NotIn", "values": list(r.values)})
         elif r.operator in _OBJECT_OPS:
-            expr = {"key": r.key, "operator": _OBJECT_OPS[r.operator]}
+            expr: dict[str, Any] = {"key": r.key, "operator": _OBJECT_OPS[r.operator]}
             if r.values:
                 expr["values"] = list(r.values)
             exprs.append(expr)
@@ -288,3 +297,20 @@ def to_label_selector(sel: Selector) -> dict | None:
     if exprs:
         out["matchExpressions"] = exprs
     return out
+
+
+def go_label_selector(obj: Mapping | None) -> str:
+    """A `LabelSelector` object as Go prints a `*metav1.LabelSelector` with `%v`/`%+v` (its generated
+    `String()`): what Kubernetes writes into HPA events and conditions. Map keys sorted; each match
+    expression `LabelSelectorRequirement{Key:k,Operator:In,Values:[a b],}` followed by a comma."""
+    if obj is None:
+        return "nil"
+    labels = obj.get("matchLabels") or {}
+    label_part = "".join(f"{k}: {labels[k]}," for k in sorted(labels, key=str))
+    exprs = "".join(
+        f"LabelSelectorRequirement{{Key:{e.get('key', '')},Operator:{e.get('operator', '')},"
+        f"Values:[{' '.join(str(v) for v in e.get('values') or [])}],}},"
+        for e in obj.get("matchExpressions") or []
+    )
+    return (f"&LabelSelector{{MatchLabels:map[string]string{{{label_part}}},"
+            f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}")

@@ -263,21 +263,6 @@ def _conditions(status: Obj) -> list[Condition]:
 
 
 def _rescale_reason(decision: Decision) -> str:
-    """Which metric drove the change, in the Kubernetes controller's wording."""
-    if decision.desired_replicas < decision.current_replicas:
-        return "All metrics below target"
-    for p in decision.proposals:
-        if p.replicas is not None and p.replicas == decision.recommendation:
-            return f"{_metric_label(p.type, p.name)} above target"
-    return "Current number of replicas below Spec's minimum" if decision.current_replicas < decision.desired_replicas else ""
-
-
-def _metric_label(kind: str, name: str) -> str:
-    return {
-        "Resource": f"{name} resource",
-        "ContainerResource": f"{name} container resource",
-        "Pods": f"pods metric {name}",
-        "Object": f"{name} metric",
-        "External": f"external metric {name}",
-    }.get(kind, name)
+    """Which metric drove the change, in the Kubernetes controller's wording (horizontal.go's rescaleReason)."""
+    return decision.rescale_reason
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .model import Condition
 
 __all__ = [
-    "ABLE_TO_SCALE", "SCALING_ACTIVE", "SCALING_LIMITED", "SCALED_TO_ZERO", "CONDITION_ORDER",
-    "make", "ordered", "unable_to_compute",
+    "ABLE_TO_SCALE",
+    "CONDITION_ORDER",
+    "SCALED_TO_ZERO",
+    "SCALING_ACTIVE",
+    "SCALING_LIMITED",
+    "make",
+    "ordered",
+    "unable_to_compute",
 ]
 
 ABLE_TO_SCALE = "AbleToScale"
@@ -42,10 +46,8 @@ MSG_SCALED_TO_ZERO = "the HPA controller scaled the workload to zero"
 MSG_NOT_SCALED_TO_ZERO = "the HPA controller did not scale the workload to zero"
 
 
-def make(ctype: str, status: bool | str, reason: str, message: str) -> Condition:
-    if isinstance(status, bool):
-        status = "True" if status else "False"
-    return Condition(ctype, status, reason, message)  # type: ignore[arg-type]
+def make(ctype: str, status: bool, reason: str, message: str) -> Condition:
+    return Condition(ctype, "True" if status else "False", reason, message)
 
 
 def unable_to_compute(reason: str, error: str) -> Condition:
@@ -53,7 +55,8 @@ def unable_to_compute(reason: str, error: str) -> Condition:
 
 
 def rescaled(desired: int) -> Condition:
-    return make(ABLE_TO_SCALE, True, SUCCEEDED_RESCALE, f"the HPA controller was able to update the target scale to {desired}")
+    return make(ABLE_TO_SCALE, True, SUCCEEDED_RESCALE,
+                f"the HPA controller was able to update the target scale to {desired}")
 
 
 def ordered(conditions: dict[str, Condition]) -> list[Condition]:
@@ -74,10 +77,7 @@ def fixed(ctype: str, status: bool, reason: str, message: str) -> Condition:
     return cond
 
 
-def valid_metric_found(spec: Any, label: str) -> Condition:
-    """ScalingActive True / ValidMetricFound naming the metric; kept with the metric's spec."""
-    cond = spec.memo.get("valid")
-    if cond is None:
-        cond = spec.memo["valid"] = make(SCALING_ACTIVE, True, VALID_METRIC_FOUND,
-                                         f"the HPA was able to successfully calculate a replica count from {label}")
-    return cond
+def valid_metric_found(label: str) -> Condition:
+    """ScalingActive True / ValidMetricFound naming the metric that set the recommendation."""
+    return make(SCALING_ACTIVE, True, VALID_METRIC_FOUND,
+                f"the HPA was able to successfully calculate a replica count from {label}")

@@ -10,19 +10,30 @@ controller never reads them, `simulate` always does, and both see the same text.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from . import conditions as C
+from .clock import before, delta
 from .explain import explain
 from .model import (
-    Condition, Decision, DecisionInput, History, Lazy, MetricDetail, Proposal, Recommendation, ScaleEvent, make_decision,
+    Condition,
+    Decision,
+    DecisionInput,
+    History,
+    Lazy,
+    MetricDetail,
+    Recommendation,
+    ScaleEvent,
+    make_decision,
 )
-from .normalize import normalize_legacy, normalize_with_behavior
-from .replicas import Tolerances, names_unique, render_notes
+from .normalize import Normalized, normalize_legacy, normalize_with_behavior
+from .replicas import Tolerances, render_notes
 from .sources import MetricOutcome, compute_metric
 from .spec import MAX_PERIOD_SECONDS, HPASpec
 
-__all__ = ["decide", "record_scale", "tolerances_for"]
+__all__ = ["compute_replicas_for_metrics", "decide", "normalize_desired_replicas", "record_scale", "tolerances_for"]
 
 
 _GOT_SCALE = C.fixed(C.ABLE_TO_SCALE, True, C.SUCCEEDED_GET_SCALE, C.MSG_GOT_SCALE)
@@ -38,145 +49,191 @@ def tolerances_for(spec: HPASpec, default: float) -> Tolerances:
     return Tolerances(default if down is None else down, default if up is None else up)
 
 
+@dataclass(slots=True)
+class _Sync:
+    """What one pass of `reconcileAutoscaler` builds up (its local variables, and the conditions it sets)."""
+
+    conditions: dict[str, Condition]
+    recommendations: tuple[Recommendation, ...]   # the stabilization history, this decision's included
+    pre: list[str] = field(default_factory=list)  # explanation lines before the metrics
+    desired: int = 0
+    rescale: bool = True
+    recommendation: int | None = None
+    rescale_reason: str = ""
+    outcomes: list[MetricOutcome] = field(default_factory=list)
+    steps: tuple[Any, ...] = ()
+
+
+class _Metrics(NamedTuple):
+    """`computeReplicasForMetrics`' results: every metric's outcome, the largest proposal and its
+    metric's name, how many metrics failed, and the first failure's ScalingActive condition."""
+
+    outcomes: list[MetricOutcome]
+    replicas: int
+    label: str
+    invalid: int
+    failure: Condition | None
+
+
 def decide(inp: DecisionInput) -> Decision:
     """Compute what the Kubernetes HPA controller would do now. Pure: no I/O, no clock."""
-    spec: HPASpec = inp.spec
-    now = inp.now
-    current = inp.current_replicas
-    min_replicas, max_replicas = spec.min_replicas, spec.max_replicas
     history = inp.history
     recommendations = history.recommendations
-    fresh = recommendations is None
     if recommendations is None:
         # First sync of this autoscaler: remember the current size (recordInitialRecommendation).
-        recommendations = (Recommendation(now, current),)
+        recommendations = (Recommendation(inp.now, inp.current_replicas),)
+        sync = _Sync({C.ABLE_TO_SCALE: _GOT_SCALE}, recommendations)
+        sync.pre.append(f"fresh controller: recorded the current {inp.current_replicas} replicas "
+                        "as a recommendation at now")
+    else:
+        sync = _Sync({C.ABLE_TO_SCALE: _GOT_SCALE}, recommendations)
+    if _metrics_decide(inp, sync):
+        if inp.selector_error is not None:
+            sync.conditions[C.SCALING_ACTIVE] = C.make(C.SCALING_ACTIVE, False, C.INVALID_SELECTOR, inp.selector_error)
+            sync.pre.append(f"the target's selector is unusable: {inp.selector_error}")
+            sync.desired, sync.rescale = inp.current_replicas, False
+        else:
+            _scale_on_metrics(inp, sync)
+    _set_rescale_conditions(inp, sync)
+    return _decision(inp, sync)
 
-    conds: dict[str, Condition] = {C.ABLE_TO_SCALE: _GOT_SCALE}
-    pre: list[str] = []
-    outcomes: list[MetricOutcome] = []
-    steps: tuple[str, ...] = ()
-    recommendation: int | None = None
-    desired = 0
-    rescale = True
-    compute = False
-    has_obj_ext = spec.has_object_or_external
-    scaled_to_zero = inp.scaled_to_zero
-    if fresh:
-        pre.append(f"fresh controller: recorded the current {current} replicas as a recommendation at now")
 
+def _metrics_decide(inp: DecisionInput, sync: _Sync) -> bool:
+    """The first branches of reconcileAutoscaler's switch (a target at zero, or outside
+    [minReplicas, maxReplicas]); True when the metrics decide instead."""
+    spec, current = inp.spec, inp.current_replicas
     if current == 0:
-        if (min_replicas != 0 and scaled_to_zero) or (scaled_to_zero and has_obj_ext):
-            compute = True
-            pre.append("the target is at 0 replicas and this autoscaler scaled it there: it may scale up from zero")
-        else:
-            desired, rescale = 0, False
-            conds[C.SCALING_ACTIVE] = C.make(C.SCALING_ACTIVE, False, C.SCALING_DISABLED, C.MSG_DISABLED)
-            pre.append("the target is at 0 replicas and this autoscaler did not put it there: autoscaling is disabled")
-    elif current > max_replicas:
-        desired = max_replicas
-        pre.append(f"current {current} replicas are above maxReplicas {max_replicas}: scale to {max_replicas} without reading metrics")
-    elif current < min_replicas:
-        desired = min_replicas
-        pre.append(f"current {current} replicas are below minReplicas {min_replicas}: scale to {min_replicas} without reading metrics")
-    else:
-        compute = True
+        if inp.scaled_to_zero and (spec.min_replicas != 0 or spec.has_object_or_external):
+            sync.pre.append("the target is at 0 replicas and this autoscaler scaled it there: "
+                            "it may scale up from zero")
+            return True
+        sync.desired, sync.rescale = 0, False
+        sync.conditions[C.SCALING_ACTIVE] = C.make(C.SCALING_ACTIVE, False, C.SCALING_DISABLED, C.MSG_DISABLED)
+        sync.pre.append("the target is at 0 replicas and this autoscaler did not put it there: autoscaling is disabled")
+        return False
+    if current > spec.max_replicas:
+        sync.desired, sync.rescale_reason = spec.max_replicas, "Current number of replicas above Spec.MaxReplicas"
+        sync.pre.append(f"current {current} replicas are above maxReplicas {spec.max_replicas}: "
+                        f"scale to {spec.max_replicas} without reading metrics")
+        return False
+    if current < spec.min_replicas:
+        sync.desired, sync.rescale_reason = spec.min_replicas, "Current number of replicas below Spec.MinReplicas"
+        sync.pre.append(f"current {current} replicas are below minReplicas {spec.min_replicas}: "
+                        f"scale to {spec.min_replicas} without reading metrics")
+        return False
+    return True
 
-    kept_recommendations = recommendations
-    if compute and inp.selector_error is not None:
-        conds[C.SCALING_ACTIVE] = C.make(C.SCALING_ACTIVE, False, C.INVALID_SELECTOR, inp.selector_error)
-        pre.append(f"the target's selector is unusable: {inp.selector_error}")
-        desired, rescale, compute = current, False, False
-    if compute:
-        default_tolerance = inp.config.tolerance
-        tol = spec.memo.get(default_tolerance)
-        if tol is None:
-            tol = tolerances_for(spec, default_tolerance)
-            if len(spec.memo) < 8:  # one or two cluster defaults in practice: keep it bounded
-                spec.memo[default_tolerance] = tol
-        readings = inp.readings
-        metric_desired = 0
-        metric_spec = None
-        invalid = 0
-        first_failure = None
-        # Whether the pods' names are distinct, once for every metric over the pods.
-        unique = names_unique(inp.pods) if spec.has_pod_metrics else None
-        for i, ms in enumerate(spec.metrics):
-            reading = readings[i] if i < len(readings) else None
-            outcome = compute_metric(ms, reading, inp, tol, unique)  # type: ignore[arg-type]
-            outcomes.append(outcome)
-            proposal = outcome.proposal.replicas
-            if proposal is None:
-                if invalid == 0:
-                    first_failure = outcome.failure
-                invalid += 1
-                continue
-            if metric_desired == 0 or proposal > metric_desired:
-                metric_desired = proposal
-                metric_spec = (ms, outcome.label)
-        n = len(spec.metrics)
-        if invalid >= n or (invalid > 0 and metric_desired < current):
-            assert first_failure is not None
-            conds[C.SCALING_ACTIVE] = first_failure
-            desired, rescale = current, False
-            if invalid >= n:
-                pre.append("no metric could be computed: nothing changes")
-            else:
-                recommendation = current
-                pre.append(f"{invalid} of {n} metrics failed and the others ask for fewer replicas ({metric_desired}): "
-                           "a failing metric blocks scaling down, nothing changes")
-        else:
-            assert metric_spec is not None
-            conds[C.SCALING_ACTIVE] = C.valid_metric_found(*metric_spec)
-            if invalid:
-                pre.append(f"{invalid} of {n} metrics failed; scaling up on the others is still allowed")
-            recommendation = max(metric_desired, 0)
-            if spec.behavior is None:
-                norm = normalize_legacy(current, recommendation, min_replicas, max_replicas, recommendations, now,
-                                        inp.config.downscale_stabilization_window)
-            else:
-                norm = normalize_with_behavior(spec, current, recommendation, min_replicas, recommendations,
-                                               history.scale_up_events, history.scale_down_events, now,
-                                               inp.config.downscale_stabilization_window)
-            kept_recommendations = norm.recommendations
-            steps = norm.steps
-            conds[C.ABLE_TO_SCALE] = C.fixed(C.ABLE_TO_SCALE, True, norm.able_reason, norm.able_message)
-            conds[C.SCALING_LIMITED] = C.fixed(C.SCALING_LIMITED, norm.limited, norm.limited_reason, norm.limited_message)
-            desired = norm.desired
-            if current == 0 and min_replicas != 0 and scaled_to_zero and desired < min_replicas:
-                desired = min_replicas
-                steps = steps + (("scaling up from zero: not below minReplicas {}", min_replicas),)
-            rescale = desired != current
 
-    if rescale:
-        conds[C.ABLE_TO_SCALE] = C.rescaled(desired)
-        # ScaledToZero (HPAScaleToZero): reported for autoscalers that can scale to zero or did.
-        if current > 0 and desired == 0 and min_replicas == 0 and has_obj_ext:
+def compute_replicas_for_metrics(inp: DecisionInput) -> _Metrics:
+    """`computeReplicasForMetrics`: every metric's proposal; the largest wins."""
+    spec, readings = inp.spec, inp.readings
+    tolerances = tolerances_for(spec, inp.config.tolerance)
+    outcomes: list[MetricOutcome] = []
+    replicas, label, invalid, failure = 0, "", 0, None
+    for i, ms in enumerate(spec.metrics):
+        outcome = compute_metric(ms, readings[i] if i < len(readings) else None, inp, tolerances)
+        outcomes.append(outcome)
+        proposal = outcome.proposal.replicas
+        if proposal is None:
+            failure = failure or outcome.failure
+            invalid += 1
+        elif replicas == 0 or proposal > replicas:
+            replicas, label = proposal, outcome.label
+    return _Metrics(outcomes, replicas, label, invalid, failure)
+
+
+def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
+    """The metrics branch: a failing metric allows scaling up but blocks scaling down; then the
+    rescale reason (before normalization, as Kubernetes words it) and normalization."""
+    current = inp.current_replicas
+    metrics = compute_replicas_for_metrics(inp)
+    sync.outcomes = metrics.outcomes
+    n, invalid = len(metrics.outcomes), metrics.invalid
+    if invalid >= n or (invalid > 0 and metrics.replicas < current):
+        assert metrics.failure is not None
+        sync.conditions[C.SCALING_ACTIVE] = metrics.failure
+        sync.desired, sync.rescale = current, False
+        if invalid >= n:
+            sync.pre.append("no metric could be computed: nothing changes")
+            return
+        sync.recommendation = current
+        sync.pre.append(f"{invalid} of {n} metrics failed and the others ask for fewer replicas ({metrics.replicas}): "
+                        "a failing metric blocks scaling down, nothing changes")
+        return
+    sync.conditions[C.SCALING_ACTIVE] = C.valid_metric_found(metrics.label)
+    if invalid:
+        sync.pre.append(f"{invalid} of {n} metrics failed; scaling up on the others is still allowed")
+    recommendation = sync.recommendation = max(metrics.replicas, 0)
+    if recommendation > current:
+        sync.rescale_reason = f"{metrics.label} above target"
+    elif recommendation < current:
+        sync.rescale_reason = "All metrics below target"
+    _apply_normalized(inp, sync, normalize_desired_replicas(inp, recommendation, sync.recommendations))
+
+
+def normalize_desired_replicas(inp: DecisionInput, recommendation: int,
+                               recommendations: tuple[Recommendation, ...]) -> Normalized:
+    """`normalizeDesiredReplicas` (no behavior) or `normalizeDesiredReplicasWithBehaviors`."""
+    spec, history, window = inp.spec, inp.history, inp.config.downscale_stabilization_window
+    if spec.behavior is None:
+        return normalize_legacy(inp.current_replicas, recommendation, spec.min_replicas, spec.max_replicas,
+                                recommendations, inp.now, window)
+    return normalize_with_behavior(spec, inp.current_replicas, recommendation, spec.min_replicas, recommendations,
+                                   history.scale_up_events, history.scale_down_events, inp.now, window)
+
+
+def _apply_normalized(inp: DecisionInput, sync: _Sync, norm: Normalized) -> None:
+    """The conditions normalization sets (AbleToScale, ScalingLimited) and its result."""
+    spec, current = inp.spec, inp.current_replicas
+    sync.recommendations, sync.steps = norm.recommendations, norm.steps
+    sync.conditions[C.ABLE_TO_SCALE] = C.fixed(C.ABLE_TO_SCALE, True, norm.able_reason, norm.able_message)
+    sync.conditions[C.SCALING_LIMITED] = C.fixed(C.SCALING_LIMITED, norm.limited, norm.limited_reason,
+                                                 norm.limited_message)
+    desired = norm.desired
+    if current == 0 and spec.min_replicas != 0 and inp.scaled_to_zero and desired < spec.min_replicas:
+        desired = spec.min_replicas
+        sync.steps = (*sync.steps, ("scaling up from zero: not below minReplicas {}", spec.min_replicas))
+    sync.desired, sync.rescale = desired, desired != current
+
+
+def _set_rescale_conditions(inp: DecisionInput, sync: _Sync) -> None:
+    """AbleToScale after a rescale, and ScaledToZero (HPAScaleToZero): reported for autoscalers
+    that can scale to zero or did."""
+    spec, current, desired = inp.spec, inp.current_replicas, sync.desired
+    conds = sync.conditions
+    if not sync.rescale:
+        if inp.scaled_to_zero:
             conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, True, "ScaledToZero", C.MSG_SCALED_TO_ZERO)
-        elif min_replicas == 0 or scaled_to_zero:
-            conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, False, "NotScaledToZero", C.MSG_NOT_SCALED_TO_ZERO)
-    elif scaled_to_zero:
+        return
+    conds[C.ABLE_TO_SCALE] = C.rescaled(desired)
+    if current > 0 and desired == 0 and spec.min_replicas == 0 and spec.has_object_or_external:
         conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, True, "ScaledToZero", C.MSG_SCALED_TO_ZERO)
+    elif spec.min_replicas == 0 or inp.scaled_to_zero:
+        conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, False, "NotScaledToZero", C.MSG_NOT_SCALED_TO_ZERO)
 
-    proposals: list[Proposal] = [o.proposal for o in outcomes]
-    condition_list = [conds[t] for t in C.CONDITION_ORDER if t in conds]  # C.ordered
-    if recommendations is kept_recommendations and not fresh:
-        new_history = history
-    else:
-        new_history = History(kept_recommendations, history.scale_up_events, history.scale_down_events)
-    # The words for people are formatted only when read (Decision.explanation/details/steps).
+
+def _decision(inp: DecisionInput, sync: _Sync) -> Decision:
+    """The `Decision`; the words for people are formatted only when read."""
+    history = inp.history
+    if sync.recommendations is not history.recommendations:
+        history = History(sync.recommendations, history.scale_up_events, history.scale_down_events)
+    outcomes = sync.outcomes
+    conditions = C.ordered(sync.conditions)
     details = Lazy(_details, outcomes)
-    lazy_steps = Lazy(render_notes, steps)
+    steps = Lazy(render_notes, sync.steps)
+    current = inp.current_replicas
     return make_decision(
-        desired_replicas=desired,
+        desired_replicas=sync.desired,
         current_replicas=current,
-        recommendation=recommendation,
+        recommendation=sync.recommendation,
         current_metrics=[o.status for o in outcomes],
-        proposals=proposals,
-        conditions=condition_list,
-        explanation=Lazy(_explain, pre, details, recommendation, lazy_steps, current, desired, condition_list),
-        history=new_history,
+        proposals=[o.proposal for o in outcomes],
+        conditions=conditions,
+        explanation=Lazy(_explain, sync.pre, details, sync.recommendation, steps, current, sync.desired, conditions),
+        history=history,
         details=details,
-        steps=lazy_steps,
+        steps=steps,
+        rescale_reason=sync.rescale_reason,
     )
 
 
@@ -190,7 +247,7 @@ def _explain(pre: list[str], details: Lazy, recommendation: int | None, steps: L
 
 
 def _prune(events: tuple[ScaleEvent, ...], now: datetime, max_age: float) -> tuple[ScaleEvent, ...]:
-    cutoff = now - timedelta(seconds=max_age)
+    cutoff = before(now, delta(max_age))
     return tuple(e for e in events if not e.timestamp < cutoff)
 
 
@@ -213,7 +270,7 @@ def record_scale(history: History, now: datetime, current: int, desired: int, sp
         max_age = float(MAX_PERIOD_SECONDS)
     event = ScaleEvent(now, abs(desired - current))
     if up:
-        return History(history.recommendations, _prune(history.scale_up_events, now, max_age) + (event,),
+        return History(history.recommendations, (*_prune(history.scale_up_events, now, max_age), event),
                        history.scale_down_events)
     return History(history.recommendations, history.scale_up_events,
-                   _prune(history.scale_down_events, now, max_age) + (event,))
+                   (*_prune(history.scale_down_events, now, max_age), event))

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from .clock import delta
+
 # --- the world at one instant ------------------------------------------------------------------
-
-_NEVER = datetime.max.replace(tzinfo=timezone.utc)  # PodInfo.cpu_since of pods the CPU rules must look at
-
 
 @dataclass(frozen=True, slots=True)
 class PodInfo:
@@ -35,16 +34,13 @@ class PodInfo:
     ready_condition: str | None = "derive"
     # Added: pod-level requests (spec.resources.requests, KEP-2837), resource -> milli; None when unset.
     pod_requests: Mapping[str, int] | None = None
-    # Derived once here so the calculator's per-sync loops only read them: the pod's requests when no
-    # container is named (pod-level if set, else summed over the containers, for the resources every
-    # container requests; None: no containers), and whether the pod is ignored (deleted or Failed).
+    # Derived once here: the pod's requests when no container is named (pod-level if set, else
+    # summed over the containers, for the resources every container requests; None: no
+    # containers), whether the pod is ignored (deleted or Failed), and whether it is neither
+    # ignored nor Pending.
     request_totals: Mapping[str, int] | None = field(init=False, repr=False, compare=False)
     gone: bool = field(init=False, repr=False, compare=False)
-    normal: bool = field(init=False, repr=False, compare=False)      # neither ignored nor Pending
-    cpu_simple: bool = field(init=False, repr=False, compare=False)  # normal, Ready "True", has a start time
-    cpu_request: int | None = field(init=False, repr=False, compare=False)  # request_totals["cpu"], or None
-    # start_time when cpu_simple, else a time after any cutoff: one comparison tells the common case.
-    cpu_since: datetime = field(init=False, repr=False, compare=False)
+    normal: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.ready_condition == "derive":
@@ -58,12 +54,8 @@ class PodInfo:
             totals = {r: sum(c[r] for c in containers) for r in common}
         object.__setattr__(self, "request_totals", totals)
         gone = self.deleted or self.phase == "Failed"
-        normal = not gone and self.phase != "Pending"
         object.__setattr__(self, "gone", gone)
-        object.__setattr__(self, "normal", normal)
-        object.__setattr__(self, "cpu_simple", normal and self.ready_condition == "True" and self.start_time is not None)
-        object.__setattr__(self, "cpu_request", None if totals is None else totals.get("cpu"))
-        object.__setattr__(self, "cpu_since", self.start_time if self.cpu_simple else _NEVER)
+        object.__setattr__(self, "normal", not gone and self.phase != "Pending")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +114,8 @@ class ControllerConfig:
     initial_readiness_delta: timedelta = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "cpu_initialization_delta", timedelta(seconds=self.cpu_initialization_period))
-        object.__setattr__(self, "initial_readiness_delta", timedelta(seconds=self.initial_readiness_delay))
+        object.__setattr__(self, "cpu_initialization_delta", delta(self.cpu_initialization_period))
+        object.__setattr__(self, "initial_readiness_delta", delta(self.initial_readiness_delay))
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +194,7 @@ class MetricDetail:
 class Lazy:
     """A value computed on its first read, then kept: `Lazy(fn, *args)()` is `fn(*args)`, once."""
 
-    __slots__ = ("fn", "args", "value")
+    __slots__ = ("args", "fn", "value")
 
     def __init__(self, fn: Any, *args: Any) -> None:
         self.fn, self.args = fn, args
@@ -211,7 +203,7 @@ class Lazy:
         fn = self.fn
         if fn is not None:
             self.value = fn(*self.args)
-            self.fn = self.args = None
+            self.fn, self.args = None, ()
         return self.value
 
 
@@ -231,6 +223,9 @@ class Decision:
     history: History                           # with this decision's recommendation recorded
     details: tuple[MetricDetail, ...] = ()     # added: per-metric reasoning (simulate's table)
     steps: tuple[str, ...] = ()                # added: normalization steps (stabilization, policies, limits)
+    # The reason in the controller's SuccessfulRescale event, worded as horizontal.go's rescaleReason
+    # ("pods metric http_requests above target", "All metrics below target", ...).
+    rescale_reason: str = ""
 
     @property
     def scale(self) -> bool:
@@ -259,7 +254,7 @@ del _name
 
 def make_decision(desired_replicas: int, current_replicas: int, recommendation: int | None,
                   current_metrics: list[dict[str, Any]], proposals: list[Proposal], conditions: list[Condition],
-                  explanation: Any, history: History, details: Any, steps: Any) -> Decision:
+                  explanation: Any, history: History, details: Any, steps: Any, rescale_reason: str = "") -> Decision:
     """`Decision(...)` without the frozen dataclass's per-field `object.__setattr__` calls (the
     same instance state; `decide()` makes one per sync)."""
     decision = object.__new__(Decision)
@@ -267,6 +262,6 @@ def make_decision(desired_replicas: int, current_replicas: int, recommendation: 
         "desired_replicas": desired_replicas, "current_replicas": current_replicas,
         "recommendation": recommendation, "current_metrics": current_metrics, "proposals": proposals,
         "conditions": conditions, "_explanation": explanation, "history": history, "_details": details,
-        "_steps": steps,
+        "_steps": steps, "rescale_reason": rescale_reason,
     })
     return decision

@@ -15,11 +15,20 @@ import math
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+from .clock import before, delta
 from .model import Recommendation, ScaleEvent
 from .spec import HPASpec, ScalingRules
 
-__all__ = ["Normalized", "normalize_legacy", "normalize_with_behavior", "scale_up_limit", "scale_down_limit",
-           "replicas_change_in_period", "LEGACY_SCALE_UP_FACTOR", "LEGACY_SCALE_UP_MINIMUM"]
+__all__ = [
+    "LEGACY_SCALE_UP_FACTOR",
+    "LEGACY_SCALE_UP_MINIMUM",
+    "Normalized",
+    "normalize_legacy",
+    "normalize_with_behavior",
+    "replicas_change_in_period",
+    "scale_down_limit",
+    "scale_up_limit",
+]
 
 LEGACY_SCALE_UP_FACTOR = 2.0
 LEGACY_SCALE_UP_MINIMUM = 4.0
@@ -57,7 +66,7 @@ def normalize_legacy(
     recommendations: tuple[Recommendation, ...], now: datetime, window_seconds: float,
 ) -> Normalized:
     steps: list[Any] = []
-    cutoff = now - timedelta(seconds=window_seconds)
+    cutoff = before(now, delta(window_seconds))
     stabilized = desired
     kept: list[Recommendation] = []
     for rec in recommendations:
@@ -69,10 +78,12 @@ def normalize_legacy(
     kept.append(Recommendation(now, desired))
     if stabilized != desired:
         able_reason, able_message = "ScaleDownStabilized", MSG_DOWN_STABILIZED
-        steps.append(("downscale stabilization ({:g}s): the highest recent recommendation is {}, so not below it", window_seconds, stabilized))
+        steps.append(("downscale stabilization ({:g}s): the highest recent recommendation is {}, so not below it",
+                      window_seconds, stabilized))
     else:
         able_reason, able_message = "ReadyForNewScale", MSG_READY
-        steps.append(("downscale stabilization ({:g}s): no higher recommendation in the window, keep {}", window_seconds, desired))
+        steps.append(("downscale stabilization ({:g}s): no higher recommendation in the window, keep {}",
+                      window_seconds, desired))
 
     limit = int(max(LEGACY_SCALE_UP_FACTOR * current, LEGACY_SCALE_UP_MINIMUM))
     if max_replicas > limit:
@@ -90,7 +101,8 @@ def normalize_legacy(
             steps.append(("{} is above maxReplicas: {}", stabilized, max_replicas))
     else:
         result, reason, message = stabilized, "DesiredWithinRange", MSG_WITHIN
-        steps.append(("within [minReplicas {}, min(maxReplicas {}, scale-up limit {})]: {}", min_replicas, max_replicas, limit, stabilized))
+        steps.append(("within [minReplicas {}, min(maxReplicas {}, scale-up limit {})]: {}",
+                      min_replicas, max_replicas, limit, stabilized))
     return Normalized(result, stabilized, able_reason, able_message, result != stabilized, reason, message,
                       tuple(kept), tuple(steps))
 
@@ -100,7 +112,7 @@ def normalize_legacy(
 
 def replicas_change_in_period(period_seconds: int, events: tuple[ScaleEvent, ...], now: datetime) -> int:
     """Replicas added (or removed) by events strictly inside the last `period_seconds`."""
-    cutoff = now - timedelta(seconds=period_seconds)
+    cutoff = before(now, delta(period_seconds))
     return sum(e.replica_change for e in events if e.timestamp > cutoff)
 
 
@@ -118,7 +130,7 @@ def scale_up_limit(current: int, up_events: tuple[ScaleEvent, ...], down_events:
         if policy.type == "Pods":
             proposed = start + policy.value
         else:
-            proposed = int(math.ceil(float(start) * (1 + float(policy.value) / 100)))
+            proposed = math.ceil(float(start) * (1 + float(policy.value) / 100))
         if steps is not None:
             steps.append(("  policy {} {} per {}s: {} at the period's start -> at most {}",
                           policy.type, policy.value, policy.period_seconds, start, proposed))
@@ -148,87 +160,86 @@ def scale_down_limit(current: int, up_events: tuple[ScaleEvent, ...], down_event
     return result
 
 
+class _Stabilized(NamedTuple):
+    stabilized: int
+    reason: str
+    message: str
+    recommendations: tuple[Recommendation, ...]
+
+
+def _stabilize_with_behaviors(current: int, desired: int, up_rules: ScalingRules, down_rules: ScalingRules,
+                              down_window: int, recommendations: tuple[Recommendation, ...], now: datetime,
+                              steps: list[Any]) -> _Stabilized:
+    """`stabilizeRecommendationWithBehaviors`: the lowest recommendation of the scale-up window
+    and the highest of the scale-down window bound the change; recommendations older than both
+    windows are forgotten, this one is recorded."""
+    up_cutoff = before(now, up_rules.window_delta or _ZERO)
+    down_cutoff = before(now, delta(down_window))
+    keep_cutoff = min(up_cutoff, down_cutoff)
+    up_rec = down_rec = desired
+    for rec in recommendations:
+        if rec.timestamp > up_cutoff and rec.replicas < up_rec:
+            up_rec = rec.replicas
+        if rec.timestamp > down_cutoff and rec.replicas > down_rec:
+            down_rec = rec.replicas
+    kept = (*(rec for rec in recommendations if rec.timestamp >= keep_cutoff), Recommendation(now, desired))
+    stabilized = min(max(current, up_rec), down_rec)
+    steps.append(("stabilization: lowest recommendation in the scale-up window ({}s) {}, "
+                  "highest in the scale-down window ({}s) {}; from {} -> {}",
+                  up_rules.stabilization_window_seconds or 0, up_rec, down_window, down_rec, current, stabilized))
+    if stabilized == desired:
+        return _Stabilized(stabilized, "ReadyForNewScale", MSG_READY, kept)
+    if desired >= current:
+        return _Stabilized(stabilized, "ScaleUpStabilized", MSG_UP_STABILIZED, kept)
+    return _Stabilized(stabilized, "ScaleDownStabilized", MSG_DOWN_STABILIZED, kept)
+
+
+def _limit_with_behaviors(spec: HPASpec, current: int, stabilized: int, min_replicas: int,
+                          up_events: tuple[ScaleEvent, ...], down_events: tuple[ScaleEvent, ...], now: datetime,
+                          steps: list[Any]) -> tuple[int, str, str]:
+    """`convertDesiredReplicasWithBehaviorRate`: the policies' limit and [min, max]; returns the
+    result with the ScalingLimited reason and message."""
+    assert spec.behavior is not None
+    up_rules, down_rules = spec.behavior.scale_up, spec.behavior.scale_down
+    if stabilized > current:
+        steps.append(("scale-up policies (selectPolicy {}):", up_rules.select_policy))
+        limit = max(scale_up_limit(current, up_events, down_events, up_rules, now, steps), current)
+        # (below current: earlier scale-ups used the whole budget; wait for them to age out)
+        maximum, reason, message = limit, "ScaleUpLimit", MSG_SCALE_UP_LIMIT
+        if spec.max_replicas <= limit:
+            maximum, reason, message = spec.max_replicas, "TooManyReplicas", MSG_TOO_MANY
+        result = min(stabilized, maximum)
+        steps.append(("allowed up to min(maxReplicas {}, policy limit {}) = {}: {}",
+                      spec.max_replicas, limit, maximum, result))
+        return (result, reason, message) if stabilized > maximum else (result, "DesiredWithinRange", MSG_WITHIN)
+    if stabilized < current:
+        steps.append(("scale-down policies (selectPolicy {}):", down_rules.select_policy))
+        limit = min(scale_down_limit(current, up_events, down_events, down_rules, now, steps), current)
+        minimum, reason, message = limit, "ScaleDownLimit", MSG_SCALE_DOWN_LIMIT
+        if min_replicas >= limit:
+            minimum, reason, message = min_replicas, "TooFewReplicas", MSG_TOO_FEW
+        result = max(stabilized, minimum)
+        steps.append(("allowed down to max(minReplicas {}, policy limit {}) = {}: {}",
+                      min_replicas, limit, minimum, result))
+        return (result, reason, message) if stabilized < minimum else (result, "DesiredWithinRange", MSG_WITHIN)
+    return stabilized, "DesiredWithinRange", MSG_WITHIN
+
+
 def normalize_with_behavior(
     spec: HPASpec, current: int, desired: int, min_replicas: int,
     recommendations: tuple[Recommendation, ...], up_events: tuple[ScaleEvent, ...],
     down_events: tuple[ScaleEvent, ...], now: datetime, default_down_window: float,
 ) -> Normalized:
+    """`normalizeDesiredReplicasWithBehaviors`: stabilization, then the policies' rate limits and bounds."""
     behavior = spec.behavior
     assert behavior is not None
-    up_rules, down_rules = behavior.scale_up, behavior.scale_down
-    up_window = up_rules.stabilization_window_seconds or 0
-    down_window = down_rules.stabilization_window_seconds
-    if down_window is None:
+    down_window = behavior.scale_down.stabilization_window_seconds
+    if down_window is None:  # maybeInitScaleDownStabilizationWindow
         down_window = int(default_down_window)
     steps: list[Any] = []
-
-    up_cutoff = now - (up_rules.window_delta or _ZERO)
-    down_delta = down_rules.window_delta
-    down_cutoff = now - (timedelta(seconds=down_window) if down_delta is None else down_delta)
-    up_rec = down_rec = desired
-    keep_cutoff = min(up_cutoff, down_cutoff)  # older than both windows: forgotten
-    dropped = 0         # recommendations older than keep_cutoff
-    kept_one = False
-    gap = False         # one of them comes after a kept one (they are not a leading run)
-    for rec in recommendations:
-        ts = rec.timestamp
-        if ts >= keep_cutoff:
-            kept_one = True
-            replicas = rec.replicas
-            if replicas < up_rec and ts > up_cutoff:
-                up_rec = replicas
-            if replicas > down_rec and ts > down_cutoff:
-                down_rec = replicas
-        else:
-            dropped += 1
-            if kept_one:
-                gap = True
-    # The engine records in time order, so the forgotten ones lead: keep a slice.
-    if gap:
-        kept = tuple(rec for rec in recommendations if rec.timestamp >= keep_cutoff) + (Recommendation(now, desired),)
-    else:
-        kept = tuple(recommendations[dropped:]) + (Recommendation(now, desired),)
-    stabilized = current
-    if stabilized < up_rec:
-        stabilized = up_rec
-    if stabilized > down_rec:
-        stabilized = down_rec
-    steps.append(("stabilization: lowest recommendation in the scale-up window ({}s) {}, "
-                  "highest in the scale-down window ({}s) {}; from {} -> {}",
-                  up_window, up_rec, down_window, down_rec, current, stabilized))
-    if stabilized != desired:
-        if desired >= current:
-            able_reason, able_message = "ScaleUpStabilized", MSG_UP_STABILIZED
-        else:
-            able_reason, able_message = "ScaleDownStabilized", MSG_DOWN_STABILIZED
-    else:
-        able_reason, able_message = "ReadyForNewScale", MSG_READY
-
-    result, reason, message = stabilized, "DesiredWithinRange", MSG_WITHIN
-    max_replicas = spec.max_replicas
-    if stabilized > current:
-        steps.append(("scale-up policies (selectPolicy {}):", up_rules.select_policy))
-        limit = scale_up_limit(current, up_events, down_events, up_rules, now, steps)
-        if limit < current:
-            limit = current  # earlier scale-ups used the whole budget: wait for them to age out
-        if max_replicas > limit:
-            maximum, lim_reason, lim_message = limit, "ScaleUpLimit", MSG_SCALE_UP_LIMIT
-        else:
-            maximum, lim_reason, lim_message = max_replicas, "TooManyReplicas", MSG_TOO_MANY
-        if stabilized > maximum:
-            result, reason, message = maximum, lim_reason, lim_message
-        steps.append(("allowed up to min(maxReplicas {}, policy limit {}) = {}: {}", max_replicas, limit, maximum, result))
-    elif stabilized < current:
-        steps.append(("scale-down policies (selectPolicy {}):", down_rules.select_policy))
-        limit = scale_down_limit(current, up_events, down_events, down_rules, now, steps)
-        if limit > current:
-            limit = current
-        if min_replicas < limit:
-            minimum, lim_reason, lim_message = limit, "ScaleDownLimit", MSG_SCALE_DOWN_LIMIT
-        else:
-            minimum, lim_reason, lim_message = min_replicas, "TooFewReplicas", MSG_TOO_FEW
-        if stabilized < minimum:
-            result, reason, message = minimum, lim_reason, lim_message
-        steps.append(("allowed down to max(minReplicas {}, policy limit {}) = {}: {}", min_replicas, limit, minimum, result))
-    return Normalized(result, stabilized, able_reason, able_message, result != stabilized, reason, message,
-                      tuple(kept), tuple(steps))
+    stab = _stabilize_with_behaviors(current, desired, behavior.scale_up, behavior.scale_down, down_window,
+                                     recommendations, now, steps)
+    result, reason, message = _limit_with_behaviors(spec, current, stab.stabilized, min_replicas, up_events,
+                                                    down_events, now, steps)
+    return Normalized(result, stab.stabilized, stab.reason, stab.message, result != stab.stabilized, reason, message,
+                      stab.recommendations, tuple(steps))

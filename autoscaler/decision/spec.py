@@ -15,12 +15,20 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from promscaler.quantity import QuantityError, parse_quantity, to_milli
-from promscaler.selectors import Selector, SelectorError, from_label_selector
+from promscaler.quantity import QuantityError, format_milli, parse_quantity, to_milli
+from promscaler.selectors import Selector, SelectorError, from_label_selector, go_label_selector
 
 __all__ = [
-    "SpecError", "CrossVersionObjectReference", "MetricTarget", "MetricSpec", "ScalingPolicy",
-    "ScalingRules", "Behavior", "HPASpec", "parse_spec", "METRIC_TYPES",
+    "METRIC_TYPES",
+    "Behavior",
+    "CrossVersionObjectReference",
+    "HPASpec",
+    "MetricSpec",
+    "MetricTarget",
+    "ScalingPolicy",
+    "ScalingRules",
+    "SpecError",
+    "parse_spec",
 ]
 
 METRIC_TYPES = ("Resource", "ContainerResource", "Pods", "Object", "External")
@@ -72,8 +80,14 @@ class MetricSpec:
     selector_raw: Mapping[str, Any] | None = None   # as written, echoed into status
     container: str | None = None           # ContainerResource
     described_object: CrossVersionObjectReference | None = None  # Object
-    # Texts derived from this spec (labels, target wording), filled on first use by the engine.
-    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # Derived once: how Kubernetes names the metric (its `metricNameProposal`, in conditions and
+    # events) and the target in words, for the explanation.
+    label: str = field(init=False, repr=False, compare=False)
+    target_text: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "label", _metric_label(self))
+        object.__setattr__(self, "target_text", _target_text(self.target))
 
     def identifier(self) -> dict[str, Any]:
         """The `metric: {name, selector}` identifier as status echoes it."""
@@ -123,8 +137,6 @@ class HPASpec:
     # Derived once here (parse_spec runs once per spec generation), read by every decision.
     _has_obj_ext: bool = field(init=False, repr=False, compare=False)
     _has_pod_metrics: bool = field(init=False, repr=False, compare=False)
-    # Values derived from this spec at decision time (tolerances by cluster default), kept.
-    memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_has_obj_ext", any(m.type in ("Object", "External") for m in self.metrics))
@@ -139,6 +151,30 @@ class HPASpec:
     def has_pod_metrics(self) -> bool:
         """Some metric is read per pod (Resource, ContainerResource, Pods)."""
         return self._has_pod_metrics
+
+
+def _metric_label(ms: MetricSpec) -> str:
+    """`metricNameProposal` of horizontal.go's computeStatusFor*Metric, word for word."""
+    t, name = ms.type, ms.name
+    if t in ("Resource", "ContainerResource"):
+        if ms.target.type != "Utilization":
+            return f"{name} resource"
+        kind = "container resource" if t == "ContainerResource" else "resource"
+        return f"{name} {kind} utilization (percentage of request)"
+    if t == "Pods":
+        return f"pods metric {name}"
+    if t == "Object" and ms.target.type == "Value":
+        return f"{ms.described_object.kind if ms.described_object else ''} metric {name}"
+    # External, and Object AverageValue (Kubernetes words it "external metric" too)
+    return f"external metric {name}({go_label_selector(ms.selector_raw)})"
+
+
+def _target_text(t: MetricTarget) -> str:
+    if t.type == "Utilization":
+        return f"{t.average_utilization}% of request"
+    if t.type == "AverageValue":
+        return f"{format_milli(t.average_value_milli or 0)} per pod"
+    return format_milli(t.value_milli or 0)
 
 
 # API server defaults (pkg/apis/autoscaling/v2/defaults.go).
@@ -170,7 +206,11 @@ def _str(value: Any, path: str, required: bool = True) -> str | None:
     return value
 
 
-def _int(value: Any, path: str, minimum: int | None = None, maximum: int | None = None) -> int:
+MAX_INT32 = 2**31 - 1  # replica counts and percentages are int32 in the API
+MAX_INT64 = 2**63 - 1  # quantities' milli-values are int64
+
+
+def _int(value: Any, path: str, minimum: int | None = None, maximum: int = MAX_INT32) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -178,7 +218,7 @@ def _int(value: Any, path: str, minimum: int | None = None, maximum: int | None 
             raise SpecError(path, f"must be an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise SpecError(path, f"must be greater than or equal to {minimum}")
-    if maximum is not None and value > maximum:
+    if value > maximum:
         raise SpecError(path, f"must be less than or equal to {maximum}")
     return value
 
@@ -192,6 +232,8 @@ def _positive_milli(value: Any, path: str) -> int:
         raise SpecError(path, f"not a quantity: {value!r}") from None
     if milli <= 0:
         raise SpecError(path, "must be positive")
+    if milli > MAX_INT64:
+        raise SpecError(path, f"out of range: {value!r} (at most {MAX_INT64 // 1000} as a whole number)")
     return milli
 
 
@@ -221,7 +263,8 @@ def _parse_target(raw: Any, path: str, metric_type: str) -> MetricTarget:
         return MetricTarget("Utilization", average_utilization=_int(util, f"{path}.averageUtilization", minimum=1))
     if ttype == "Value":
         return MetricTarget("Value", value_milli=_positive_milli(target.get("value"), f"{path}.value"))
-    return MetricTarget("AverageValue", average_value_milli=_positive_milli(target.get("averageValue"), f"{path}.averageValue"))
+    average = _positive_milli(target.get("averageValue"), f"{path}.averageValue")
+    return MetricTarget("AverageValue", average_value_milli=average)
 
 
 def _parse_identifier(raw: Any, path: str) -> tuple[str, Selector | None, Mapping[str, Any] | None]:
@@ -271,7 +314,8 @@ def _parse_rules(raw: Any, path: str, default: ScalingRules) -> ScalingRules:
         return default
     window = default.stabilization_window_seconds
     if rules.get("stabilizationWindowSeconds") is not None:
-        window = _int(rules["stabilizationWindowSeconds"], f"{path}.stabilizationWindowSeconds", 0, MAX_STABILIZATION_SECONDS)
+        window = _int(rules["stabilizationWindowSeconds"], f"{path}.stabilizationWindowSeconds", 0,
+                      MAX_STABILIZATION_SECONDS)
     select = default.select_policy
     if rules.get("selectPolicy") is not None:
         select = _str(rules["selectPolicy"], f"{path}.selectPolicy") or ""
@@ -341,7 +385,8 @@ def parse_spec(spec: Any, path: str = "hpa.spec") -> HPASpec:
     if root.get("minReplicas") is not None:
         min_replicas = _int(root["minReplicas"], f"{path}.minReplicas", minimum=0)
         if min_replicas == 0 and not has_obj_ext:
-            raise SpecError(f"{path}.minReplicas", "must be greater than or equal to 1 (0 is allowed only with an Object or External metric)")
+            raise SpecError(f"{path}.minReplicas", "must be greater than or equal to 1 "
+                                                   "(0 is allowed only with an Object or External metric)")
     if max_replicas < min_replicas:
         raise SpecError(f"{path}.maxReplicas", "must be greater than or equal to `minReplicas`")
     behavior = None

@@ -4,4 +4,4 @@ from .cli import main
 from .output import check, decision_json
 from .scenario import Scenario, ScenarioError, build_scenario, load_scenarios
 
-__all__ = ["main", "check", "decision_json", "Scenario", "ScenarioError", "build_scenario", "load_scenarios"]
+__all__ = ["Scenario", "ScenarioError", "build_scenario", "check", "decision_json", "load_scenarios", "main"]

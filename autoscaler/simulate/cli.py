@@ -1,7 +1,9 @@
 """`autoscaler simulate`: one decision per scenario, offline (format: docs/simulate.md).
 
-Scenario -> `DecisionInput` -> `decide()` (the live controller's code) -> JSON lines, a check
-against `expect:`, or a readable report. Exit status: 0 computed, 1 a check differed, 2 invalid input.
+Scenario -> `DecisionInput` -> `decide()` (the live controller's code) -> a readable report, JSON
+lines (one per scenario, with its file and document number), or a check against `expect:` (as
+text or JSON lines). Exit status: 0 computed, 1 a check differed or had nothing to check, 2 invalid
+input; with several files, the worst.
 """
 
 from __future__ import annotations
@@ -9,12 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TextIO
 
-from ..decision import decide
+from ..decision import Decision, decide
 from .output import check, decision_json
-from .scenario import Scenario, ScenarioError, build_scenario, load_scenarios
+from .scenario import Scenario, ScenarioError, build_scenario, load_scenarios, paused_gc
 
 __all__ = ["main"]
 
@@ -37,51 +40,89 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("files", nargs="+", metavar="SCENARIO", help="scenario file(s), YAML or JSON; '-' for stdin")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
-    p.add_argument("--check", action="store_true", help="compare each scenario with its expect: block; exit 1 on differences")
+    p.add_argument("--check", action="store_true",
+                   help="compare each scenario with its expect: block; exit 1 on differences or without one")
     return p
 
 
+@dataclass(frozen=True)
+class _Result:
+    file: str
+    document: int     # 1-based, among the file's documents
+    scenario: Scenario
+    decision: Decision
+
+
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Every file and document is reported; the exit status is the worst one (0 computed, 1 a
+    check failed, 2 invalid input)."""
     out = stdout or sys.stdout
     err = stderr or sys.stderr
-    parser = _parser()
     try:
-        args = parser.parse_args(list(argv) if argv is not None else None)
+        args = _parser().parse_args(list(argv) if argv is not None else None)
     except _ArgError as exc:
         print(f"autoscaler simulate: {exc}", file=err)
         return 2
     if args.files.count("-") > 1:
         print("autoscaler simulate: '-' (stdin) may be given once", file=err)
         return 2
-    scenarios: list[Scenario] = []
+    worst = 0
+    results: list[_Result] = []
     for source in args.files:
-        try:
-            for label, doc in load_scenarios(source):
-                try:
-                    scenarios.append(build_scenario(label, doc))
-                except ScenarioError as exc:
-                    raise ScenarioError(f"{label}: {exc}") from None
-        except ScenarioError as exc:
-            print(f"autoscaler simulate: {exc}", file=err)
-            return 2
-    results = [(s, decide(s.input)) for s in scenarios]
-    if args.check:
-        failed = 0
-        for s, d in results:
-            if s.expect is None:
-                print(f"{s.label}: no expect: block, nothing checked", file=out)
-                continue
-            diffs = check(s.expect, decision_json(d))
-            if diffs:
-                failed += 1
-                print(f"{s.label}: FAILED: " + "; ".join(diffs), file=out)
+        for outcome in _decide_file(source):
+            if isinstance(outcome, str):
+                print(f"autoscaler simulate: {outcome}", file=err)
+                worst = 2
+            elif args.check:
+                worst = max(worst, _check(outcome, args.output, out))
+            elif args.output == "json":
+                line = {"file": outcome.file, "document": outcome.document, **decision_json(outcome.decision)}
+                out.write(json.dumps(line, separators=(",", ":")) + "\n")
             else:
-                print(f"{s.label}: ok", file=out)
-        return 1 if failed else 0
-    if args.output == "json":
-        for _, d in results:
-            out.write(json.dumps(decision_json(d), separators=(",", ":")) + "\n")
-        return 0
-    from .report import render
-    render([(s.label, s.input, d) for s, d in results], out)
-    return 0
+                results.append(outcome)
+    if results:
+        from .report import render
+        render([(r.scenario.label, r.scenario.input, r.decision) for r in results], out)
+    return worst
+
+
+def _decide_file(source: str) -> Iterator[_Result | str]:
+    """Each document's decision, or the one-line error of a document or of the whole file."""
+    try:
+        documents = load_scenarios(source)
+    except ScenarioError as exc:
+        yield str(exc)
+        return
+    file = "<stdin>" if source == "-" else source
+    for index, (label, doc) in enumerate(documents, 1):
+        try:
+            with paused_gc():
+                scenario = build_scenario(label, doc)
+                decision = decide(scenario.input)
+        except ScenarioError as exc:
+            yield f"{label}: {exc}"
+        except RecursionError:
+            yield f"{label}: nested too deeply"
+        else:
+            yield _Result(file, index, scenario, decision)
+
+
+def _check(result: _Result, output: str, out: TextIO) -> int:
+    """Compare one decision with its scenario's `expect:` (a scenario without one fails)."""
+    expect = result.scenario.expect
+    if expect is None:
+        diffs = ["no expect: block, nothing to check"]
+    else:
+        try:
+            diffs = check(expect, decision_json(result.decision))
+        except RecursionError:
+            diffs = ["expect: nested too deeply"]
+    if output == "json":
+        line = {"file": result.file, "document": result.document, "scenario": result.scenario.label,
+                "result": "fail" if diffs else "pass", "differences": diffs}
+        out.write(json.dumps(line, separators=(",", ":")) + "\n")
+    elif diffs:
+        print(f"{result.scenario.label}: FAILED: " + "; ".join(diffs), file=out)
+    else:
+        print(f"{result.scenario.label}: ok", file=out)
+    return 1 if diffs else 0

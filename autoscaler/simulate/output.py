@@ -11,7 +11,7 @@ from promscaler.quantity import QuantityError, parse_quantity
 
 from ..decision import Decision
 
-__all__ = ["decision_json", "check"]
+__all__ = ["check", "decision_json"]
 
 _QUANTITY_KEYS = {"value", "averageValue"}
 
@@ -34,9 +34,18 @@ def decision_json(d: Decision) -> dict[str, Any]:
         "currentMetrics": d.current_metrics,
         "proposals": proposals,
         "recommendation": d.recommendation,
-        "conditions": [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in d.conditions],
+        "conditions": [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+                       for c in d.conditions],
         "explanation": d.explanation,
     }
+
+
+def _show(value: Any) -> str:
+    """A value in a difference message: JSON, or Python's repr for what JSON cannot hold."""
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def _quantity(value: Any) -> Decimal | None:
@@ -50,30 +59,30 @@ def _match(expected: Any, actual: Any, path: str, key: str | None, diffs: list[s
     """Expected is a subset of actual; quantities compare by value, errors by substring."""
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
-            diffs.append(f"{path}: expected an object, got {json.dumps(actual)}")
+            diffs.append(f"{path}: expected an object, got {_show(actual)}")
             return
         for k, v in expected.items():
             if k not in actual:
-                diffs.append(f"{path}.{k}: expected {json.dumps(v, default=str)}, got nothing")
+                diffs.append(f"{path}.{k}: expected {_show(v)}, got nothing")
             else:
                 _match(v, actual[k], f"{path}.{k}", k, diffs)
         return
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
-            diffs.append(f"{path}: expected {len(expected)} entries, got {len(actual) if isinstance(actual, list) else json.dumps(actual)}")
+            got = len(actual) if isinstance(actual, list) else _show(actual)
+            diffs.append(f"{path}: expected {len(expected)} entries, got {got}")
             return
-        for i, (e, a) in enumerate(zip(expected, actual)):
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
             _match(e, a, f"{path}[{i}]", None, diffs)
         return
     if key in _QUANTITY_KEYS and not isinstance(expected, bool):
         qe, qa = _quantity(expected), _quantity(actual)
         if qe is not None and qa is not None and qe == qa:
             return
-    elif key == "error" and isinstance(expected, str) and isinstance(actual, str) and expected in actual:
+    elif (key == "error" and isinstance(expected, str) and isinstance(actual, str) and expected in actual) or (
+            expected == actual and type(expected) is type(actual)):
         return
-    elif expected == actual and type(expected) is type(actual):
-        return
-    diffs.append(f"{path}: expected {json.dumps(expected, default=str)}, got {json.dumps(actual, default=str)}")
+    diffs.append(f"{path}: expected {_show(expected)}, got {_show(actual)}")
 
 
 def check(expect: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
@@ -81,7 +90,7 @@ def check(expect: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
     diffs: list[str] = []
     for key in ("desiredReplicas", "recommendation", "scale"):
         if key in expect and expect[key] != result[key]:
-            diffs.append(f"{key}: expected {json.dumps(expect[key])}, got {json.dumps(result[key])}")
+            diffs.append(f"{key}: expected {_show(expect[key])}, got {_show(result[key])}")
     for key in ("currentMetrics", "proposals"):
         if key in expect:
             _match(expect[key], result[key], key, None, diffs)

@@ -165,7 +165,7 @@ async def test_resource_cpu_utilization_through_metrics_api(sim, fake):
         await eventually(lambda: status(sim, "web").get("currentReplicas") == 4)
     current = status(sim, "web")["currentMetrics"][0]["resource"]["current"]
     assert current["averageUtilization"] == 100
-    assert [e[2] for e in events(sim, "web") if e[1] == "SuccessfulRescale"] == ["New size: 4; reason: cpu resource above target"]
+    assert [e[2] for e in events(sim, "web") if e[1] == "SuccessfulRescale"] == ["New size: 4; reason: cpu resource utilization (percentage of request) above target"]
 
 
 async def test_native_hpas_are_reconciled_when_enabled(sim, fake):

@@ -6,8 +6,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from autoscaler.decision import (
-    ControllerConfig, DecisionInput, ExternalReading, History, MetricFailure, ObjectReading, PodInfo, PodReading,
-    PodSample, Recommendation, ScaleEvent, parse_spec,
+    ControllerConfig,
+    DecisionInput,
+    ExternalReading,
+    History,
+    MetricFailure,
+    ObjectReading,
+    PodInfo,
+    PodReading,
+    PodSample,
+    Recommendation,
+    ScaleEvent,
+    parse_spec,
 )
 
 NOW = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from autoscaler.decision import History, Recommendation, ScaleEvent, decide, record_scale
+
 from .decision_helpers import NOW, ago, events, ext_avg, external, inp, recs, spec, want
 
 

@@ -6,11 +6,17 @@ import pytest
 
 from autoscaler.decision import ExternalReading, MetricFailure, ObjectReading, PodReading
 from autoscaler.decision.spec import parse_spec
-from autoscaler.simulate.scenario import _answer_external, _answer_object, _answer_pods
 from autoscaler.objects import (
-    ObjectError, external_metric_reading, object_metric_reading, pod_info, pod_metrics_reading, pods_metric_reading,
+    ObjectError,
+    external_metric_reading,
+    object_metric_reading,
+    pod_info,
+    pod_labels,
+    pod_metrics_reading,
+    pods_metric_reading,
     scale_selector,
 )
+from autoscaler.simulate.scenario import _answer_external, _answer_object, _answer_pods
 from promscaler.times import parse_time
 
 REF = {"kind": "Deployment", "name": "web"}
@@ -156,3 +162,17 @@ def test_scale_selector() -> None:
     assert err is None and sel.matches({"app": "web", "tier": "a"}) and not sel.matches({"app": "web"})
     assert scale_selector({"status": {}}) == (None, "the HPA target's scale is missing a selector")
     assert scale_selector({"status": {"selector": "app in (a"}})[1].startswith("couldn't convert selector")
+
+
+def test_metrics_api_values_out_of_range_are_errors_with_their_path() -> None:
+    # The live controller turns these into a MetricFailure (ScalingActive False), never a crashed sync.
+    with pytest.raises(ObjectError, match=r"\[0\].containers\[0\].usage.cpu: out of range"):
+        pod_metrics_reading([pm("a", [{"name": "app", "usage": {"cpu": "1e400"}}])], "cpu")
+    with pytest.raises(ObjectError, match=r"\[0\].timestamp: out of range"):
+        pod_metrics_reading([pm("a", [{"name": "app", "usage": {"cpu": "1"}}], ts="0001-01-01T00:00:00Z")], "cpu")
+    with pytest.raises(ObjectError, match=r"\[0\].value: out of range"):
+        external_metric_reading([{"metricName": "q", "value": "-1e400"}])
+    with pytest.raises(ObjectError, match=r"\[0\].window: out of range"):
+        pod_metrics_reading([pm("a", [{"name": "app", "usage": {"cpu": "1"}}], window="100000000000000000s")], "cpu")
+    with pytest.raises(ObjectError, match=r"metadata\.labels: must map strings to strings"):
+        pod_labels({"metadata": {"labels": {"app": 1.5}}})

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from autoscaler.decision import ControllerConfig, History, Recommendation, ScaleEvent, decide
 from autoscaler.decision.replicas import Tolerances
+
 from .decision_helpers import NOW, ext_avg, external, inp, pods, pods_metric, samples, spec
 
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

@@ -20,7 +20,8 @@ def test_missing_module_is_one_line(monkeypatch, capsys) -> None:
 
 def test_dispatches_lazily_with_arguments(monkeypatch) -> None:
     seen = []
-    import types, sys
+    import sys
+    import types
     module = types.ModuleType("autoscaler_fake_cmd")
     module.main = lambda argv: seen.append(argv) or 0  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "autoscaler_fake_cmd", module)

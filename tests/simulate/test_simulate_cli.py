@@ -65,7 +65,7 @@ def test_json_output_shape() -> None:
     lines = proc.stdout.splitlines()
     assert len(lines) == 1
     out = json.loads(lines[0])
-    assert OUTPUT_KEYS <= set(out)
+    assert set(out) >= OUTPUT_KEYS
     assert out["desiredReplicas"] == 6 and out["currentReplicas"] == 3 and out["scale"] is True
     assert out["recommendation"] == 9
     assert out["currentMetrics"] == [{"type": "Pods", "pods": {"metric": {"name": "http_requests"},
@@ -114,11 +114,11 @@ def test_check_reports_differences_and_exits_1(tmp_path: Path) -> None:
     assert good_line.endswith(": ok")
 
 
-def test_check_without_expect_is_not_a_failure(tmp_path: Path) -> None:
+def test_check_without_expect_fails_saying_so(tmp_path: Path) -> None:
     doc = example()
     del doc["expect"]
     rc, out, _ = run_main("--check", write(tmp_path, doc))
-    assert rc == 0 and "nothing checked" in out
+    assert rc == 1 and "FAILED: no expect: block, nothing to check" in out
 
 
 @pytest.mark.parametrize(
