@@ -7,6 +7,7 @@ Subcommands are imported lazily: `simulate` needs no cluster libraries, and a mi
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -67,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         raise
+    except BrokenPipeError:  # the reader went away (`... -o json | head`): no traceback, nothing more to write
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return int(result or 0)
 
 

@@ -19,7 +19,7 @@ DOCS = ROOT / "docs"
 OURS = ("adapter.md", "simulate.md", "migrating-from-prometheus-adapter.md", "troubleshooting.md")
 # Written on other branches (resource metrics, explain/backtest, the chart, shadow mode): linked
 # from the README and from these docs before they exist here.
-ELSEWHERE = {"resource-metrics.md", "explain-and-backtest.md", "operating.md", "shadow-mode.md"}
+ELSEWHERE = {"operating.md", "shadow-mode.md"}
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
@@ -65,6 +65,23 @@ def test_simulate_full_example_is_the_example_file_and_passes_check(tmp_path: Pa
     proc = subprocess.run([sys.executable, "-m", "autoscaler", "simulate", "--check", str(path)],
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip().endswith(": ok"), proc.stdout + proc.stderr
+
+
+def test_simulate_short_form_example_decides_as_the_full_one(tmp_path: Path) -> None:
+    blocks = yaml_blocks(text("simulate.md"))
+    short = next(b for b in blocks if "pods: {count:" in b and "expect:" in b)
+    full = next(b for b in blocks if b.startswith("now:") and "expect:" in b and b is not short)
+    outputs = []
+    for name, block in (("short", short), ("full", full)):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(block)
+        proc = subprocess.run([sys.executable, "-m", "autoscaler", "simulate", str(path), "-o", "json"],
+                              capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(json.loads(proc.stdout))
+    keys = ("desiredReplicas", "currentReplicas", "recommendation", "currentMetrics", "proposals")
+    assert {k: outputs[0][k] for k in keys} == {k: outputs[1][k] for k in keys}
+    assert outputs[0]["desiredReplicas"] == 6
 
 
 def test_adapter_doc_names_every_flag_and_only_real_ones() -> None:
