@@ -90,6 +90,8 @@ BUILTIN: tuple[ResourceType, ...] = (
                  categories=("all",), generation=True),
     ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", status=True,
                  short_names=("hpa",), categories=("all",), generation=True),
+    ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", status=True, short_names=("pdb",),
+                 generation=True),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease"),
     ResourceType("events.k8s.io", "v1", "events", "Event", short_names=("ev",)),
     ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
