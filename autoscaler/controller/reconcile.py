@@ -29,7 +29,7 @@ from .informers import Informer, PodIndex
 from .kube import ApiError, Kube, Obj
 from .metrics import MetricsClient
 from .scale import ScaleClient, ScaleError
-from .status import build_status, replace_condition
+from .status import build_status, replace_condition, with_summary
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +206,8 @@ class Reconciler:
 
     async def _write_status(self, kind: str, obj: Obj, status: Obj) -> None:
         """PUT status through the status subresource; on 409 re-read and retry."""
+        if kind == CR:
+            status = with_summary(status, obj.get("spec"))
         if status == (obj.get("status") or {}):
             return
         meta = obj.get("metadata") or {}
