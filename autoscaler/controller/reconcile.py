@@ -59,6 +59,7 @@ class Observer(Protocol):
     def replicas(self, key: WorkKey, current: int, desired: int) -> None: ...
     def shadow(self, key: WorkKey, ours: int, cluster: int | None) -> None: ...
     def forget(self, key: WorkKey) -> None: ...
+    def status(self, key: WorkKey, spec: Obj, status: Obj) -> None: ...
 
 
 @dataclass
@@ -208,6 +209,8 @@ class Reconciler:
         """PUT status through the status subresource; on 409 re-read and retry."""
         if kind == CR:
             status = with_summary(status, obj.get("spec"))
+        meta = obj.get("metadata") or {}
+        self.observer.status((kind, meta.get("namespace", ""), meta.get("name", "")), obj.get("spec") or {}, status)
         if status == (obj.get("status") or {}):
             return
         meta = obj.get("metadata") or {}
