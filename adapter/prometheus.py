@@ -109,6 +109,8 @@ class PrometheusClient:
         self.post = settings.prometheus_verb == "POST"
         self.extra_params = dict(settings.prometheus_query_params)
         self.metrics = metrics
+        if metrics is not None:
+            metrics.watch_cache(lambda: (self.cache.hits, self.cache.coalesced, self.cache.misses))
         self.cache = QueryCache()
         auth = _auth_config(settings.prometheus_auth_config) if settings.prometheus_auth_config else {}
         ca = settings.prometheus_ca_file or auth.get("ca")
@@ -174,17 +176,20 @@ class PrometheusClient:
                 outcome = "timeout"
                 raise PrometheusUnavailable(f"Prometheus at {self.base} did not answer within {self.timeout:g}s") from None
             except (httpx.HTTPError, OSError) as exc:
+                outcome = "unreachable"
                 raise PrometheusUnavailable(f"Prometheus at {self.base} is unreachable: {exc or type(exc).__name__}") from None
             try:
                 body = orjson.loads(content)
             except orjson.JSONDecodeError:
                 body = None
             if not isinstance(body, dict):
+                outcome = "bad_response"
                 raise PrometheusUnavailable(f"Prometheus at {self.base} answered HTTP {status} without a JSON body")
             if status in (400, 422) or body.get("errorType") in ("bad_data", "execution"):
                 outcome = "bad_query"
                 raise PrometheusQueryError(f"Prometheus rejected the query: {body.get('error', status)}")
             if status >= 300 or body.get("status") != "success":
+                outcome = "server_error"
                 raise PrometheusUnavailable(
                     f"Prometheus at {self.base} failed: HTTP {status} {body.get('error', '')}".rstrip())
             outcome = "success"

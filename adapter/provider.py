@@ -8,6 +8,7 @@ The seam of kubernetes-sigs/custom-metrics-apiserver: `CustomMetricsProvider`
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
@@ -69,13 +70,17 @@ def cache_ttl(setting: float | None, rule: CompiledRule) -> float:
     return 1.0
 
 
-async def _run(prometheus: PrometheusClient, query: str, ttl: float) -> tuple[list[Sample], float]:
+async def _run(prometheus: PrometheusClient, query: str, ttl: float, rule: str) -> tuple[list[Sample], float]:
+    started = time.perf_counter()
     try:
         return await prometheus.query_fresh(query, ttl)
     except PrometheusUnavailable as exc:
         raise ServiceUnavailable(f"unable to fetch metrics from Prometheus: {exc}") from None
     except PrometheusQueryError as exc:
         raise InternalError(f"the rule's metricsQuery failed in Prometheus: {exc} (query: {query})") from None
+    finally:
+        if prometheus.metrics is not None:
+            prometheus.metrics.rule_query(rule, time.perf_counter() - started)
 
 
 def _not_discovered_yet(discovery: Discovery) -> None:
@@ -126,7 +131,8 @@ class CustomMetricsProvider:
                                    names, metric_selector)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
-        samples, fresh_until = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule))
+        ttl = cache_ttl(self.query_cache_ttl, rule)
+        samples, fresh_until = await _run(self.prometheus, query, ttl, rule.rule.path)
         out = []
         ns, metric, window = namespace if res.namespaced else None, found.metric, rule.window_seconds
         for labels, ts, value in samples:
@@ -190,6 +196,7 @@ class ExternalMetricsProvider:
             query = external_query(rule, found.series, ns_label, namespace, selector)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
-        samples, fresh_until = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule))
+        ttl = cache_ttl(self.query_cache_ttl, rule)
+        samples, fresh_until = await _run(self.prometheus, query, ttl, rule.rule.path)
         return [ExternalValue(metric, {k: v for k, v in s.labels.items() if k != "__name__"}, s.value, s.timestamp,
                               rule.window_seconds, fresh_until) for s in samples]
