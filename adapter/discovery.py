@@ -210,7 +210,9 @@ class Discovery:
             self.metrics.metrics.labels("custom").set(len(self.catalogue.custom))
             self.metrics.metrics.labels("external").set(len(self.catalogue.external))
             per_rule: dict[str, set[str]] = {r.rule.path: set() for r in rules.all}
-            for metric in [*self.catalogue.custom.values(), *self.catalogue.external.values()]:
+            served: list[CustomMetric | ExternalMetric] = [*self.catalogue.custom.values(),
+                                                            *self.catalogue.external.values()]
+            for metric in served:
                 per_rule.setdefault(metric.rule.rule.path, set()).add(metric.metric)
             self.metrics.rule_metrics.clear()
             for path, names in per_rule.items():
