@@ -7,6 +7,7 @@ from __future__ import annotations
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from ..manifests.monitoring import used_names
 from .conftest import ROOT
 
 
@@ -44,5 +45,7 @@ def test_adapter_self_metrics(adapter):
     assert kinds == {"timeout", "unreachable", "bad_query", "bad_response", "server_error"}
     [(labels, one)] = found["promscaler_build_info"]
     assert one == 1 and labels["component"] == "adapter" and labels["version"]
+    shipped = {n for n in used_names() if n.startswith("promscaler_adapter_")}  # the chart's alerts and dashboard
+    assert len(shipped) >= 6 and shipped <= set(found), shipped - set(found)
     empty = [f.name for f in text_string_to_metric_families(text) if not f.samples]
     assert not empty, f"declared but never sampled: {empty}"

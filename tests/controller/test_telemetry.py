@@ -8,6 +8,7 @@ import asyncio
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from ..manifests.monitoring import used_names
 from .conftest import NS, autoscaler, deployment, eventually, external_metric, pods_metric, replicas, status
 from .test_leader_http import serving
 from .test_reconcile import per_pod
@@ -77,6 +78,10 @@ async def test_controller_metrics(sim, fake):
     assert "workqueue_depth" in found
     assert value(found, "promscaler_build_info", component="autoscaler") == 1
     assert value(found, "promscaler_autoscaler_reconcile_duration_seconds_count") >= 2
+    # every controller series the chart's alerts and dashboard read is exported
+    shipped = {n for n in used_names() if n.startswith(("promscaler_autoscaler_", "promscaler_horizontalautoscaler_",
+                                                          "workqueue_"))}
+    assert len(shipped) >= 10 and shipped <= set(found), shipped - set(found)
     empty = [f.name for f in text_string_to_metric_families(text) if not f.samples]
     assert not empty, f"declared but never sampled: {empty}"
 
