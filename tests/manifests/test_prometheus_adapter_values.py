@@ -104,3 +104,10 @@ def test_external_metrics_apiservice_off_for_keda() -> None:
 def test_keys_without_equivalent_are_refused_by_name(values: dict[str, Any], named: str) -> None:
     err = install_error(values)
     assert err and named in err, err
+
+
+def test_prometheus_url_is_templated_as_there() -> None:
+    values = {"prometheus": {"url": "http://{{ .Release.Name }}-prom.monitoring.svc", "port": 9090}}
+    with installed(values) as (sim, _):
+        args = _adapter(sim)["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert "--prometheus-url=http://promscaler-prom.monitoring.svc:9090" in args
