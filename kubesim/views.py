@@ -87,14 +87,15 @@ def _crd_table(columns: list[Obj], items: list[Obj], list_meta: Obj) -> Obj:
             return int(value)
         return value if isinstance(value, str | int | float | bool) else orjson.dumps(value).decode()
 
-    defs = [{"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.",
-             "priority": 0}]
+    defs = [{"name": "Name", "type": "string", "format": "name",
+             "description": "Name must be unique within a namespace.", "priority": 0}]
     defs += [{"name": c["name"], "type": c.get("type", "string"), "format": c.get("format", ""),
               "description": c.get("description", ""), "priority": c.get("priority", 0)} for c in columns]
     return {
         "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": defs,
         "rows": [{"cells": [o["metadata"]["name"], *(cell(o, c) for c in columns)],
-                  "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}}
+                  "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                             "metadata": o["metadata"]}}
                  for o in items],
     }
 

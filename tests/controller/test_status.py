@@ -58,7 +58,8 @@ def test_targets_like_kubectl():
                           [{"type": "External", "external": {"current": {"value": "54"}}}]) == "54/100"
     assert format_targets([_cpu(80)], [{"type": "Resource", "resource": {"current": {"averageUtilization": 61}}}]) \
         == "cpu: 61%/80%"
-    mem = {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "1Gi"}}}
+    target = {"type": "AverageValue", "averageValue": "1Gi"}
+    mem = {"type": "Resource", "resource": {"name": "memory", "target": target}}
     assert format_targets([mem], []) == "memory: <unknown>/1Gi"
     assert format_targets([_cpu(80), _pods("1"), _pods("2"), _pods("3")], []) \
         == "cpu: <unknown>/80%, <unknown>/1 + 2 more..."
