@@ -176,6 +176,9 @@ def test_install_refuses_bad_values_naming_the_key() -> None:
     assert "'promethues' not allowed" in err, err
 
 
+CLUSTER_WIDE = {"ClusterRole", "ClusterRoleBinding", "APIService", "CustomResourceDefinition"}
+
+
 def test_every_template_renders_and_every_rendered_object_is_created() -> None:
     """Across the defaults and the examples, every template renders something, and each object in
     Helm's release manifest exists in the sandbox afterwards. (templates/namespace.yaml is left out:
@@ -188,9 +191,9 @@ def test_every_template_renders_and_every_rendered_object_is_created() -> None:
             assert docs
             for doc in docs:
                 meta = doc["metadata"]
-                cluster_wide = doc["kind"] in ("ClusterRole", "ClusterRoleBinding", "APIService", "CustomResourceDefinition")
-                ns = None if cluster_wide else meta.get("namespace")
-                assert sim.get(doc["apiVersion"], doc["kind"], ns, meta["name"]) is not None, (doc["kind"], meta["name"])
+                ns = None if doc["kind"] in CLUSTER_WIDE else meta.get("namespace")
+                found = sim.get(doc["apiVersion"], doc["kind"], ns, meta["name"])
+                assert found is not None, (doc["kind"], meta["name"])
             rendered |= set(re.findall(r"^# Source: promscaler/templates/(\S+)$", result["manifest"], re.MULTILINE))
     templates = {p.name for p in (CHART / "templates").glob("*.yaml")}
     assert templates - rendered == {"namespace.yaml"}, templates - rendered
