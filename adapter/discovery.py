@@ -193,7 +193,7 @@ class Discovery:
         rules = self.rules
         queries = list(dict.fromkeys(r.series_query for r in rules.all))
         start = time.time() - self.max_age if self.max_age else None
-        results = await asyncio.gather(*(self._list(q, rules, start) for q in queries), return_exceptions=True)
+        results = await asyncio.gather(*(self._timed_list(q, rules, start) for q in queries), return_exceptions=True)
         reached, errors = True, []
         for query, result in zip(queries, results):
             if isinstance(result, BaseException):
@@ -223,7 +223,27 @@ class Discovery:
             self.metrics.series.set(self.catalogue.series_count)
             self.metrics.metrics.labels("custom").set(len(self.catalogue.custom))
             self.metrics.metrics.labels("external").set(len(self.catalogue.external))
+            per_rule: dict[str, set[str]] = {r.rule.path: set() for r in rules.all}
+            served: list[CustomMetric | ExternalMetric] = [*self.catalogue.custom.values(),
+                                                            *self.catalogue.external.values()]
+            for metric in served:
+                per_rule.setdefault(metric.rule.rule.path, set()).add(metric.metric)
+            self.metrics.rule_metrics.clear()
+            for path, names in per_rule.items():
+                self.metrics.rule_metrics.labels(path).set(len(names))
         return reached
+
+    async def _timed_list(self, query: str, rules: CompiledRules, start: float | None) -> list[dict[str, str]]:
+        """`_list`, timed into each rule that shares this seriesQuery."""
+        started = time.perf_counter()
+        try:
+            return await self._list(query, rules, start)
+        finally:
+            if self.metrics:
+                seconds = time.perf_counter() - started
+                for rule in rules.all:
+                    if rule.series_query == query:
+                        self.metrics.rule_discovery_seconds.labels(rule.rule.path).observe(seconds)
 
     async def _refresh_resources(self) -> None:
         """Re-read the cluster's resources; on failure keep the last table (and say so)."""

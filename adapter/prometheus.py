@@ -145,6 +145,8 @@ class PrometheusClient:
         self.max_bytes = settings.prometheus_max_response_bytes
         self.max_series = settings.prometheus_max_series
         self.metrics = metrics
+        if metrics is not None:
+            metrics.watch_cache(lambda: (self.cache.hits, self.cache.coalesced, self.cache.misses))
         self.cache = QueryCache()
         auth = _auth_config(settings.prometheus_auth_config) if settings.prometheus_auth_config else {}
         ca = settings.prometheus_ca_file or auth.get("ca")
@@ -215,6 +217,7 @@ class PrometheusClient:
                 raise PrometheusUnavailable(
                     f"Prometheus at {self.base} did not answer within {self.timeout:g}s") from None
             except (httpx.HTTPError, OSError, zlib.error) as exc:
+                outcome = "unreachable"
                 raise PrometheusUnavailable(
                     f"Prometheus at {self.base} is unreachable: {exc or type(exc).__name__}") from None
             try:
@@ -222,11 +225,13 @@ class PrometheusClient:
             except orjson.JSONDecodeError:
                 body = None
             if not isinstance(body, dict):
+                outcome = "bad_response"
                 raise PrometheusUnavailable(f"Prometheus at {self.base} answered HTTP {status} without a JSON body")
             if status in (400, 422):  # bad_data, execution: the query itself (an error with 200 is no answer)
                 outcome = "bad_query"
                 raise PrometheusQueryError(f"Prometheus rejected the query: {_text(body.get('error', status))}")
             if status >= 300 or body.get("status") != "success":
+                outcome = "server_error"
                 raise PrometheusUnavailable(
                     f"Prometheus at {self.base} failed: HTTP {status} {_text(body.get('error', ''))}".rstrip())
             outcome = "success"

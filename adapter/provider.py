@@ -92,6 +92,9 @@ async def _run(prometheus: PrometheusClient, query: str, ttl: float, rule: Compi
     except PrometheusQueryError as exc:  # the query text goes to the log, never to clients
         log.warning("Prometheus rejected the query %s: %s", query, exc)
         raise InternalError(f"the rule's metricsQuery failed in Prometheus: {exc}") from None
+    finally:
+        if prometheus.metrics is not None:
+            prometheus.metrics.rule_query(rule.rule.path, time.perf_counter() - started)
 
 
 def _not_discovered_yet(discovery: Discovery) -> None:

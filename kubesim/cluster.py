@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kubesim.admission import admit
 from kubesim.fields import Filter, get_path, set_path
 from kubesim.patch import apply_patch
 from kubesim.resources import HORIZONTAL_AUTOSCALER_CRD, Registry, ResourceType, crd_types
-from kubesim.store import Store, copy, now, not_found
+from kubesim.store import Store, copy, not_found, now
 from promscaler.selectors import SelectorError, from_label_selector
 from promscaler.status import BadRequest, Invalid, NotFound
 
@@ -118,6 +119,8 @@ class Cluster:
         if t.status and not keep_status:
             obj.pop("status", None)
         self._defaults(t, obj)
+        if t.crd is not None:
+            admit(t.crd, t.version, obj)
         out = self.store.create(t, obj)
         self._after_write(t, out)
         return out
@@ -130,7 +133,7 @@ class Cluster:
         self._check_type(t, obj)
 
         def change(cur: Obj) -> Obj:
-            return _written(t, cur, copy(obj), subresource, keep_status)
+            return self._admitted(t, _written(t, cur, copy(obj), subresource, keep_status), subresource)
 
         out = self.store.update(t, namespace, name, change)
         self._after_write(t, out)
@@ -142,7 +145,7 @@ class Cluster:
             patched = apply_patch(content_type, copy(cur), body, strategic=not t.custom)
             if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
                 raise Invalid(f"{t.kind} is invalid: the patch removed metadata")
-            return _written(t, cur, patched, subresource)
+            return self._admitted(t, _written(t, cur, patched, subresource), subresource)
 
         out = self.store.update(t, namespace, name, change)
         self._after_write(t, out)
@@ -201,6 +204,13 @@ class Cluster:
             raise BadRequest(f"the kind of the provided object ({kind}) does not match the resource ({t.kind})")
         if api_version and api_version.rpartition("/")[0] != t.group:
             raise BadRequest(f"the apiVersion of the provided object ({api_version}) is not in group {t.group or 'core'!r}")
+
+    @staticmethod
+    def _admitted(t: ResourceType, obj: Obj, subresource: str | None) -> Obj:
+        """A custom resource's main-resource write goes through its CRD's defaulting and validation."""
+        if t.crd is not None and subresource is None:
+            admit(t.crd, t.version, obj)
+        return obj
 
     def _ensure_namespace(self, ns: str) -> None:
         t = self.registry.by_kind("v1", "Namespace")

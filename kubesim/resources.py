@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from autoscaler.controller.crd import PRINTER_COLUMNS
+
 __all__ = ["ResourceType", "ScaleSpec", "Registry", "BUILTIN", "METRICS", "crd_types", "HORIZONTAL_AUTOSCALER_CRD"]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -39,6 +41,7 @@ class ResourceType:
     generation: bool = False  # metadata.generation counts spec changes
     singular: str = ""
     custom: bool = False  # served from a CustomResourceDefinition (no strategic merge patch)
+    crd: Any = field(default=None, compare=False, hash=False, repr=False)  # its CRD: schema, printer columns
 
     @property
     def api_version(self) -> str:
@@ -123,6 +126,7 @@ HORIZONTAL_AUTOSCALER_CRD: dict[str, Any] = {
         "names": {"plural": "horizontalautoscalers", "singular": "horizontalautoscaler",
                   "kind": "HorizontalAutoscaler", "listKind": "HorizontalAutoscalerList", "shortNames": ["has"]},
         "versions": [{"name": "v1alpha1", "served": True, "storage": True, "subresources": {"status": {}},
+                      "additionalPrinterColumns": PRINTER_COLUMNS,
                       "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
     },
 }
@@ -149,6 +153,7 @@ def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:
             group, v["name"], plural, kind, namespaced=spec.get("scope", "Namespaced") == "Namespaced",
             status="status" in sub, scale=scale, short_names=tuple(names.get("shortNames") or ()),
             categories=tuple(names.get("categories") or ()), generation=True, singular=names.get("singular", ""), custom=True,
+            crd=crd,
         ))
     return out
 

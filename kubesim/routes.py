@@ -19,6 +19,7 @@ from starlette.responses import Response, StreamingResponse
 
 from kubesim.cluster import scale_of
 from kubesim.fields import Filter
+from kubesim.protobuf import decode_object
 from kubesim.resources import ResourceType
 from kubesim.views import VERSION_INFO, openapi_document, openapi_index, table
 from promscaler import wire
@@ -55,6 +56,8 @@ def _as(t: ResourceType, obj: Obj) -> Obj:
 async def _body(request: Request) -> Any:
     raw = await request.body()
     ctype = request.headers.get("content-type", "application/json")
+    if "protobuf" in ctype:
+        return decode_object(raw)
     try:
         if "yaml" in ctype:
             return yaml.safe_load(raw)

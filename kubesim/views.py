@@ -4,8 +4,11 @@ manifests against before applying them."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
+
+import orjson
 
 from kubesim.resources import Registry, ResourceType
 from promscaler.status import NotFound
@@ -51,7 +54,56 @@ _COLUMNS: dict[str, tuple[list[tuple[str, str]], Any]] = {
 }
 
 
+def _json_path(obj: Any, path: str) -> Any:
+    """A CRD printer column's simple JSONPath (`.status.currentReplicas`, `.spec.items[0].name`)."""
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if part.startswith("["):
+            i = int(part[1:-1])
+            obj = obj[i] if isinstance(obj, list) and i < len(obj) else None
+        else:
+            obj = obj.get(part) if isinstance(obj, dict) else None
+        if obj is None:
+            return None
+    return obj
+
+
+def _crd_columns(t: ResourceType) -> list[Obj] | None:
+    for v in (t.crd or {}).get("spec", {}).get("versions") or ():
+        if v.get("name") == t.version and v.get("additionalPrinterColumns"):
+            return list(v["additionalPrinterColumns"])
+    return None
+
+
+def _crd_table(columns: list[Obj], items: list[Obj], list_meta: Obj) -> Obj:
+    """The apiextensions server's Table: Name, then the CRD's printer columns; a `date` column is
+    printed as an age, a missing value is a null cell (kubectl shows <none>)."""
+    def cell(o: Obj, c: Obj) -> Any:
+        value = _json_path(o, c["jsonPath"])
+        if value is None:
+            return None
+        if c.get("type") == "date":
+            return _age(value)
+        if c.get("type") == "integer" and not isinstance(value, bool) and isinstance(value, int | float):
+            return int(value)
+        return value if isinstance(value, str | int | float | bool) else orjson.dumps(value).decode()
+
+    defs = [{"name": "Name", "type": "string", "format": "name",
+             "description": "Name must be unique within a namespace.", "priority": 0}]
+    defs += [{"name": c["name"], "type": c.get("type", "string"), "format": c.get("format", ""),
+              "description": c.get("description", ""), "priority": c.get("priority", 0)} for c in columns]
+    return {
+        "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": defs,
+        "rows": [{"cells": [o["metadata"]["name"], *(cell(o, c) for c in columns)],
+                  "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                             "metadata": o["metadata"]}}
+                 for o in items],
+    }
+
+
 def table(t: ResourceType, items: list[Obj], list_meta: Obj) -> Obj:
+    crd_columns = _crd_columns(t)
+    if crd_columns:
+        return _crd_table(crd_columns, items, list_meta)
     extra, cells = _COLUMNS.get(t.kind, ([], lambda o: []))
     cols = [("Name", "string")] + extra + [("Age", "string")]
     return {

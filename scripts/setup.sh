@@ -27,4 +27,10 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+# Helm's own engine for the chart tests: helm-sdkpy wraps Helm v4 as a shared library. Its metadata
+# asks for Python >= 3.12 but it runs on 3.11 (cffi only), hence --ignore-requires-python.
+if ! .venv/bin/python -c 'import helm_sdkpy' >/dev/null 2>&1; then
+  echo "setup: pip install helm-sdkpy (Helm v4 engine)" >&2
+  .venv/bin/pip install -q --disable-pip-version-check --ignore-requires-python 'helm-sdkpy>=0.1.32,<0.2'
+fi
 export PATH="$ROOT/.venv/bin:$PATH"

@@ -87,8 +87,8 @@ class Controller:
     def __init__(self, kube: Kube, settings: Settings) -> None:
         self.kube, self.settings = kube, settings
         s = settings
-        self.telemetry = Telemetry()
-        self.queue: WorkQueue[WorkKey] = WorkQueue(max_delay=s.sync_period)
+        self.telemetry = Telemetry(shadow=s.dry_run)
+        self.queue: WorkQueue[WorkKey] = WorkQueue(max_delay=s.sync_period, metrics=self.telemetry)
         self.informers: dict[str, Informer] = {
             CR: Informer(kube, _path("promscaler.io/v1alpha1", "horizontalautoscalers", s.namespace), name="horizontalautoscalers",
                          watch_timeout=s.watch_timeout),
@@ -153,7 +153,7 @@ class Controller:
         return self.pod_informer.synced.is_set() and all(i.synced.is_set() for i in self.informers.values())
 
     def _refresh_gauges(self) -> None:
-        self.telemetry.queue_depth.set(len(self.queue))
+        self.telemetry.depth(len(self.queue))
 
     # --- workers -----------------------------------------------------------------------------
 

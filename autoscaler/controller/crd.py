@@ -12,6 +12,7 @@ in Go for HPAs (minimums, enums, minReplicas <= maxReplicas). The generated YAML
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from pathlib import Path
@@ -24,28 +25,102 @@ GROUP, VERSION, KIND, PLURAL, SINGULAR = "promscaler.io", "v1alpha1", "Horizonta
 SHORT_NAMES = ["has", "hza"]
 QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 
-# Validation the API server applies to HPAs in code (pkg/apis/autoscaling/validation), as schema.
+# Validation the API server applies to HPAs in code (pkg/apis/autoscaling/validation), as schema
+# bounds and CEL rules (x-kubernetes-validations), so a real kube-apiserver refuses at admission
+# what it would refuse for an HPA instead of the controller reporting InvalidSpec afterwards.
+_SOURCES = {"Object": "object", "Pods": "pods", "Resource": "resource", "ContainerResource": "containerResource",
+            "External": "external"}
+_ONE_SOURCE = " + ".join(f"(has(self.{f}) ? 1 : 0)" for f in _SOURCES.values())
+_SOURCE_OF_TYPE = " && ".join(f"(self.type != '{t}' || has(self.{f}))" for t, f in _SOURCES.items())
 EXTRA: dict[str, dict[str, Any]] = {
     "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec": {
         "properties": {"minReplicas": {"minimum": 0}, "maxReplicas": {"minimum": 1}},
-        "x-kubernetes-validations": [{"rule": "!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",
-                                      "message": "maxReplicas must be greater than or equal to minReplicas"}],
+        "x-kubernetes-validations": [
+            {"rule": "!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",
+             "message": "maxReplicas must be greater than or equal to minReplicas"},
+            {"rule": "!has(self.minReplicas) || self.minReplicas >= 1 || (has(self.metrics) && "
+                     "self.metrics.exists(m, m.type == 'Object' || m.type == 'External'))",
+             "message": "minReplicas must be greater than or equal to 1 (0 only to scale to zero, "
+                        "with at least one Object or External metric)", "fieldPath": ".minReplicas"},
+        ],
     },
     "io.k8s.api.autoscaling.v2.MetricSpec": {
-        "properties": {"type": {"enum": ["Object", "Pods", "Resource", "ContainerResource", "External"]}},
+        "properties": {"type": {"enum": list(_SOURCES)}},
+        "x-kubernetes-validations": [
+            {"rule": f"{_ONE_SOURCE} <= 1", "message": "must populate the given metric source only"},
+            {"rule": _SOURCE_OF_TYPE, "message": "must populate information for the given metric source"},
+            {"rule": "!has(self.pods) || self.pods.target.type == 'AverageValue'",
+             "message": "pods.target.type must be AverageValue", "fieldPath": ".pods.target.type"},
+            {"rule": "!has(self.object) || self.object.target.type in ['Value', 'AverageValue']",
+             "message": "object.target.type must be either Value or AverageValue", "fieldPath": ".object.target.type"},
+            {"rule": "!has(self.external) || self.external.target.type in ['Value', 'AverageValue']",
+             "message": "external.target.type must be either Value or AverageValue",
+             "fieldPath": ".external.target.type"},
+            {"rule": "!has(self.resource) || self.resource.target.type in ['Utilization', 'AverageValue']",
+             "message": "resource.target.type must be either Utilization or AverageValue",
+             "fieldPath": ".resource.target.type"},
+            {"rule": "!has(self.containerResource) || "
+                     "self.containerResource.target.type in ['Utilization', 'AverageValue']",
+             "message": "containerResource.target.type must be either Utilization or AverageValue",
+             "fieldPath": ".containerResource.target.type"},
+        ],
     },
     "io.k8s.api.autoscaling.v2.MetricTarget": {
         "properties": {"type": {"enum": ["Utilization", "Value", "AverageValue"]}, "averageUtilization": {"minimum": 1}},
+        "x-kubernetes-validations": [
+            {"rule": "self.type != 'Utilization' || has(self.averageUtilization)",
+             "message": "averageUtilization must be set for a Utilization target"},
+            {"rule": "self.type != 'Value' || has(self.value)", "message": "value must be set for a Value target"},
+            {"rule": "self.type != 'AverageValue' || has(self.averageValue)",
+             "message": "averageValue must be set for an AverageValue target"},
+        ],
     },
     "io.k8s.api.autoscaling.v2.HPAScalingRules": {
         "properties": {"selectPolicy": {"enum": ["Max", "Min", "Disabled"]},
-                       "stabilizationWindowSeconds": {"minimum": 0, "maximum": 3600}},
+                       "stabilizationWindowSeconds": {"minimum": 0, "maximum": 3600},
+                       "policies": {"minItems": 1}},
     },
     "io.k8s.api.autoscaling.v2.HPAScalingPolicy": {
         "properties": {"type": {"enum": ["Pods", "Percent"]}, "value": {"minimum": 1},
                        "periodSeconds": {"minimum": 1, "maximum": 1800}},
     },
 }
+
+# The HPA's defaulting (pkg/apis/autoscaling/v2/defaults.go) as structural-schema defaults:
+# minReplicas 1, CPU at 80% when no metric is given, and, once `behavior` is set, each direction's
+# missing rules filled in (scale-down's stabilization window stays unset: the controller's flag).
+SCALE_UP_DEFAULT = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
+    {"type": "Pods", "value": 4, "periodSeconds": 15}, {"type": "Percent", "value": 100, "periodSeconds": 15}]}
+SCALE_DOWN_DEFAULT = {"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}
+METRICS_DEFAULT = [{"type": "Resource", "resource": {"name": "cpu",
+                                                     "target": {"type": "Utilization", "averageUtilization": 80}}}]
+
+# kubectl get prints these (as for `kubectl get hpa`); the controller writes status.reference and
+# status.targets, the human summary of spec.scaleTargetRef and of currentMetrics against targets.
+PRINTER_COLUMNS = [
+    {"name": "Reference", "type": "string", "jsonPath": ".status.reference",
+     "description": "The scale target, kind/name"},
+    {"name": "Targets", "type": "string", "jsonPath": ".status.targets",
+     "description": "Current metric values against their targets, as kubectl prints them for an HPA"},
+    {"name": "MinPods", "type": "integer", "jsonPath": ".spec.minReplicas"},
+    {"name": "MaxPods", "type": "integer", "jsonPath": ".spec.maxReplicas"},
+    {"name": "Replicas", "type": "integer", "jsonPath": ".status.currentReplicas"},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+
+def _with_defaults(spec: dict[str, Any]) -> dict[str, Any]:
+    props = spec["properties"]
+    props["minReplicas"]["default"] = 1
+    props["metrics"]["default"] = copy.deepcopy(METRICS_DEFAULT)
+    for direction, default in (("scaleUp", SCALE_UP_DEFAULT), ("scaleDown", SCALE_DOWN_DEFAULT)):
+        rules = props["behavior"]["properties"][direction]
+        rules["default"] = copy.deepcopy(default)
+        for key, value in default.items():
+            rules["properties"][key]["default"] = copy.deepcopy(value)
+    return spec
+
+
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
 
@@ -93,16 +168,19 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], name: str | None = N
     extra = EXTRA.get(name or "")
     if extra:
         for prop, rules in (extra.get("properties") or {}).items():
-            out["properties"][prop].update(rules)
+            out["properties"][prop].update(copy.deepcopy(rules))
         if "x-kubernetes-validations" in extra:
-            out["x-kubernetes-validations"] = extra["x-kubernetes-validations"]
+            out["x-kubernetes-validations"] = copy.deepcopy(extra["x-kubernetes-validations"])
     return out
 
 
 def build_crd() -> dict[str, Any]:
     defs = _definitions()
-    spec = _structural({"$ref": "#/$defs/io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"}, defs)
+    spec = _with_defaults(_structural({"$ref": "#/$defs/io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"}, defs))
     status = _structural({"$ref": "#/$defs/io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus"}, defs)
+    status["properties"]["reference"] = {"type": "string", "description": "kind/name of the scale target (printed)"}
+    status["properties"]["targets"] = {"type": "string", "description": "current/target per metric, as kubectl "
+                                       "prints an HPA's TARGETS (printed; currentMetrics has the values)"}
     schema = {
         "type": "object",
         "description": "HorizontalAutoscaler is promscaler's HorizontalPodAutoscaler: the same spec and status as autoscaling/v2, "
@@ -130,16 +208,7 @@ def build_crd() -> dict[str, Any]:
                 "served": True,
                 "storage": True,
                 "subresources": {"status": {}},
-                "additionalPrinterColumns": [
-                    {"name": "Reference", "type": "string", "jsonPath": ".spec.scaleTargetRef.name",
-                     "description": "The scale target (kind in .spec.scaleTargetRef.kind)"},
-                    {"name": "Targets", "type": "string", "jsonPath": ".status.currentMetrics",
-                     "description": "Current metric values (autoscaling/v2 MetricStatus)"},
-                    {"name": "MinPods", "type": "integer", "jsonPath": ".spec.minReplicas"},
-                    {"name": "MaxPods", "type": "integer", "jsonPath": ".spec.maxReplicas"},
-                    {"name": "Replicas", "type": "integer", "jsonPath": ".status.currentReplicas"},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                ],
+                "additionalPrinterColumns": PRINTER_COLUMNS,
                 "schema": {"openAPIV3Schema": schema},
             }],
         },

@@ -6,38 +6,131 @@ process. In dry-run, every native HPA's decision is exported next to the cluster
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from typing import Any
 
 from fastapi import FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from promscaler.buildinfo import register_build_info
+from promscaler.quantity import QuantityError, parse_quantity
+from promscaler.times import parse_time
+
 WorkKey = tuple[str, str, str]
+Obj = dict[str, Any]
+QUEUE = "horizontalautoscalers"
+
+
+_KSM = "promscaler_horizontalautoscaler_"  # kube-state-metrics' kube_horizontalpodautoscaler_* series, same meaning
+_AS = ["kind", "namespace", "horizontalautoscaler"]
+_SOURCES = {"Object": "object", "Pods": "pods", "Resource": "resource", "ContainerResource": "containerResource",
+            "External": "external"}
+_TARGET_TYPES = {"Value": ("value", "value"), "AverageValue": ("average", "averageValue"),
+                 "Utilization": ("utilization", "averageUtilization")}
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(parse_quantity(value)) if value is not None else None
+    except QuantityError:
+        return None
+
+
+def metric_series(spec: Obj, status: Obj) -> list[tuple[str, str, float | None, float | None]]:
+    """(metric_name, metric_target_type, target, current) per spec metric, as kube-state-metrics
+    names them (`average`, `value`, `utilization`); current from status.currentMetrics."""
+    current = status.get("currentMetrics") or []
+    out = []
+    for i, m in enumerate(spec.get("metrics") or ()):
+        source = _SOURCES.get(str(m.get("type")), "")
+        block = m.get(source) or {}
+        resource = source in ("resource", "containerResource")
+        name = block.get("name") if resource else (block.get("metric") or {}).get("name")
+        ttype, field = _TARGET_TYPES.get(str((block.get("target") or {}).get("type")), ("", ""))
+        if not name or not ttype:
+            continue
+        cur = (((current[i].get(source) or {}).get("current") or {}) if i < len(current) else {}).get(field)
+        out.append((str(name), ttype, _number((block.get("target") or {}).get(field)), _number(cur)))
+    return out
 
 
 class Telemetry:
-    """The controller's Prometheus metrics; implements reconcile.Observer."""
+    """The controller's Prometheus metrics; implements reconcile.Observer and queue.QueueMetrics."""
 
-    def __init__(self) -> None:
+    def __init__(self, shadow: bool = False) -> None:
+        """`shadow`: dry-run, which exports the shadow comparison series (declared only then, so no
+        family is ever empty)."""
         self.registry = CollectorRegistry()
         r = self.registry
+        register_build_info(r, "autoscaler")
         self.reconcile_seconds = Histogram(
             "promscaler_autoscaler_reconcile_duration_seconds", "Time to sync one autoscaler.", registry=r,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
         self.reconciles = Counter("promscaler_autoscaler_reconciles", "Autoscaler syncs.", ["kind"], registry=r)
-        self.errors = Counter("promscaler_autoscaler_reconcile_errors", "Autoscaler syncs that failed.", ["kind", "reason"], registry=r)
-        self.current = Gauge("promscaler_autoscaler_current_replicas", "The target's replicas at the last sync.",
-                             ["kind", "namespace", "name"], registry=r)
-        self.desired = Gauge("promscaler_autoscaler_desired_replicas", "The replicas this controller decided at the last sync.",
-                             ["kind", "namespace", "name"], registry=r)
+        self.errors = Counter("promscaler_autoscaler_reconcile_errors", "Autoscaler syncs that failed, by reason.",
+                              ["kind", "reason"], registry=r)
+        # Per autoscaler, named after kube-state-metrics' HPA series (kube_horizontalpodautoscaler_*).
+        self.current = Gauge(_KSM + "status_current_replicas", "Current number of replicas of the scale target.",
+                             _AS, registry=r)
+        self.desired = Gauge(_KSM + "status_desired_replicas",
+                             "Desired number of replicas (this controller's decision).", _AS, registry=r)
+        self.min = Gauge(_KSM + "spec_min_replicas", "Lower limit for the number of replicas.", _AS, registry=r)
+        self.max = Gauge(_KSM + "spec_max_replicas", "Upper limit for the number of replicas.", _AS, registry=r)
+        self.target = Gauge(_KSM + "spec_target_metric", "The metric target the autoscaler aims at.",
+                            [*_AS, "metric_name", "metric_target_type"], registry=r)
+        self.value = Gauge(_KSM + "status_target_metric", "The current value of the metric, as last read.",
+                           [*_AS, "metric_name", "metric_target_type"], registry=r)
+        self.condition = Gauge(_KSM + "status_condition", "The autoscaler's conditions (1 for the current status).",
+                               [*_AS, "condition", "status"], registry=r)
+        self.limited = Gauge(_KSM + "status_scaling_limited",
+                             "1 while the desired replicas are limited (by min/max or a scaling policy), by reason.",
+                             [*_AS, "reason"], registry=r)
+        self.last_scale = Gauge(_KSM + "status_last_scale_time_seconds", "When the target was last scaled (Unix time).",
+                                _AS, registry=r)
+        shadow_registry = r if shadow else None
         self.shadow_desired = Gauge(
             "promscaler_autoscaler_shadow_desired_replicas",
             "Dry-run: desired replicas per native HPA, by source (promscaler or the cluster's HPA controller).",
-            ["namespace", "name", "source"], registry=r)
+            ["namespace", "name", "source"], registry=shadow_registry)
         self.shadow_disagree = Gauge("promscaler_autoscaler_shadow_disagreement",
                                      "Dry-run: 1 when promscaler's decision differs from the cluster HPA's.",
-                                     ["namespace", "name"], registry=r)
-        self.queue_depth = Gauge("promscaler_autoscaler_queue_depth", "Autoscalers waiting in the work queue.", registry=r)
+                                     ["namespace", "name"], registry=shadow_registry)
         self.leader = Gauge("promscaler_autoscaler_leader", "1 while this instance holds the leader lease.", registry=r)
+        # client-go's workqueue metrics, same names and meaning (name="horizontalautoscalers").
+        q = ["name"]
+        self.queue_depth = Gauge("workqueue_depth", "Current depth of workqueue.", q, registry=r).labels(QUEUE)
+        self.queue_adds = Counter("workqueue_adds", "Total number of adds handled by workqueue.", q,
+                                  registry=r).labels(QUEUE)
+        self.queue_retries = Counter("workqueue_retries", "Total number of retries handled by workqueue.", q,
+                                     registry=r).labels(QUEUE)
+        buckets = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10)  # client-go's ExponentialBuckets(1e-8, 10, 10)
+        self.queue_latency = Histogram("workqueue_queue_duration_seconds",
+                                       "How long in seconds an item stays in workqueue before being requested.", q,
+                                       buckets=buckets, registry=r).labels(QUEUE)
+        self.work_duration = Histogram("workqueue_work_duration_seconds",
+                                       "How long in seconds processing an item from workqueue takes.", q,
+                                       buckets=buckets, registry=r).labels(QUEUE)
+        self._series: dict[WorkKey, list[tuple[Gauge, tuple[str, ...]]]] = {}
+
+    # --- queue.QueueMetrics -------------------------------------------------------------------
+
+    def added(self) -> None:
+        self.queue_adds.inc()
+
+    def depth(self, n: int) -> None:
+        self.queue_depth.set(n)
+
+    def queued(self, seconds: float) -> None:
+        self.queue_latency.observe(seconds)
+
+    def worked(self, seconds: float) -> None:
+        self.work_duration.observe(seconds)
+
+    def retried(self) -> None:
+        self.queue_retries.inc()
+
+    # --- reconcile.Observer ---------------------------------------------------------------------
 
     def synced(self, key: WorkKey, seconds: float, error: str | None) -> None:
         self.reconcile_seconds.observe(seconds)
@@ -49,6 +142,39 @@ class Telemetry:
         self.current.labels(*key).set(current)
         self.desired.labels(*key).set(desired)
 
+    def status(self, key: WorkKey, spec: Obj, status: Obj) -> None:
+        """Spec limits, metric targets and readings, conditions and last scale time of one autoscaler,
+        from what the controller writes into its status."""
+        self._drop(key)
+        series: list[tuple[Gauge, tuple[str, ...]]] = []
+
+        def put(gauge: Gauge, labels: tuple[str, ...], value: float | None) -> None:
+            if value is not None:
+                gauge.labels(*labels).set(value)
+                series.append((gauge, labels))
+
+        put(self.min, key, float(spec.get("minReplicas", 1)))
+        put(self.max, key, _number(spec.get("maxReplicas")))
+        put(self.current, key, _number(status.get("currentReplicas")))
+        put(self.desired, key, _number(status.get("desiredReplicas")))
+        for name, ttype, target, current in metric_series(spec, status):
+            put(self.target, (*key, name, ttype), target)
+            put(self.value, (*key, name, ttype), current)
+        for cond in status.get("conditions") or ():
+            for value in ("true", "false", "unknown"):
+                put(self.condition, (*key, cond.get("type", ""), value),
+                    1.0 if str(cond.get("status", "")).lower() == value else 0.0)
+            if cond.get("type") == "ScalingLimited":
+                put(self.limited, (*key, cond.get("reason", "")), 1.0 if cond.get("status") == "True" else 0.0)
+        if status.get("lastScaleTime"):
+            put(self.last_scale, key, parse_time(status["lastScaleTime"]).timestamp())
+        self._series[key] = series
+
+    def _drop(self, key: WorkKey) -> None:
+        for gauge, labels in self._series.pop(key, []):
+            with contextlib.suppress(KeyError):
+                gauge.remove(*labels)
+
     def shadow(self, key: WorkKey, ours: int, cluster: int | None) -> None:
         _, ns, name = key
         self.shadow_desired.labels(ns, name, "promscaler").set(ours)
@@ -57,20 +183,15 @@ class Telemetry:
             self.shadow_disagree.labels(ns, name).set(1 if cluster != ours else 0)
 
     def forget(self, key: WorkKey) -> None:
+        self._drop(key)
         for gauge in (self.current, self.desired):
-            try:
+            with contextlib.suppress(KeyError):
                 gauge.remove(*key)
-            except KeyError:
-                pass
         for labels in ((key[1], key[2], "promscaler"), (key[1], key[2], "cluster")):
-            try:
+            with contextlib.suppress(KeyError):
                 self.shadow_desired.remove(*labels)
-            except KeyError:
-                pass
-        try:
+        with contextlib.suppress(KeyError):
             self.shadow_disagree.remove(key[1], key[2])
-        except KeyError:
-            pass
 
 
 def create_app(telemetry: Telemetry, ready: Callable[[], bool], refresh: Callable[[], None] = lambda: None) -> FastAPI:

@@ -8,9 +8,10 @@ exponential per-key backoff (`base * 2**failures`, capped), reset by `forget()`.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Hashable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -19,10 +20,24 @@ class ShutDown(Exception):
     """The queue was shut down; workers should exit."""
 
 
+class QueueMetrics(Protocol):
+    """client-go's workqueue metrics provider: what a queue reports as it is used."""
+
+    def added(self) -> None: ...
+    def depth(self, n: int) -> None: ...
+    def queued(self, seconds: float) -> None: ...
+    def worked(self, seconds: float) -> None: ...
+    def retried(self) -> None: ...
+
+
 class WorkQueue(Generic[K]):
-    def __init__(self, base_delay: float = 0.005, max_delay: float = 1000.0) -> None:
+    def __init__(self, base_delay: float = 0.005, max_delay: float = 1000.0,
+                 metrics: QueueMetrics | None = None) -> None:
         self.base_delay = base_delay
         self.max_delay = max_delay
+        self.metrics = metrics
+        self._added_at: dict[K, float] = {}
+        self._started_at: dict[K, float] = {}
         self._queue: deque[K] = deque()
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
@@ -39,10 +54,18 @@ class WorkQueue(Generic[K]):
         if self._shutdown or key in self._dirty:
             return
         self._dirty.add(key)
+        if self.metrics is not None:
+            self.metrics.added()
+            self._added_at.setdefault(key, time.perf_counter())
         if key in self._processing:
             return  # re-queued by done()
         self._queue.append(key)
+        self._depth()
         self._notify()
+
+    def _depth(self) -> None:
+        if self.metrics is not None:
+            self.metrics.depth(len(self._queue))
 
     def _notify(self) -> None:
         async def wake() -> None:
@@ -75,6 +98,8 @@ class WorkQueue(Generic[K]):
         """Retry `key` after its exponential backoff."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
+        if self.metrics is not None:
+            self.metrics.retried()
         self.add_after(key, min(self.base_delay * (2**failures), self.max_delay))
 
     def forget(self, key: K) -> None:
@@ -101,12 +126,22 @@ class WorkQueue(Generic[K]):
             key = self._queue.popleft()
         self._dirty.discard(key)
         self._processing.add(key)
+        if self.metrics is not None:
+            now = time.perf_counter()
+            self.metrics.queued(now - self._added_at.pop(key, now))
+            self._started_at[key] = now
+            self._depth()
         return key
 
     def done(self, key: K) -> None:
         self._processing.discard(key)
+        if self.metrics is not None:
+            started = self._started_at.pop(key, None)
+            if started is not None:
+                self.metrics.worked(time.perf_counter() - started)
         if key in self._dirty:
             self._queue.append(key)
+            self._depth()
             self._notify()
 
     async def shut_down(self) -> None:

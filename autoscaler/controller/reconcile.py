@@ -30,7 +30,7 @@ from .informers import Informer, PodIndex
 from .kube import ApiError, Kube, Obj
 from .metrics import MetricsClient
 from .scale import ScaleClient, ScaleError
-from .status import build_status, replace_condition
+from .status import build_status, replace_condition, with_summary
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,7 @@ class Observer(Protocol):
     def replicas(self, key: WorkKey, current: int, desired: int) -> None: ...
     def shadow(self, key: WorkKey, ours: int, cluster: int | None) -> None: ...
     def forget(self, key: WorkKey) -> None: ...
+    def status(self, key: WorkKey, spec: Obj, status: Obj) -> None: ...
 
 
 @dataclass
@@ -228,6 +229,10 @@ class Reconciler:
 
     async def _write_status(self, kind: str, obj: Obj, status: Obj) -> None:
         """PUT status through the status subresource; on 409 re-read and retry."""
+        if kind == CR:
+            status = with_summary(status, obj.get("spec"))
+        meta = obj.get("metadata") or {}
+        self.observer.status((kind, meta.get("namespace", ""), meta.get("name", "")), obj.get("spec") or {}, status)
         if status == (obj.get("status") or {}):
             return
         meta = obj.get("metadata") or {}

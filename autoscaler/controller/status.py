@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from autoscaler.decision.model import Condition
+from promscaler.quantity import QuantityError, format_quantity, parse_quantity
 from promscaler.times import format_time
 
 Obj = dict[str, Any]
@@ -53,3 +54,67 @@ def build_status(previous: Obj | None, *, generation: int | None, current_replic
     elif previous.get("lastScaleTime"):
         status["lastScaleTime"] = previous["lastScaleTime"]
     return status
+
+
+# --- the summary `kubectl get` prints (the CRD's printer columns) ---------------------------------
+
+def _q(value: Any) -> str:
+    """A quantity as apimachinery's Quantity.String() prints it (canonical, binary kept binary)."""
+    if value is None:
+        return "<unknown>"
+    try:
+        return format_quantity(parse_quantity(value), binary=str(value).endswith("i"))
+    except QuantityError:
+        return str(value)
+
+
+def _current(statuses: Sequence[Obj], i: int, source: str, field: str) -> str:
+    cur = ((statuses[i].get(source) or {}).get("current") or {}) if i < len(statuses) else {}
+    if field == "averageUtilization":
+        return f"{cur[field]}%" if cur.get(field) is not None else "<unknown>"
+    return _q(cur[field]) if cur.get(field) is not None else "<unknown>"
+
+
+def format_targets(specs: Sequence[Obj] | None, statuses: Sequence[Obj] | None) -> str:
+    """The TARGETS column of `kubectl get hpa` (kubectl's formatHPAMetrics): `current/target` per
+    metric, `(avg)` for Object/External average values, `name: ` before resource metrics, at most
+    two then `+ N more...`."""
+    if not specs:
+        return "<none>"
+    st = list(statuses or ())
+    out: list[str] = []
+    for i, spec in enumerate(specs):
+        kind = spec.get("type")
+        source = {"External": "external", "Pods": "pods", "Object": "object", "Resource": "resource",
+                  "ContainerResource": "containerResource"}.get(str(kind), "")
+        block = (spec.get(source) or {}) if source else {}
+        target = block.get("target") or {}
+        if kind in ("External", "Object"):
+            if target.get("averageValue") is not None:
+                out.append(f"{_current(st, i, source, 'averageValue')}/{_q(target['averageValue'])} (avg)")
+            else:
+                out.append(f"{_current(st, i, source, 'value')}/{_q(target.get('value'))}")
+        elif kind == "Pods":
+            out.append(f"{_current(st, i, 'pods', 'averageValue')}/{_q(target.get('averageValue'))}")
+        elif kind in ("Resource", "ContainerResource"):
+            name = block.get("name", "")
+            if target.get("averageValue") is not None:
+                out.append(f"{name}: {_current(st, i, source, 'averageValue')}/{_q(target['averageValue'])}")
+            else:
+                util = target.get("averageUtilization")
+                want = f"{util}%" if util is not None else "<auto>"
+                out.append(f"{name}: {_current(st, i, source, 'averageUtilization')}/{want}")
+        else:
+            out.append("<unknown type>")
+    if len(out) > 2:
+        return f"{', '.join(out[:2])} + {len(out) - 2} more..."
+    return ", ".join(out)
+
+
+def with_summary(status: Obj, spec: Obj | None) -> Obj:
+    """`status` plus the two strings the HorizontalAutoscaler CRD's printer columns show (REFERENCE,
+    TARGETS), as kubectl prints them for an HPA; currentMetrics stay as they are."""
+    spec = spec or {}
+    ref = spec.get("scaleTargetRef") or {}
+    return {**status, "reference": f"{ref.get('kind', '')}/{ref.get('name', '')}",
+            "targets": format_targets(spec.get("metrics"), status.get("currentMetrics"))}

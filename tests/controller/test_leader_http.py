@@ -104,9 +104,10 @@ async def test_health_ready_and_metrics_endpoints(sim, fake):
         await eventually(lambda: replicas(sim, "web") == 4)
         await eventually(lambda: status(sim, "web").get("currentReplicas") == 4)
         text = (await client.get("/metrics")).text
-        assert 'promscaler_autoscaler_desired_replicas{kind="HorizontalAutoscaler",name="web",namespace="default"} 4.0' in text
+        assert ('promscaler_horizontalautoscaler_status_desired_replicas{horizontalautoscaler="web",'
+                'kind="HorizontalAutoscaler",namespace="default"} 4.0') in text
         assert "promscaler_autoscaler_reconcile_duration_seconds_count" in text
-        assert "promscaler_autoscaler_queue_depth" in text
+        assert 'workqueue_depth{name="horizontalautoscalers"}' in text
         assert "promscaler_autoscaler_leader 1.0" in text
 
 

@@ -20,11 +20,15 @@ NAME_EXPRESSIONS = {
     r'{{\s*include "promscaler.fullname" \$?(root|\.)?\s*}}': "promscaler",
     r"{{\s*\$?(root\.)?\.?Release\.Namespace\s*}}": "promscaler",
 }
-# Objects that exist only in one TLS mode of the chart and have no counterpart in apiservice/
+# Objects that exist only in one TLS mode (or with monitoring on) and have no counterpart in apiservice/
 # (where `python -m apiservice.certs` plays cert-manager's part).
 CHART_ONLY = {
     ("Certificate", "promscaler-adapter-tls"), ("Certificate", "promscaler-ca"),
     ("Issuer", "promscaler-selfsigned"), ("Issuer", "promscaler-ca"),
+    # monitoring.* (off by default): for prometheus-operator, Grafana and kube-state-metrics
+    ("ServiceMonitor", "promscaler-adapter"), ("ServiceMonitor", "promscaler-autoscaler"),
+    ("ClusterRole", "promscaler-metrics-scraper"), ("PrometheusRule", "promscaler"),
+    ("ConfigMap", "promscaler-dashboard"), ("ConfigMap", "promscaler-kube-state-metrics"),
 }
 
 

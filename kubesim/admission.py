@@ -1,0 +1,142 @@
+"""What the apiextensions server does to a custom resource before storing it: structural-schema
+defaulting, then validation against the schema's bounds and its CEL rules
+(`x-kubernetes-validations`), refusing with 422 Invalid and a field path per failure.
+
+The schema keywords read are those CRDs use for bounds (type, enum, required, minimum, maximum,
+minItems, maxItems, pattern, anyOf for int-or-string); CEL runs on the `common-expression-language`
+package, imported when a CRD carries rules.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from promscaler.status import InternalError, Invalid
+
+__all__ = ["admit", "apply_defaults", "validate"]
+
+Schema = Mapping[str, Any]
+_TYPES: dict[str, tuple[type, ...]] = {"object": (dict,), "array": (list,), "string": (str,), "boolean": (bool,),
+                                       "integer": (int,), "number": (int, float)}
+_programs: dict[str, Any] = {}
+
+
+def apply_defaults(schema: Schema, value: Any) -> Any:
+    """Fill absent properties that have a `default`, top-down (a default is defaulted in turn)."""
+    if isinstance(value, dict):
+        for key, sub in (schema.get("properties") or {}).items():
+            if key not in value and "default" in sub:
+                value[key] = copy.deepcopy(sub["default"])
+            if key in value:
+                apply_defaults(sub, value[key])
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for item in value:
+            apply_defaults(schema["items"], item)
+    return value
+
+
+def _type_ok(types: str, value: Any) -> bool:
+    if isinstance(value, bool) and types in ("integer", "number"):
+        return False
+    return isinstance(value, _TYPES.get(types, (object,)))
+
+
+def _shown(value: Any) -> str:
+    return '"object"' if isinstance(value, dict) else ('"array"' if isinstance(value, list) else repr(value))
+
+
+def _cel(rule: str) -> Any:
+    program = _programs.get(rule)
+    if program is None:
+        try:
+            import cel
+        except ImportError:  # pragma: no cover - the test extra installs it
+            raise InternalError("kubesim: CRD validation rules need the common-expression-language package") from None
+        program = _programs[rule] = cel.compile(rule)
+    return program
+
+
+def validate(schema: Schema, value: Any, path: str) -> list[str]:
+    """Field errors as kube-apiserver words them: `path: Invalid value: ...: why`."""
+    errors: list[str] = []
+    if "anyOf" in schema and not any(not validate(alt, value, path) for alt in schema["anyOf"]):
+        errors.append(f"{path}: Invalid value: {_shown(value)}: must match one of the allowed types")
+        return errors
+    types = schema.get("type")
+    if types and not _type_ok(types, value):
+        return [f"{path}: Invalid value: {_shown(value)}: {path} in body must be of type {types}"]
+    if "enum" in schema and value not in schema["enum"]:
+        allowed = ", ".join(f'"{v}"' for v in schema["enum"])
+        errors.append(f"{path}: Unsupported value: {_shown(value)}: supported values: {allowed}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            errors.append(f"{path}: Invalid value: {value}: {path} in body should be greater than or equal to "
+                          f"{schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            errors.append(f"{path}: Invalid value: {value}: {path} in body should be less than or equal to "
+                          f"{schema['maximum']}")
+    if isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
+        errors.append(f"{path}: Invalid value: {value!r}: {path} in body should match '{schema['pattern']}'")
+    if isinstance(value, list):
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            errors.append(f"{path}: Invalid value: {len(value)}: {path} in body should have at least "
+                          f"{schema['minItems']} items")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            errors.append(f"{path}: Too many: {len(value)}: must have at most {schema['maxItems']} items")
+        if isinstance(schema.get("items"), Mapping):
+            for i, item in enumerate(value):
+                errors += validate(schema["items"], item, f"{path}[{i}]")
+    if isinstance(value, dict):
+        for key in schema.get("required") or ():
+            if key not in value:
+                errors.append(f"{path}.{key}: Required value")
+        for key, sub in (schema.get("properties") or {}).items():
+            if key in value:
+                errors += validate(sub, value[key], f"{path}.{key}")
+    if errors:
+        return errors  # rules assume a value that passed its schema
+    for rule in schema.get("x-kubernetes-validations") or ():
+        try:
+            ok = _cel(rule["rule"]).execute({"self": value})
+        except (KeyError, ValueError, TypeError, RuntimeError) as exc:
+            ok, rule = False, {**rule, "message": f"{rule.get('message', rule['rule'])} (evaluation error: {exc})"}
+        if ok is not True:
+            where = path + rule.get("fieldPath", "")
+            why = rule.get("message") or f"failed rule: {rule['rule']}"
+            errors.append(f"{where}: Invalid value: {_shown(value)}: {why}")
+    return errors
+
+
+def admit(crd: Mapping[str, Any], version: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """Default and validate a custom resource of `crd` served at `version`; Invalid on failure."""
+    spec = crd.get("spec") or {}
+    schema = next((((v.get("schema") or {}).get("openAPIV3Schema") or {}) for v in spec.get("versions") or ()
+                   if v.get("name") == version), {})
+    if not schema:
+        return obj
+    kept: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj}
+    apply_defaults(schema, obj)
+    obj.update(kept)
+    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+    errors: list[str] = []
+    props = schema.get("properties") or {}
+    for key, value in body.items():
+        if key in props:
+            errors += validate(props[key], value, key)
+    for key in schema.get("required") or ():
+        if key not in obj:
+            errors.append(f"{key}: Required value")
+    if not errors:
+        top = {k: v for k, v in schema.items() if k not in ("properties", "required")}
+        errors += validate(top, obj, "<root>") if top.get("x-kubernetes-validations") else []
+    if errors:
+        kind = (spec.get("names") or {}).get("kind", "Object")
+        name = (obj.get("metadata") or {}).get("name", "")
+        raise Invalid(f'{kind}.{spec.get("group", "")} "{name}" is invalid: ' + ", ".join(errors),
+                      {"name": name, "group": spec.get("group", ""), "kind": kind,
+                       "causes": [{"reason": "FieldValueInvalid", "message": e, "field": e.split(":", 1)[0]}
+                                  for e in errors]})
+    return obj

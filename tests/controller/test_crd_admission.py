@@ -1,0 +1,175 @@
+"""The HorizontalAutoscaler CRD at admission, as a kube-apiserver applies it: its CEL rules and
+schema bounds refuse what the native HPA's validation refuses (pkg/apis/autoscaling/validation),
+its defaults give the spec an HPA gets (pkg/apis/autoscaling/v2/defaults.go), and `kubectl get`
+prints the HPA's columns. Rules run on a real CEL evaluator (common-expression-language) inside
+kubesim's admission, reached through the official kubernetes client and kubectl."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+from typing import Any
+
+import cel
+import pytest
+import yaml
+from kubernetes import client
+
+from .conftest import NS, ROOT, autoscaler, deployment, eventually, external_metric, pods_metric, running, settings
+
+KUBECTL = str(ROOT / ".venv" / "bin" / "kubectl")
+CRD = yaml.safe_load((ROOT / "apiservice/horizontalautoscaler-crd.yaml").read_text())
+
+
+def _rules(node: Any) -> list[str]:
+    out: list[str] = []
+    if isinstance(node, dict):
+        out += [r["rule"] for r in node.get("x-kubernetes-validations") or ()]
+        for v in node.values():
+            out += _rules(v)
+    elif isinstance(node, list):
+        for v in node:
+            out += _rules(v)
+    return out
+
+
+def test_every_rule_compiles() -> None:
+    rules = set(_rules(CRD))
+    assert len(rules) >= 10
+    for rule in rules:
+        cel.compile(rule)
+
+
+@pytest.fixture
+def api(sim):
+    with client.ApiClient(sim.client_configuration()) as c:
+        yield client.CustomObjectsApi(c)
+
+
+def _create(api, obj: dict[str, Any]) -> dict[str, Any]:
+    return api.create_namespaced_custom_object("promscaler.io", "v1alpha1", NS, "horizontalautoscalers", obj)
+
+
+def _refused(api, obj: dict[str, Any]) -> str:
+    with pytest.raises(client.ApiException) as info:
+        _create(api, obj)
+    assert info.value.status == 422, info.value.body
+    body = json.loads(info.value.body)
+    assert body["kind"] == "Status" and body["reason"] == "Invalid"
+    return body["message"]
+
+
+PODS = pods_metric("http_requests", "500m")
+EXTERNAL = external_metric("queue_messages_ready", "30")
+
+
+def _with(spec_change: dict[str, Any], metrics: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    obj = autoscaler("web", "web", metrics if metrics is not None else [copy.deepcopy(PODS)])
+    obj["spec"].update(spec_change)
+    return obj
+
+
+REFUSED = {
+    # minReplicas 0 is the scale-to-zero case only, which needs an Object or External metric
+    "minReplicas 0 with a Pods metric": (_with({"minReplicas": 0}), "spec.minReplicas", "greater than or equal to 1"),
+    "maxReplicas below minReplicas": (_with({"minReplicas": 5, "maxReplicas": 2}), "spec",
+                                      "maxReplicas must be greater than or equal to minReplicas"),
+    "maxReplicas 0": (_with({"maxReplicas": 0}), "spec.maxReplicas", "greater than or equal to 1"),
+    "Pods metric carrying an external block": (
+        _with({}, [{**PODS, "external": EXTERNAL["external"]}]), "spec.metrics[0]",
+        "must populate the given metric source only"),
+    "External type without its block": (
+        _with({}, [{"type": "External", "pods": PODS["pods"]}]), "spec.metrics[0]",
+        "must populate information for the given metric source"),
+    "External metric with a Utilization target": (
+        _with({}, [{"type": "External", "external": {"metric": {"name": "q"},
+                                                     "target": {"type": "Utilization", "averageUtilization": 50}}}]),
+        "spec.metrics[0].external.target.type", "must be either Value or AverageValue"),
+    "Pods metric with a Value target": (
+        _with({}, [{"type": "Pods", "pods": {"metric": {"name": "r"}, "target": {"type": "Value", "value": "1"}}}]),
+        "spec.metrics[0].pods.target.type", "must be AverageValue"),
+    "Utilization target without averageUtilization": (
+        _with({}, [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization"}}}]),
+        "spec.metrics[0].resource.target", "averageUtilization must be set"),
+    "behavior with no policy": (
+        _with({"behavior": {"scaleDown": {"policies": []}}}), "spec.behavior.scaleDown.policies", "at least 1 items"),
+    "unknown select policy": (
+        _with({"behavior": {"scaleUp": {"selectPolicy": "Sometimes"}}}), "spec.behavior.scaleUp.selectPolicy",
+        "Unsupported value"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_refused_at_admission_with_the_field(api, case: str) -> None:
+    obj, field, why = REFUSED[case]
+    message = _refused(api, obj)
+    assert message.startswith('HorizontalAutoscaler.promscaler.io "web" is invalid: '), message
+    assert f"{field}: " in message and why in message, message
+
+
+def test_scale_to_zero_with_an_external_metric_is_accepted(api) -> None:
+    created = _create(api, _with({"minReplicas": 0}, [copy.deepcopy(EXTERNAL)]))
+    assert created["spec"]["minReplicas"] == 0
+
+
+def test_defaults_are_the_hpas(api) -> None:
+    """Kubernetes' v2 defaulting: minReplicas 1; CPU at 80% when no metric; with `behavior`, scale-up
+    0 s / Max / {4 Pods, 100 Percent per 15 s}, scale-down Max / {100 Percent per 15 s} and no
+    stabilization window of its own (the controller's flag then applies)."""
+    obj = autoscaler("bare", "web", [])
+    del obj["spec"]["metrics"], obj["spec"]["minReplicas"]
+    obj["spec"]["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": 60}}
+    spec = _create(api, obj)["spec"]
+    assert spec["minReplicas"] == 1
+    assert spec["metrics"] == [{"type": "Resource", "resource": {
+        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
+    assert spec["behavior"]["scaleUp"] == {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
+        {"type": "Pods", "value": 4, "periodSeconds": 15}, {"type": "Percent", "value": 100, "periodSeconds": 15}]}
+    assert spec["behavior"]["scaleDown"] == {"stabilizationWindowSeconds": 60, "selectPolicy": "Max",
+                                             "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}
+    no_behavior = _create(api, autoscaler("plain", "web", [copy.deepcopy(PODS)]))["spec"]
+    assert "behavior" not in no_behavior  # as for an HPA: behavior stays unset unless given
+
+
+def test_refused_update_leaves_the_object(api, sim) -> None:
+    _create(api, _with({}))
+    obj = api.get_namespaced_custom_object("promscaler.io", "v1alpha1", NS, "horizontalautoscalers", "web")
+    obj["spec"]["minReplicas"] = 0
+    with pytest.raises(client.ApiException) as info:
+        api.replace_namespaced_custom_object("promscaler.io", "v1alpha1", NS, "horizontalautoscalers", "web", obj)
+    assert info.value.status == 422
+    assert sim.get("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, "web")["spec"]["minReplicas"] == 1
+
+
+# --- kubectl get ---------------------------------------------------------------------------------
+
+def _kubectl(sim, *args: str) -> str:
+    out = subprocess.run([KUBECTL, "--kubeconfig", sim.kubeconfig_path, *args], capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+async def test_kubectl_get_prints_the_hpa_columns(sim, fake) -> None:
+    sim.apply(deployment("web", 2))
+    fake.pods[(NS, "http_requests")] = lambda names: f"{-(-2332 // max(1, len(names)))}m"
+    fake.external[(NS, "queue_messages_ready")] = [({}, "36")]
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m"),
+                                        external_metric("queue_messages_ready", "30")], max_replicas=3))
+    async with running(sim, settings()):
+        await eventually(lambda: "targets" in (sim.get("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, "web")
+                                                or {}).get("status", {})
+                         and sim.get("apps/v1", "Deployment", NS, "web")["spec"]["replicas"] == 3)
+        await eventually(lambda: "778m/500m" in _kubectl(sim, "-n", NS, "get", "horizontalautoscalers"))
+    for resource in ("horizontalautoscalers", "has", "horizontalautoscaler.promscaler.io"):
+        lines = _kubectl(sim, "-n", NS, "get", resource).splitlines()
+        header = ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
+        assert re.split(r"\s{2,}", lines[0]) == header
+        cells = re.split(r"\s{2,}", lines[1])
+        # 2332m over 3 pods = 778m per pod against 500m; queue 36 over 3 replicas = 12 per replica against 30
+        assert cells[:6] == ["web", "Deployment/web", "778m/500m, 12/30 (avg)", "1", "3", "3"], lines
+        assert re.fullmatch(r"\d+s", cells[6])
+    raw = yaml.safe_load(_kubectl(sim, "-n", NS, "get", "has", "web", "-o", "yaml"))
+    assert raw["status"]["currentMetrics"][0]["pods"]["current"]["averageValue"] == "778m"  # raw values unchanged
