@@ -81,13 +81,13 @@ def test_apiservices_point_at_the_adapter_service() -> None:
 def test_resource_metrics_apiservice_is_applied_only_on_purpose() -> None:
     """`kubectl apply -f apiservice/` must leave metrics-server's v1beta1.metrics.k8s.io alone: the
     adapter's one sits in apiservice/resource-metrics/ (not read without -R), and the chart's is
-    off unless resourceMetrics.enabled."""
+    off unless resourceMetrics.enabled (or rules.resource, as in prometheus-adapter's chart)."""
     top_level = [d for p, d in DOCS if p.parent.name == "apiservice"]
     assert all(d["spec"]["group"] != "metrics.k8s.io" for d in top_level if d["kind"] == "APIService")
     [(path, api)] = [(p, d) for p, d in DOCS if d["kind"] == "APIService" and d["spec"]["group"] == "metrics.k8s.io"]
     assert path.parent.name == "resource-metrics" and api["spec"]["version"] == "v1beta1"
     template = (ROOT / "charts/promscaler/templates/resource-metrics-apiservice.yaml").read_text()
-    assert "{{- if .Values.resourceMetrics.enabled }}" in template
+    assert "{{- if or .Values.resourceMetrics.enabled .Values.rules.resource }}" in template
     values = yaml.safe_load((ROOT / "charts/promscaler/values.yaml").read_text())
     assert values["resourceMetrics"] == {"enabled": False}
 
