@@ -62,8 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=flags.duration, default=300.0, metavar="DURATION",
                    help="scale-down looks back this far and takes the highest recommendation (default 5m)")
     le = p.add_argument_group("leader election (kube-controller-manager names and defaults)")
-    le.add_argument("--leader-elect", type=flags.boolean, default=True, nargs="?", const=True, metavar="BOOL",
-                    help="elect a leader on a Lease before syncing, so several replicas are safe (default true)")
+    le.add_argument("--leader-elect", type=flags.boolean, default=None, nargs="?", const=True, metavar="BOOL",
+                    help="elect a leader on a Lease before syncing, so several replicas are safe "
+                         "(default true; false with --dry-run, which writes no Lease)")
     le.add_argument("--leader-elect-lease-duration", type=flags.duration, default=15.0, metavar="DURATION")
     le.add_argument("--leader-elect-renew-deadline", type=flags.duration, default=10.0, metavar="DURATION")
     le.add_argument("--leader-elect-retry-period", type=flags.duration, default=2.0, metavar="DURATION")
@@ -93,7 +94,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         dry_run=args.dry_run,
         reconcile_native_hpas=args.reconcile_native_hpas,
         namespace=args.namespace,
-        leader_elect=args.leader_elect,
+        leader_elect=(not args.dry_run) if args.leader_elect is None else args.leader_elect,
         lease_duration=args.leader_elect_lease_duration,
         renew_deadline=args.leader_elect_renew_deadline,
         retry_period=args.leader_elect_retry_period,

@@ -21,6 +21,7 @@ import uvicorn
 from autoscaler import objects
 from autoscaler.decision.model import ControllerConfig, PodInfo
 
+from .apihealth import ApiHealth, describe, is_outage
 from .events import EventRecorder
 from .http import Telemetry, create_app
 from .informers import Informer, PodIndex, key_of
@@ -30,8 +31,14 @@ from .metrics import MetricsClient
 from .queue import ShutDown, WorkQueue
 from .reconcile import CR, HPA, Reconciler, SyncError, WorkKey
 from .scale import Discovery, ScaleClient
+from .shadow import ShadowBook
 
 log = logging.getLogger(__name__)
+
+CRD_ABSENT = ("the HorizontalAutoscaler CRD (promscaler.io/v1alpha1) is not installed: reconciling native HPAs only; "
+              "HorizontalAutoscalers are picked up when it is installed")
+CRD_ABSENT_ONLY = ("the HorizontalAutoscaler CRD (promscaler.io/v1alpha1) is not installed and "
+                   "--reconcile-native-hpas is off: nothing to reconcile until the CRD is installed")
 
 
 @dataclass(frozen=True)
@@ -87,29 +94,37 @@ class Controller:
         self.kube, self.settings = kube, settings
         s = settings
         self.telemetry = Telemetry()
+        self.health = ApiHealth(kube)
         self.queue: WorkQueue[WorkKey] = WorkQueue(max_delay=s.sync_period)
         self.informers: dict[str, Informer] = {
-            CR: Informer(kube, _path("promscaler.io/v1alpha1", "horizontalautoscalers", s.namespace), name="horizontalautoscalers",
-                         watch_timeout=s.watch_timeout),
+            CR: Informer(kube, _path("promscaler.io/v1alpha1", "horizontalautoscalers", s.namespace),
+                         name="horizontalautoscalers", watch_timeout=s.watch_timeout, health=self.health,
+                         absent=CRD_ABSENT if s.reconcile_native_hpas else CRD_ABSENT_ONLY),
         }
         if s.reconcile_native_hpas:
             self.informers[HPA] = Informer(kube, _path("autoscaling/v2", "horizontalpodautoscalers", s.namespace),
-                                           name="horizontalpodautoscalers", watch_timeout=s.watch_timeout)
+                                           name="horizontalpodautoscalers", watch_timeout=s.watch_timeout,
+                                           health=self.health)
         self.pod_informer = Informer(kube, _path("v1", "pods", s.namespace), name="pods", watch_timeout=s.watch_timeout,
-                                     transform=objects.pod_info)
+                                     transform=objects.pod_info, health=self.health)
         self.pods = PodIndex(self.pod_informer)
         discovery = Discovery(kube)
+        self.shadow: ShadowBook | None = None
+        if s.dry_run and s.reconcile_native_hpas:
+            self.shadow = ShadowBook(self.telemetry.registry, sync_period=s.sync_period,
+                                     on_compared=self.telemetry.shadow)
         self.reconciler = Reconciler(
             kube=kube, informers=self.informers, pods=self.pods, pod_infos=self._pod_info,
             scales=ScaleClient(kube, discovery), metrics=MetricsClient(kube, discovery), events=EventRecorder(kube),
-            observer=self.telemetry, config=s.config, dry_run=s.dry_run)
+            observer=self.telemetry, config=s.config, dry_run=s.dry_run, shadow_book=self.shadow)
         for kind, informer in self.informers.items():
             informer.add_handler(self._handler(kind))
         self.elector: LeaderElector | None = None
         if s.leader_elect:
             self.elector = LeaderElector(kube, namespace=s.lease_namespace, name=s.lease_name, identity=s.identity,
                                          lease_duration=s.lease_duration, renew_deadline=s.renew_deadline,
-                                         retry_period=s.retry_period, on_change=self._leadership)
+                                         retry_period=s.retry_period, on_change=self._leadership,
+                                         health=self.health)
         self._leading = asyncio.Event()
         if self.elector is None:
             self._leading.set()
@@ -127,6 +142,8 @@ class Controller:
         def on_event(event: str, old: Obj | None, new: Obj | None) -> None:
             ns, name = key_of(new or old or {})
             key = (kind, ns, name)
+            if self.shadow is not None and kind == HPA:
+                self.shadow.observe(key, old, new)
             if event == "DELETED":
                 self.queue.cancel(key)
                 self.reconciler.forget(key)
@@ -159,11 +176,12 @@ class Controller:
     async def _worker(self) -> None:
         while True:
             await self._leading.wait()
+            await self.health.wait_up()
             try:
                 key = await self.queue.get()
             except ShutDown:
                 return
-            if not self.is_leader:
+            if not self.is_leader or not self.health.up.is_set():
                 self.queue.done(key)
                 self.queue.add(key)
                 continue
@@ -181,9 +199,14 @@ class Controller:
             log.warning("sync of %s %s/%s failed: %s", *key, exc, extra={"kind": key[0], "namespace": key[1], "autoscaler": key[2],
                                                                           "retries": self.queue.failures(key)})
             self.queue.add_rate_limited(key)
-        except Exception:
-            log.exception("sync of %s %s/%s crashed", *key)
-            self.queue.add_rate_limited(key)
+        except Exception as exc:
+            if is_outage(exc):  # the API server is gone: one shared warning and retry loop, then a fresh sync
+                self.health.failed(exc)
+                log.debug("sync of %s %s/%s interrupted: %s", *key, describe(exc))
+                self.queue.add(key)
+            else:
+                log.exception("sync of %s %s/%s crashed", *key)
+                self.queue.add_rate_limited(key)
         finally:
             self.syncs += 1
             self.queue.done(key)
@@ -197,8 +220,9 @@ class Controller:
         informer_tasks = [asyncio.create_task(i.run(inf_stop)) for i in (*self.informers.values(), self.pod_informer)]
         server, server_task = None, None
         if s.http_port is not None:
-            server = _Server(uvicorn.Config(create_app(self.telemetry, self.ready, self._refresh_gauges), host=s.http_host,
-                                            port=s.http_port, log_level="warning", lifespan="off", access_log=False))
+            app = create_app(self.telemetry, self.ready, self._refresh_gauges,
+                             shadow=self.shadow.summary if self.shadow else None)
+            server = _Server(uvicorn.Config(app, host=s.http_host, port=s.http_port, log_level="warning", lifespan="off", access_log=False))
             server_task = asyncio.create_task(server.serve())
         log.info("controller starting", extra={"dry_run": s.dry_run, "native_hpas": s.reconcile_native_hpas,
                                                 "namespace": s.namespace or "*"})
@@ -229,6 +253,7 @@ class Controller:
             if server is not None:
                 server.should_exit = True
             await asyncio.gather(*children, return_exceptions=True)
+            await self.health.close()
         finally:  # cancelled (not stopped): take every child down with us
             for t in [*children, *self._inflight]:
                 t.cancel()

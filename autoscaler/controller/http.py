@@ -7,8 +7,10 @@ process. In dry-run, every native HPA's decision is exported next to the cluster
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from fastapi import FastAPI, Response
+from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 WorkKey = tuple[str, str, str]
@@ -73,8 +75,10 @@ class Telemetry:
             pass
 
 
-def create_app(telemetry: Telemetry, ready: Callable[[], bool], refresh: Callable[[], None] = lambda: None) -> FastAPI:
-    """`ready()` is true once the caches have synced; `refresh()` updates gauges before a scrape."""
+def create_app(telemetry: Telemetry, ready: Callable[[], bool], refresh: Callable[[], None] = lambda: None,
+               shadow: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
+    """`ready()` is true once the caches have synced; `refresh()` updates gauges before a scrape;
+    `shadow()` is shadow mode's summary for /debug/shadow (404 when not in shadow mode)."""
     app = FastAPI(title="promscaler autoscaler", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get("/healthz")
@@ -91,5 +95,16 @@ def create_app(telemetry: Telemetry, ready: Callable[[], bool], refresh: Callabl
     async def metrics() -> Response:
         refresh()
         return Response(generate_latest(telemetry.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/debug/shadow")
+    async def debug_shadow(format: str = "text") -> Response:
+        if shadow is None:
+            return Response("not in shadow mode (--dry-run --reconcile-native-hpas)\n", status_code=404, media_type="text/plain")
+        from .shadow import render_summary
+
+        summary = shadow()
+        if format == "json":
+            return JSONResponse(summary)
+        return Response(render_summary(summary), media_type="text/plain")
 
     return app
