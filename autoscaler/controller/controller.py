@@ -194,7 +194,8 @@ class Controller:
         try:
             await self.reconciler.sync(key)
             self.queue.forget(key)
-            self.queue.add_after(key, self.settings.sync_period)
+            book = self.shadow if key[0] == HPA else None  # a shadowed HPA syncs just before the real one
+            self.queue.add_after(key, book.next_delay(key) if book is not None else self.settings.sync_period)
         except SyncError as exc:
             log.warning("sync of %s %s/%s failed: %s", *key, exc, extra={"kind": key[0], "namespace": key[1], "autoscaler": key[2],
                                                                           "retries": self.queue.failures(key)})

@@ -106,7 +106,10 @@ class Reconciler:
             return None
         obj = {"apiVersion": "promscaler.io/v1alpha1" if kind == CR else "autoscaling/v2", "kind": kind, **obj}
         shadow = kind == HPA and self.dry_run  # native HPA in shadow mode: write nothing at all
-        now = self.clock()
+        synced = now = self.clock()
+        book = self.shadow_book if shadow else None
+        if book is not None:  # decide as of the real HPA's sync this one shadows
+            now = book.decision_time(key, now)
         spec_dict = obj.get("spec") or {}
         prev_status = obj.get("status") or {}
 
@@ -151,7 +154,6 @@ class Reconciler:
         pods = [info for info in map(self.pod_infos, self.pods.select(ns, selector)) if info is not None]
         readings = await self.metrics.read_all(ns, spec.metrics, scale.selector, [p.name for p in pods])
         history = self.histories.get(key) or History()
-        book = self.shadow_book if shadow else None
         if book is not None:  # what the real HPA did, not what this shadow would have done
             window = spec.behavior.scale_down.stabilization_window_seconds if spec.behavior is not None else None
             history = book.history(key, self.histories.get(key), scale.replicas, now,
@@ -166,7 +168,7 @@ class Reconciler:
             self.histories[key] = decision.history
             self.observer.shadow(key, decision.desired_replicas, None)
             if book is not None:
-                book.decided(key, decision, now, prev_status)
+                book.decided(key, decision, now, synced, prev_status)
             return decision
 
         await self._metric_events(obj, decision, now)

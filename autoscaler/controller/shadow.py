@@ -8,6 +8,11 @@ write nothing, and compare honestly.
 - Each shadow decision is compared with the real HPA's decision for the same sync: its next status
   update after the shadow's sync; if none comes before the shadow's next sync, the real HPA's status
   held, and that is its decision.
+- "The same sync" is made literal: the shadow locks onto the real HPA's phase (its status updates
+  arrive every sync period) and syncs each HPA just before the real one does (`LEAD`), deciding as of
+  the real sync's time (plus `LATE`, the positive drift of a controller that re-queues after each
+  sync). So both read the same metrics and see the same policy periods and stabilization windows;
+  otherwise a shadow a few seconds out of phase disagrees at every policy boundary.
 - Counters per HPA, a histogram of the difference, a log line only for a disagreement that outlives
   one sync period (both explanations side by side), and a summary for `/debug/shadow`.
 """
@@ -36,6 +41,16 @@ Key = tuple[str, str, str]  # (kind, namespace, name)
 SUMMARY_WINDOW = timedelta(hours=1)
 
 
+def lead(period: float) -> float:
+    """How long before the real HPA's predicted sync the shadow syncs (reads metrics and scale)."""
+    return min(0.5, period / 5)
+
+
+def late(period: float) -> float:
+    """How far after the predicted real sync the shadow's decision is dated."""
+    return min(0.25, period / 10)
+
+
 @dataclass(frozen=True, slots=True)
 class Comparison:
     at: datetime            # the shadow's sync
@@ -51,7 +66,8 @@ class Comparison:
 
 @dataclass(slots=True)
 class _Pending:
-    at: datetime
+    at: datetime            # the decision's time (the real HPA's predicted sync)
+    synced: datetime        # when the shadow actually synced
     decision: Decision
 
 
@@ -62,6 +78,7 @@ class _Hpa:
     events: History                       # the real HPA's scale events (recommendations unused)
     last_scale: str | None = None         # status.lastScaleTime last recorded
     scaled_down_at: datetime | None = None  # when the real HPA last scaled down
+    anchor: datetime | None = None        # when a status update of the real HPA (one of its syncs) was seen
     pending: _Pending | None = None
     streak: int = 0                       # disagreements in a row
     streak_since: datetime | None = None
@@ -109,8 +126,10 @@ class ShadowBook:
         now = self.clock()
         hpa = self._hpa(key)
         self._record_scale(hpa, status, now, prompt=old is not None)
-        if old is not None and hpa.pending is not None and now > hpa.pending.at:
-            self._resolve(key, hpa, status)
+        if old is not None:
+            hpa.anchor = now
+            if hpa.pending is not None and now > hpa.pending.synced:
+                self._resolve(key, hpa, status)
 
     def _record_scale(self, hpa: _Hpa, status: Obj, now: datetime, *, prompt: bool) -> None:
         stamp = status.get("lastScaleTime")
@@ -134,6 +153,31 @@ class ShadowBook:
 
     # --- the shadow's side (reconcile) -------------------------------------------------------
 
+    def _next_real(self, hpa: _Hpa, after: datetime) -> datetime | None:
+        """The real HPA's first predicted sync at or after `after` (None until one was seen)."""
+        if hpa.anchor is None:
+            return None
+        period = timedelta(seconds=self.sync_period)
+        n = max(0, -((hpa.anchor - after) // period))  # ceil((after - anchor) / period)
+        return hpa.anchor + n * period
+
+    def decision_time(self, key: Key, now: datetime) -> datetime:
+        """The time the shadow decides as of: the real HPA's next sync (plus LATE), else now."""
+        real = self._next_real(self._hpa(key), now)
+        return now if real is None else real + timedelta(seconds=late(self.sync_period))
+
+    def next_delay(self, key: Key) -> float:
+        """Seconds until this HPA's next shadow sync: LEAD before the real sync after the next half period."""
+        hpa = self.hpas.get(key)
+        if hpa is None:
+            return self.sync_period
+        now = self.clock()
+        ahead = lead(self.sync_period)
+        real = self._next_real(hpa, now + timedelta(seconds=self.sync_period / 2 + ahead))
+        if real is None:
+            return self.sync_period
+        return max(0.0, (real - now).total_seconds() - ahead)
+
     def history(self, key: Key, own: History | None, current: int, now: datetime, downscale_window: float) -> History:
         """The history the shadow decides with: its own recommendations, the real scale events.
 
@@ -149,12 +193,12 @@ class ShadowBook:
             recommendations = None  # the engine records the current size at now
         return History(recommendations, hpa.events.scale_up_events, hpa.events.scale_down_events)
 
-    def decided(self, key: Key, decision: Decision, now: datetime, status: Obj) -> None:
-        """The shadow decided at `now`; the real HPA's answer for this sync is its next status."""
+    def decided(self, key: Key, decision: Decision, at: datetime, synced: datetime, status: Obj) -> None:
+        """The shadow decided as of `at` (synced at `synced`); the real HPA's answer is its next status."""
         hpa = self._hpa(key)
         if hpa.pending is not None:  # no status update came in a whole sync: the real HPA's status held
             self._resolve(key, hpa, status)
-        hpa.pending = _Pending(now, decision)
+        hpa.pending = _Pending(at, synced, decision)
 
     def _resolve(self, key: Key, hpa: _Hpa, status: Obj) -> None:
         pending, hpa.pending = hpa.pending, None
