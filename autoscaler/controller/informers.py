@@ -13,6 +13,8 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import aiohttp
+
 from promscaler.selectors import Operator, Selector
 
 from .apihealth import ApiHealth, describe, is_outage
@@ -119,14 +121,14 @@ class Informer:
 
     async def run(self, stop: asyncio.Event) -> None:
         """List, then watch until `stop`; never raises."""
-        need_list, backoff = True, 0.2
+        need_list, backoff, cut_in_a_row = True, 0.2, 0
         while not stop.is_set():
             try:
                 if need_list:
                     await self._list()
                     need_list = False
                 await self._watch()
-                backoff = 0.2
+                backoff, cut_in_a_row = 0.2, 0
                 self.rewatches += 1  # the server ended the stream (timeout): resume from our RV
             except asyncio.CancelledError:
                 raise
@@ -151,6 +153,14 @@ class Informer:
                 if await sleep_or_stop(stop, backoff):
                     return
                 backoff = min(backoff * 2, 30.0)
+            except aiohttp.ClientPayloadError as exc:  # the stream was cut (a server going away): resume at once
+                log.debug("watch of %s cut: %s", self.name, describe(exc))
+                self.rewatches += 1
+                if cut_in_a_row and await sleep_or_stop(stop, backoff):
+                    return
+                cut_in_a_row += 1
+                if cut_in_a_row > 1:
+                    backoff = min(backoff * 2, 30.0)
             except Exception as exc:  # broken connection, malformed stream: resume from our RV
                 if self.health is not None and is_outage(exc):
                     self.health.failed(exc)

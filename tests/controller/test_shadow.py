@@ -25,7 +25,7 @@ import yaml
 from kubesim.apiserver import KubeSim
 from promscaler.times import format_time
 
-from .conftest import ROOT, NS, autoscaler, deployment, eventually, pods_matching, pods_metric, running, settings
+from .conftest import NS, ROOT, autoscaler, deployment, eventually, pods_matching, pods_metric, running, settings
 from .fakemetrics import FakeMetrics
 
 HPA_API = ("autoscaling/v2", "HorizontalPodAutoscaler")
@@ -105,9 +105,10 @@ class RealHpa:
                                                          "current": {"averageValue": f"{per_pod_milli}m"}}}],
             "conditions": [
                 self._condition("AbleToScale", "True", *able),
-                self._condition("ScalingActive", "True", "ValidMetricFound",
-                                "the HPA was able to successfully calculate a replica count from pods metric http_requests"),
-                self._condition("ScalingLimited", "False" if limited == "DesiredWithinRange" else "True", limited, LIMITED[limited]),
+                self._condition("ScalingActive", "True", "ValidMetricFound", "the HPA was able to successfully "
+                                "calculate a replica count from pods metric http_requests"),
+                self._condition("ScalingLimited", "False" if limited == "DesiredWithinRange" else "True", limited,
+                                LIMITED[limited]),
             ],
         }
         if status["lastScaleTime"] is None:
@@ -145,7 +146,8 @@ async def test_shadow_agrees_with_the_real_hpa_decision_by_decision_and_writes_n
     caplog.set_level(logging.INFO, logger="autoscaler")
     bare.apply(deployment("web", 4))
     metrics.pods[(NS, "http_requests")] = per_pod(SCRIPT[0][0])
-    bare.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")], behavior=BEHAVIOR, kind="HorizontalPodAutoscaler"))
+    bare.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")], behavior=BEHAVIOR,
+                          kind="HorizontalPodAutoscaler"))
     await eventually(lambda: len(pods_matching(bare, NS, "app=web")) == 4)
     real = RealHpa(bare)
     loop = asyncio.get_running_loop()
@@ -153,7 +155,8 @@ async def test_shadow_agrees_with_the_real_hpa_decision_by_decision_and_writes_n
     async with running(bare, s) as controller:
         sent = record_requests(controller)
         await eventually(lambda: controller.syncs >= 1)  # the shadow's first decision, before the real HPA's first sync
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{await eventually(lambda: controller.http_port)}") as http:
+        port = await eventually(lambda: controller.http_port)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             assert (await http.get("/readyz")).status_code == 200  # ready without the CRD
             start = loop.time() + 0.3
             for k, (_, current, desired, limited) in enumerate(SCRIPT):
@@ -187,7 +190,7 @@ async def test_shadow_agrees_with_the_real_hpa_decision_by_decision_and_writes_n
     assert not [m for m in messages if "watch failed" in m or "shadow disagrees" in m]
 
 
-async def test_a_lasting_disagreement_is_counted_logged_once_with_both_explanations_and_summarized(bare, metrics, caplog):
+async def test_a_lasting_disagreement_is_counted_logged_once_with_both_explanations(bare, metrics, caplog):
     caplog.set_level(logging.INFO, logger="autoscaler")
     bare.apply(deployment("web", 2))
     metrics.pods[(NS, "http_requests")] = per_pod(1000)  # 500m per pod at 2: the shadow wants 2
@@ -202,7 +205,8 @@ async def test_a_lasting_disagreement_is_counted_logged_once_with_both_explanati
         summary = controller.shadow.summary()
     assert set(comparisons(controller)) == {(2, 3)}
     registry = controller.telemetry.registry
-    bad = registry.get_sample_value("promscaler_shadow_decisions_total", {"namespace": NS, "name": "web", "agree": "false"})
+    labels = {"namespace": NS, "name": "web", "agree": "false"}
+    bad = registry.get_sample_value("promscaler_shadow_decisions_total", labels)
     assert bad is not None and bad >= 3
     assert registry.get_sample_value("promscaler_shadow_replica_difference_bucket", {"le": "-1.0"}) >= 3
     warnings = [r for r in caplog.records if "shadow disagrees" in r.getMessage()]
