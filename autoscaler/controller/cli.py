@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after pod start, readiness changes count as initial readiness (default 30s)")
     g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=flags.duration, default=300.0, metavar="DURATION",
                    help="scale-down looks back this far and takes the highest recommendation (default 5m)")
+    c = p.add_argument_group("API client (kube-controller-manager names)")
+    c.add_argument("--kube-api-qps", type=flags.non_negative_float, default=500.0, metavar="QPS",
+                   help="requests per second to the API server, metrics APIs included (default 500: 1,000 autoscalers "
+                        "with two metrics each keep a 15s period; 0: no limit)")
+    c.add_argument("--kube-api-burst", type=flags.positive_int, default=1000, metavar="N",
+                   help="requests allowed above --kube-api-qps in a burst (default 1000)")
     le = p.add_argument_group("leader election (kube-controller-manager names and defaults)")
     le.add_argument("--leader-elect", type=flags.boolean, default=None, nargs="?", const=True, metavar="BOOL",
                     help="elect a leader on a Lease before syncing, so several replicas are safe "
@@ -100,6 +106,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         retry_period=args.leader_elect_retry_period,
         lease_name=args.leader_elect_resource_name,
         lease_namespace=args.leader_elect_resource_namespace or _default_lease_namespace(),
+        kube_api_qps=args.kube_api_qps,
+        kube_api_burst=args.kube_api_burst,
         http_host=args.http_address,
         http_port=None if args.http_port < 0 else args.http_port,
     )

@@ -60,6 +60,8 @@ class Settings:
     identity: str = field(default_factory=lambda: f"{os.uname().nodename}_{uuid.uuid4()}")
     http_host: str = "0.0.0.0"
     http_port: int | None = 8080
+    kube_api_qps: float = 500.0
+    kube_api_burst: int = 1000
     watch_timeout: float = 300.0
     shutdown_grace: float = 20.0
 
@@ -93,6 +95,7 @@ class Controller:
     def __init__(self, kube: Kube, settings: Settings) -> None:
         self.kube, self.settings = kube, settings
         s = settings
+        kube.rate_limit(s.kube_api_qps, s.kube_api_burst)
         self.telemetry = Telemetry()
         self.health = ApiHealth(kube)
         self.queue: WorkQueue[WorkKey] = WorkQueue(max_delay=s.sync_period)
