@@ -156,7 +156,7 @@ class Reconciler:
         history = self.histories.get(key) or History()
         if book is not None:  # what the real HPA did, not what this shadow would have done
             window = spec.behavior.scale_down.stabilization_window_seconds if spec.behavior is not None else None
-            history = book.history(key, self.histories.get(key), scale.replicas, now,
+            history = book.history(key, self.histories.get(key), now,
                                    self.config.downscale_stabilization_window if window is None else float(window))
         decision = decide(DecisionInput(
             spec=spec, current_replicas=scale.replicas, status_replicas=scale.status_replicas, pods=pods,

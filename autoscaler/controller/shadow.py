@@ -178,7 +178,7 @@ class ShadowBook:
             return self.sync_period
         return max(0.0, (real - now).total_seconds() - ahead)
 
-    def history(self, key: Key, own: History | None, current: int, now: datetime, downscale_window: float) -> History:
+    def history(self, key: Key, own: History | None, now: datetime, downscale_window: float) -> History:
         """The history the shadow decides with: its own recommendations, the real scale events.
 
         On the first sync, the stabilization window is seeded from reality: with the current size
