@@ -51,8 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("horizontal pod autoscaler (kube-controller-manager names and defaults)")
     g.add_argument("--horizontal-pod-autoscaler-sync-period", type=flags.duration, default=15.0, metavar="DURATION",
                    help="how often every autoscaler is re-synced (default 15s)")
-    g.add_argument("--concurrent-horizontal-pod-autoscaler-syncs", type=flags.positive_int, default=5, metavar="N",
-                   help="autoscalers synced concurrently (default 5)")
+    g.add_argument("--concurrent-horizontal-pod-autoscaler-syncs", type=flags.positive_int, default=20, metavar="N",
+                   help="autoscalers synced concurrently (default 20: kube-controller-manager's 5 goroutines wait on the "
+                        "network, so do these coroutines; 20 keep 1,000 autoscalers on a 15s period at 70 ms per sync)")
     g.add_argument("--horizontal-pod-autoscaler-tolerance", type=flags.non_negative_float, default=0.1, metavar="RATIO",
                    help="minimum change in the desired-to-actual metric ratio to scale (default 0.1)")
     g.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period", type=flags.duration, default=300.0, metavar="DURATION",

@@ -46,7 +46,7 @@ class Settings:
     """Everything `autoscaler run` can be told; flag names in cli.py."""
 
     sync_period: float = 15.0
-    workers: int = 5
+    workers: int = 20
     config: ControllerConfig = ControllerConfig()
     dry_run: bool = False
     reconcile_native_hpas: bool = False
