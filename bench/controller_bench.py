@@ -234,8 +234,9 @@ def main() -> int:
     result["meets_goal"] = (result["achieved_period_max_s"] <= args.period * slack and result["steady_cores"] < 0.5
                             and result["autoscalers_resynced"] == args.autoscalers)
     result["host_cpus"] = os.cpu_count()
-    name = "controller.json" if args.autoscalers == 1000 and args.workers is None else \
-        f"controller-{args.autoscalers}-w{workers}.json"
+    chosen = (args.autoscalers, args.period, args.workers, args.kube_api_qps, args.kube_api_burst)
+    defaults = chosen == (1000, 15.0, None, None, None)
+    name = "controller.json" if defaults else f"controller-{args.autoscalers}-w{workers}-qps{qps:g}.json"
     out = ROOT / "bench/results" / name
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
