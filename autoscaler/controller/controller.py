@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import uvicorn
@@ -141,7 +141,7 @@ class Controller:
     def _pod_info(self, key: tuple[str, str]) -> PodInfo | None:
         return self.pod_informer.derived.get(key)
 
-    def _handler(self, kind: str):  # type: ignore[no-untyped-def]
+    def _handler(self, kind: str) -> Callable[[str, Obj | None, Obj | None], None]:
         def on_event(event: str, old: Obj | None, new: Obj | None) -> None:
             ns, name = key_of(new or old or {})
             key = (kind, ns, name)
@@ -226,13 +226,14 @@ class Controller:
         if s.http_port is not None:
             app = create_app(self.telemetry, self.ready, self._refresh_gauges,
                              shadow=self.shadow.summary if self.shadow else None)
-            server = _Server(uvicorn.Config(app, host=s.http_host, port=s.http_port, log_level="warning", lifespan="off", access_log=False))
+            server = _Server(uvicorn.Config(app, host=s.http_host, port=s.http_port, log_level="warning", lifespan="off",
+                                            access_log=False))
             server_task = asyncio.create_task(server.serve())
         log.info("controller starting", extra={"dry_run": s.dry_run, "native_hpas": s.reconcile_native_hpas,
                                                 "namespace": s.namespace or "*"})
         while not self.ready() and not await sleep_or_stop(stop, 0.05):
             pass
-        if server is not None:
+        if server is not None and server_task is not None:
             while not server.started and not server_task.done() and not await sleep_or_stop(stop, 0.02):
                 pass
             if server.servers:

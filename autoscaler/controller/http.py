@@ -99,7 +99,8 @@ def create_app(telemetry: Telemetry, ready: Callable[[], bool], refresh: Callabl
     @app.get("/debug/shadow")
     async def debug_shadow(format: str = "text") -> Response:
         if shadow is None:
-            return Response("not in shadow mode (--dry-run --reconcile-native-hpas)\n", status_code=404, media_type="text/plain")
+            return Response("not in shadow mode (--dry-run --reconcile-native-hpas)\n", status_code=404,
+                            media_type="text/plain")
         from .shadow import render_summary
 
         summary = shadow()

@@ -92,14 +92,15 @@ class LeaderElector:
             if not exc.not_found:
                 log.warning("error retrieving lease %s/%s: %s", self.namespace, self.name, exc)
                 return False
+            spec = self._spec(now, now, 0)
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": self.name, "namespace": self.namespace}, "spec": self._spec(now, now, 0)}
+                    "metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
             try:
                 await self.kube.request("POST", self.path, body=body)
             except ApiError as exc2:
                 log.info("could not create lease: %s", exc2)
                 return False
-            self._observe(body["spec"])
+            self._observe(spec)
             return True
         except Exception as exc:  # network: count as a failed renew
             self._network_error("error retrieving lease", exc)

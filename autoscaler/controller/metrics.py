@@ -109,7 +109,7 @@ class MetricsClient:
                                        query(metricLabelSelector=_selector_string(metric)))
         except ApiError as exc:
             raise MetricsError(f"{described.kind} on {namespace} {described.name}/unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
-        items = body.get("items") if "items" in body else [body]
+        items = (body.get("items") or []) if "items" in body else [body]
         return objects.object_metric_reading(items, metric.name, described.kind, described.name)
 
     async def _external(self, namespace: str, metric: MetricSpec) -> Reading:
