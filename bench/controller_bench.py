@@ -1,6 +1,8 @@
 """Controller benchmark: 1,000 autoscalers, one Pods metric each, against KubeSim.
 
-Goal (issue 5): all 1,000 re-decided within one 15 s sync period using under half a core.
+Goal (issue 17): with default flags, 1,000 autoscalers each reconciled every 15 s, and 10,000
+each every 60 s (`--autoscalers 10000 --period 60`), under half a core; the achieved period per
+autoscaler (time between two syncs of the same autoscaler, p50 and max) is printed next to CPU.
 
 The cluster (KubeSim, 1,000 Deployments x 2 pods, 1,000 HorizontalAutoscalers) and a fast
 custom-metrics upstream run in a child process, so the controller's CPU (`time.process_time()`
@@ -8,10 +10,12 @@ of this process) is its own. The controller runs with its defaults (15 s period,
 Measured:
 - first pass: from start (caches listed) until every autoscaler has been synced once, including
   the first status write of each;
-- steady period: the next full round (each autoscaler re-synced 15 s after its last sync): the
-  round's duration and the controller's CPU over the whole period (cores = CPU s / wall s).
+- steady state: `--rounds` periods after that: every interval between two syncs of one autoscaler
+  (p50, p99, max; an autoscaler not re-synced at all counts with the time it has waited), and the
+  controller's CPU over the window (cores = CPU s / wall s), requests/s, and how many requests
+  waited on the client rate limit (`--kube-api-qps`, `--kube-api-burst`).
 
-    .venv/bin/python bench/controller_bench.py [--autoscalers 1000] [--period 15]
+    .venv/bin/python bench/controller_bench.py [--autoscalers 1000] [--period 15] [--rounds 2]
 
 Writes bench/results/controller.json and prints the numbers next to the goal.
 """
@@ -96,14 +100,34 @@ def serve(count: int) -> None:
     sim.stop()
 
 
-async def measure(kubeconfig: str, count: int, period: float) -> dict:
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) used so far by another process (the sandbox child)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def measure(kubeconfig: str, count: int, period: float, rounds: int, qps: float, burst: int,
+                  workers: int, sandbox_pid: int, warmup: int = 0) -> dict:
     from autoscaler.controller.controller import Controller, Settings
     from autoscaler.controller.kube import Kube, load_configuration
 
     kube = Kube(await load_configuration(kubeconfig))
-    controller = Controller(kube, Settings(sync_period=period, leader_elect=False, http_port=None))
+    controller = Controller(kube, Settings(sync_period=period, leader_elect=False, http_port=None, workers=workers,
+                                           kube_api_qps=qps, kube_api_burst=burst))
     done: list[tuple[float, float, tuple]] = []  # (wall, cpu, key) per finished sync
     sync = controller.reconciler.sync
+    requests = 0
+    send = kube._send
+
+    async def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal requests
+        requests += 1
+        return await send(*args, **kwargs)
 
     async def timed(key):  # type: ignore[no-untyped-def]
         try:
@@ -111,6 +135,7 @@ async def measure(kubeconfig: str, count: int, period: float) -> dict:
         finally:
             done.append((time.perf_counter(), time.process_time(), key))
 
+    kube._send = counted  # type: ignore[method-assign]
     controller.reconciler.sync = timed  # type: ignore[method-assign]
     stop = asyncio.Event()
     wall0, cpu0 = time.perf_counter(), time.process_time()
@@ -119,29 +144,54 @@ async def measure(kubeconfig: str, count: int, period: float) -> dict:
         await asyncio.sleep(0.05)
         if task.done():
             raise RuntimeError(f"controller exited: {task.exception()}")
+    first_pass_s, first_pass_cpu_s = done[-1][0] - wall0, done[-1][1] - cpu0
+    await asyncio.sleep(warmup * period)  # let the first pass's burst spread out before measuring
     first_end = len(done)
-    wall1, cpu1 = done[-1][0], done[-1][1]
-    while len(done) < first_end + count:
-        await asyncio.sleep(0.05)
-    round2 = done[first_end:first_end + count]
-    wall2, cpu2 = round2[-1][0], round2[-1][1]
+    wall1, cpu1 = time.perf_counter(), time.process_time()
+    req1, sandbox1 = requests, _cpu_of(sandbox_pid)
+    # steady state: every autoscaler re-synced on its own schedule for `rounds` periods
+    await asyncio.sleep(rounds * period)
+    wall2, cpu2, req2, sandbox2 = time.perf_counter(), time.process_time(), requests, _cpu_of(sandbox_pid)
+    last: dict[tuple, float] = {}
+    for wall, _, key in done[:first_end]:
+        last[key] = wall
+    intervals: list[float] = []
+    worst: dict[tuple, float] = {}
+    for wall, _, key in done[first_end:]:
+        if key in last:
+            intervals.append(wall - last[key])
+            worst[key] = max(worst.get(key, 0.0), wall - last[key])
+        last[key] = wall
+    # an autoscaler not synced since the first pass has waited the whole window: that is its period so far
+    starved = [wall2 - t for k, t in last.items() if wall2 - t > period]
     errors = sum(1 for s in controller.telemetry.errors.collect()[0].samples if s.name.endswith("_total") and s.value)
+    limited = kube.limiter.waited if kube.limiter else 0
     stop.set()
     await task
     await kube.close()
-    decided = sum(1 for k in {k for _, _, k in done} if controller.reconciler.histories.get(k) is not None)
+    steady = done[first_end:]
     return {
         "autoscalers": count,
         "pods": 2 * count,
         "sync_period_s": period,
         "workers": controller.settings.workers,
-        "first_pass_s": round(wall1 - wall0, 3),
-        "first_pass_cpu_s": round(cpu1 - cpu0, 3),
-        "steady_round_s": round(round2[-1][0] - round2[0][0], 3),
-        "steady_period_wall_s": round(wall2 - wall1, 3),
-        "steady_period_cpu_s": round(cpu2 - cpu1, 3),
+        "kube_api_qps": qps,
+        "kube_api_burst": burst,
+        "first_pass_s": round(first_pass_s, 3),
+        "first_pass_cpu_s": round(first_pass_cpu_s, 3),
+        "warmup_periods": warmup,
+        "steady_window_s": round(wall2 - wall1, 3),
+        "steady_syncs": len(steady),
+        "steady_syncs_per_s": round(len(steady) / (wall2 - wall1), 1),
+        "steady_requests_per_s": round((req2 - req1) / (wall2 - wall1), 1),
+        "requests_rate_limited": limited,
+        "achieved_period_p50_s": round(_pct(intervals, 0.5), 3),
+        "achieved_period_p99_s": round(_pct(intervals, 0.99), 3),
+        "achieved_period_max_s": round(max([*intervals, *starved], default=float("nan")), 3),
+        "autoscalers_resynced": len(worst),
+        "steady_cpu_s": round(cpu2 - cpu1, 3),
         "steady_cores": round((cpu2 - cpu1) / (wall2 - wall1), 3),
-        "decided": decided,
+        "sandbox_cores": round((sandbox2 - sandbox1) / (wall2 - wall1), 3),
         "error_series": errors,
     }
 
@@ -150,6 +200,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--autoscalers", type=int, default=1000)
     p.add_argument("--period", type=float, default=15.0)
+    p.add_argument("--workers", type=int, default=None, help="--concurrent-horizontal-pod-autoscaler-syncs "
+                   "(default: the controller's default)")
+    p.add_argument("--warmup", type=int, default=0, help="periods to wait after the first pass before measuring")
+    p.add_argument("--rounds", type=int, default=2, help="steady-state periods to measure after the first pass")
+    p.add_argument("--kube-api-qps", type=float, default=None, help="default: the controller's default")
+    p.add_argument("--kube-api-burst", type=int, default=None, help="default: the controller's default")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.serve:
@@ -160,7 +216,12 @@ def main() -> int:
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         info = json.loads(child.stdout.readline())
-        result = asyncio.run(measure(info["kubeconfig"], args.autoscalers, args.period))
+        from autoscaler.controller.controller import Settings
+        qps = Settings.kube_api_qps if args.kube_api_qps is None else args.kube_api_qps
+        burst = Settings.kube_api_burst if args.kube_api_burst is None else args.kube_api_burst
+        workers = Settings.workers if args.workers is None else args.workers
+        result = asyncio.run(measure(info["kubeconfig"], args.autoscalers, args.period, args.rounds, qps, burst,
+                                     workers, child.pid, args.warmup))
     finally:
         if child.stdin:
             child.stdin.close()
@@ -168,17 +229,29 @@ def main() -> int:
             child.wait(timeout=20)
         except subprocess.TimeoutExpired:
             child.kill()
-    result["goal"] = {"full_sync_within_s": args.period, "max_cores": 0.5}
-    result["meets_goal"] = result["first_pass_s"] <= args.period and result["steady_round_s"] <= args.period and result["steady_cores"] < 0.5
+    slack = 1.1  # re-queued a sync period after each sync ends, as kube-controller-manager does
+    result["goal"] = {"period_s": args.period, "max_achieved_period_s": round(args.period * slack, 3), "max_cores": 0.5}
+    result["meets_goal"] = (result["achieved_period_max_s"] <= args.period * slack and result["steady_cores"] < 0.5
+                            and result["autoscalers_resynced"] == args.autoscalers)
     result["host_cpus"] = os.cpu_count()
-    out = ROOT / "bench/results/controller.json"
+    chosen = (args.autoscalers, args.period, args.workers, args.kube_api_qps, args.kube_api_burst)
+    defaults = chosen == (1000, 15.0, None, None, None)
+    name = "controller.json" if defaults else f"controller-{args.autoscalers}-w{workers}-qps{qps:g}.json"
+    out = ROOT / "bench/results" / name
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"{result['autoscalers']} autoscalers x 1 Pods metric, {result['pods']} pods, {result['workers']} workers")
-    print(f"  first full sync: {result['first_pass_s']:.2f} s (CPU {result['first_pass_cpu_s']:.2f} s)   goal: <= {args.period:.0f} s")
-    print(f"  steady round:    {result['steady_round_s']:.2f} s                        goal: <= {args.period:.0f} s")
-    print(f"  controller CPU:  {result['steady_cores']:.3f} cores over one period          goal: < 0.5")
-    print(f"  {'MEETS' if result['meets_goal'] else 'MISSES'} the goal; written to {out.relative_to(ROOT)}")
+    r = result
+    print(f"{r['autoscalers']} autoscalers x 1 Pods metric, {r['pods']} pods, {r['workers']} workers, "
+          f"--horizontal-pod-autoscaler-sync-period={args.period:g}s --kube-api-qps={r['kube_api_qps']:g} "
+          f"--kube-api-burst={r['kube_api_burst']}")
+    print(f"  first full sync:  {r['first_pass_s']:.2f} s (CPU {r['first_pass_cpu_s']:.2f} s)")
+    print(f"  achieved period per autoscaler: p50 {r['achieved_period_p50_s']:.2f} s, "
+          f"max {r['achieved_period_max_s']:.2f} s   goal: every {args.period:g} s (max <= {args.period * slack:g} s)")
+    print(f"  controller CPU:   {r['steady_cores']:.3f} cores over {r['steady_window_s']:.0f} s "
+          f"({r['steady_syncs_per_s']:.0f} syncs/s, {r['steady_requests_per_s']:.0f} requests/s, "
+          f"{r['requests_rate_limited']} waited on the rate limit)   goal: < 0.5")
+    print(f"  sandbox CPU:      {r['sandbox_cores']:.3f} cores (kubesim and the metrics upstream, one Python process)")
+    print(f"  {'MEETS' if r['meets_goal'] else 'MISSES'} the goal; written to {out.relative_to(ROOT)}")
     return 0
 
 

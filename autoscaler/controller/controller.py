@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import uvicorn
@@ -22,6 +22,7 @@ from autoscaler import objects
 from autoscaler.decision.model import ControllerConfig, PodInfo
 from promscaler.logs import vlog
 
+from .apihealth import ApiHealth, describe, is_outage
 from .events import EventRecorder
 from .http import Telemetry, create_app
 from .informers import Informer, PodIndex, key_of
@@ -31,8 +32,14 @@ from .metrics import MetricsClient
 from .queue import ShutDown, WorkQueue
 from .reconcile import CR, HPA, Reconciler, SyncError, WorkKey
 from .scale import Discovery, ScaleClient
+from .shadow import ShadowBook
 
 log = logging.getLogger(__name__)
+
+CRD_ABSENT = ("the HorizontalAutoscaler CRD (promscaler.io/v1alpha1) is not installed: reconciling native HPAs only; "
+              "HorizontalAutoscalers are picked up when it is installed")
+CRD_ABSENT_ONLY = ("the HorizontalAutoscaler CRD (promscaler.io/v1alpha1) is not installed and "
+                   "--reconcile-native-hpas is off: nothing to reconcile until the CRD is installed")
 
 
 @dataclass(frozen=True)
@@ -40,7 +47,7 @@ class Settings:
     """Everything `autoscaler run` can be told; flag names in cli.py."""
 
     sync_period: float = 15.0
-    workers: int = 5
+    workers: int = 20
     config: ControllerConfig = ControllerConfig()
     dry_run: bool = False
     reconcile_native_hpas: bool = False
@@ -54,6 +61,8 @@ class Settings:
     identity: str = field(default_factory=lambda: f"{os.uname().nodename}_{uuid.uuid4()}")
     http_host: str = "0.0.0.0"
     http_port: int | None = 8080
+    kube_api_qps: float = 500.0
+    kube_api_burst: int = 1000
     watch_timeout: float = 300.0
     shutdown_grace: float = 20.0
 
@@ -87,30 +96,39 @@ class Controller:
     def __init__(self, kube: Kube, settings: Settings) -> None:
         self.kube, self.settings = kube, settings
         s = settings
+        kube.rate_limit(s.kube_api_qps, s.kube_api_burst)
         self.telemetry = Telemetry(shadow=s.dry_run)
+        self.health = ApiHealth(kube)
         self.queue: WorkQueue[WorkKey] = WorkQueue(max_delay=s.sync_period, metrics=self.telemetry)
         self.informers: dict[str, Informer] = {
-            CR: Informer(kube, _path("promscaler.io/v1alpha1", "horizontalautoscalers", s.namespace), name="horizontalautoscalers",
-                         watch_timeout=s.watch_timeout),
+            CR: Informer(kube, _path("promscaler.io/v1alpha1", "horizontalautoscalers", s.namespace),
+                         name="horizontalautoscalers", watch_timeout=s.watch_timeout, health=self.health,
+                         absent=CRD_ABSENT if s.reconcile_native_hpas else CRD_ABSENT_ONLY),
         }
         if s.reconcile_native_hpas:
             self.informers[HPA] = Informer(kube, _path("autoscaling/v2", "horizontalpodautoscalers", s.namespace),
-                                           name="horizontalpodautoscalers", watch_timeout=s.watch_timeout)
+                                           name="horizontalpodautoscalers", watch_timeout=s.watch_timeout,
+                                           health=self.health)
         self.pod_informer = Informer(kube, _path("v1", "pods", s.namespace), name="pods", watch_timeout=s.watch_timeout,
-                                     transform=objects.pod_info)
+                                     transform=objects.pod_info, health=self.health)
         self.pods = PodIndex(self.pod_informer)
         discovery = Discovery(kube)
+        self.shadow: ShadowBook | None = None
+        if s.dry_run and s.reconcile_native_hpas:
+            self.shadow = ShadowBook(self.telemetry.registry, sync_period=s.sync_period,
+                                     on_compared=self.telemetry.shadow)
         self.reconciler = Reconciler(
             kube=kube, informers=self.informers, pods=self.pods, pod_infos=self._pod_info,
             scales=ScaleClient(kube, discovery), metrics=MetricsClient(kube, discovery), events=EventRecorder(kube),
-            observer=self.telemetry, config=s.config, dry_run=s.dry_run)
+            observer=self.telemetry, config=s.config, dry_run=s.dry_run, shadow_book=self.shadow)
         for kind, informer in self.informers.items():
             informer.add_handler(self._handler(kind))
         self.elector: LeaderElector | None = None
         if s.leader_elect:
             self.elector = LeaderElector(kube, namespace=s.lease_namespace, name=s.lease_name, identity=s.identity,
                                          lease_duration=s.lease_duration, renew_deadline=s.renew_deadline,
-                                         retry_period=s.retry_period, on_change=self._leadership)
+                                         retry_period=s.retry_period, on_change=self._leadership,
+                                         health=self.health)
         self._leading = asyncio.Event()
         if self.elector is None:
             self._leading.set()
@@ -124,10 +142,12 @@ class Controller:
     def _pod_info(self, key: tuple[str, str]) -> PodInfo | None:
         return self.pod_informer.derived.get(key)
 
-    def _handler(self, kind: str):  # type: ignore[no-untyped-def]
+    def _handler(self, kind: str) -> Callable[[str, Obj | None, Obj | None], None]:
         def on_event(event: str, old: Obj | None, new: Obj | None) -> None:
             ns, name = key_of(new or old or {})
             key = (kind, ns, name)
+            if self.shadow is not None and kind == HPA:
+                self.shadow.observe(key, old, new)
             if event == "DELETED":
                 self.queue.cancel(key)
                 self.reconciler.forget(key)
@@ -160,11 +180,12 @@ class Controller:
     async def _worker(self) -> None:
         while True:
             await self._leading.wait()
+            await self.health.wait_up()
             try:
                 key = await self.queue.get()
             except ShutDown:
                 return
-            if not self.is_leader:
+            if not self.is_leader or not self.health.up.is_set():
                 self.queue.done(key)
                 self.queue.add(key)
                 continue
@@ -177,15 +198,21 @@ class Controller:
         try:
             await self.reconciler.sync(key)
             self.queue.forget(key)
-            self.queue.add_after(key, self.settings.sync_period)
+            book = self.shadow if key[0] == HPA else None  # a shadowed HPA syncs just before the real one
+            self.queue.add_after(key, book.next_delay(key) if book is not None else self.settings.sync_period)
         except SyncError as exc:
             # the reconciler logged the failure itself (rate-limited); here only the retry
             vlog(log, 2, "sync of %s %s/%s failed, retrying with backoff: %s", *key, exc,
                  extra={"kind": key[0], "namespace": key[1], "autoscaler": key[2], "retries": self.queue.failures(key)})
             self.queue.add_rate_limited(key)
-        except Exception:
-            log.exception("sync of %s %s/%s crashed", *key)
-            self.queue.add_rate_limited(key)
+        except Exception as exc:
+            if is_outage(exc):  # the API server is gone: one shared warning and retry loop, then a fresh sync
+                self.health.failed(exc)
+                log.debug("sync of %s %s/%s interrupted: %s", *key, describe(exc))
+                self.queue.add(key)
+            else:
+                log.exception("sync of %s %s/%s crashed", *key)
+                self.queue.add_rate_limited(key)
         finally:
             self.syncs += 1
             self.queue.done(key)
@@ -199,14 +226,16 @@ class Controller:
         informer_tasks = [asyncio.create_task(i.run(inf_stop)) for i in (*self.informers.values(), self.pod_informer)]
         server, server_task = None, None
         if s.http_port is not None:
-            server = _Server(uvicorn.Config(create_app(self.telemetry, self.ready, self._refresh_gauges), host=s.http_host,
-                                            port=s.http_port, log_level="warning", lifespan="off", access_log=False))
+            app = create_app(self.telemetry, self.ready, self._refresh_gauges,
+                             shadow=self.shadow.summary if self.shadow else None)
+            server = _Server(uvicorn.Config(app, host=s.http_host, port=s.http_port, log_level="warning", lifespan="off",
+                                            access_log=False))
             server_task = asyncio.create_task(server.serve())
         log.info("controller starting", extra={"dry_run": s.dry_run, "native_hpas": s.reconcile_native_hpas,
                                                 "namespace": s.namespace or "*"})
         while not self.ready() and not await sleep_or_stop(stop, 0.05):
             pass
-        if server is not None:
+        if server is not None and server_task is not None:
             while not server.started and not server_task.done() and not await sleep_or_stop(stop, 0.02):
                 pass
             if server.servers:
@@ -231,6 +260,7 @@ class Controller:
             if server is not None:
                 server.should_exit = True
             await asyncio.gather(*children, return_exceptions=True)
+            await self.health.close()
         finally:  # cancelled (not stopped): take every child down with us
             for t in [*children, *self._inflight]:
                 t.cancel()

@@ -136,10 +136,10 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], name: str | None = N
     """A JSON-schema node -> a structural OpenAPI v3 node (refs inlined, nullable types dropped)."""
     if "$ref" in node:
         ref = node["$ref"].rsplit("/", 1)[-1]
-        out = _structural(defs[ref], defs, ref)
+        inlined = _structural(defs[ref], defs, ref)
         if node.get("description"):
-            out["description"] = node["description"]
-        return out
+            inlined["description"] = node["description"]
+        return inlined
     if name == QUANTITY:
         return {"anyOf": [{"type": "integer"}, {"type": "string"}], "pattern": QUANTITY_PATTERN, "x-kubernetes-int-or-string": True}
     if name == TIME:

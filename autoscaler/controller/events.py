@@ -14,6 +14,7 @@ from typing import Any
 
 from promscaler.times import format_time
 
+from .apihealth import is_outage
 from .kube import ApiError, Kube, Obj
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,8 @@ class EventRecorder:
             if len(self._seen) > 10_000:
                 self._seen.pop(next(iter(self._seen)))
         except Exception as exc:
-            log.warning("could not record event %s on %s %s/%s: %s", reason, obj.get("kind", ""), ns, name, exc)
+            (log.debug if is_outage(exc) else log.warning)(
+                "could not record event %s on %s %s/%s: %s", reason, obj.get("kind", ""), ns, name, exc)
 
 
 def _event(obj: Obj, event_name: str, type_: str, reason: str, message: str, stamp: str, host: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Response
+from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from promscaler.buildinfo import register_build_info
@@ -194,8 +195,10 @@ class Telemetry:
             self.shadow_disagree.remove(key[1], key[2])
 
 
-def create_app(telemetry: Telemetry, ready: Callable[[], bool], refresh: Callable[[], None] = lambda: None) -> FastAPI:
-    """`ready()` is true once the caches have synced; `refresh()` updates gauges before a scrape."""
+def create_app(telemetry: Telemetry, ready: Callable[[], bool], refresh: Callable[[], None] = lambda: None,
+               shadow: Callable[[], dict[str, Any]] | None = None) -> FastAPI:
+    """`ready()` is true once the caches have synced; `refresh()` updates gauges before a scrape;
+    `shadow()` is shadow mode's summary for /debug/shadow (404 when not in shadow mode)."""
     app = FastAPI(title="promscaler autoscaler", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get("/healthz")
@@ -212,5 +215,17 @@ def create_app(telemetry: Telemetry, ready: Callable[[], bool], refresh: Callabl
     async def metrics() -> Response:
         refresh()
         return Response(generate_latest(telemetry.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/debug/shadow")
+    async def debug_shadow(format: str = "text") -> Response:
+        if shadow is None:
+            return Response("not in shadow mode (--dry-run --reconcile-native-hpas)\n", status_code=404,
+                            media_type="text/plain")
+        from .shadow import render_summary
+
+        summary = shadow()
+        if format == "json":
+            return JSONResponse(summary)
+        return Response(render_summary(summary), media_type="text/plain")
 
     return app

@@ -13,8 +13,11 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import aiohttp
+
 from promscaler.selectors import Operator, Selector
 
+from .apihealth import ApiHealth, describe, is_outage
 from .kube import ApiError, Kube, Obj, query, sleep_or_stop
 
 log = logging.getLogger(__name__)
@@ -32,7 +35,11 @@ class Informer:
     """A cache of one resource kind (in one namespace or all), kept current by a watch."""
 
     def __init__(self, kube: Kube, path: str, *, name: str, label_selector: str | None = None,
-                 watch_timeout: float = 300.0, transform: Callable[[Obj], Any] | None = None) -> None:
+                 watch_timeout: float = 300.0, transform: Callable[[Obj], Any] | None = None,
+                 health: ApiHealth | None = None, absent: str | None = None, absent_poll: float = 10.0) -> None:
+        """`health`: outages are reported there (one warning for all) and waited out. `absent`: the
+        resource is optional (a CRD): a 404 counts as synced and empty, is logged once with this
+        message, and the list is retried every `absent_poll` seconds until the resource appears."""
         self.kube = kube
         self.path = path
         self.name = name
@@ -46,6 +53,10 @@ class Informer:
         self.handlers: list[Handler] = []
         self.relists = 0
         self.rewatches = 0
+        self.health = health
+        self.absent = absent
+        self.absent_poll = absent_poll
+        self.missing = False  # the optional resource is not served (yet)
 
     def add_handler(self, handler: Handler) -> None:
         self.handlers.append(handler)
@@ -90,6 +101,9 @@ class Informer:
             if old is None or _rv(old) != _rv(item):
                 self._put(item)
         self.resource_version = (body.get("metadata") or {}).get("resourceVersion", "")
+        if self.missing:
+            self.missing = False
+            log.info("%s are served now: watching them", self.name, extra={"informer": self.name})
         self.relists += 1
         self.synced.set()
 
@@ -107,14 +121,14 @@ class Informer:
 
     async def run(self, stop: asyncio.Event) -> None:
         """List, then watch until `stop`; never raises."""
-        need_list, backoff = True, 0.2
+        need_list, backoff, cut_in_a_row = True, 0.2, 0
         while not stop.is_set():
             try:
                 if need_list:
                     await self._list()
                     need_list = False
                 await self._watch()
-                backoff = 0.2
+                backoff, cut_in_a_row = 0.2, 0
                 self.rewatches += 1  # the server ended the stream (timeout): resume from our RV
             except asyncio.CancelledError:
                 raise
@@ -123,17 +137,65 @@ class Informer:
                     log.info("watch expired, relisting", extra={"informer": self.name})
                     need_list = True
                     continue
+                if exc.not_found and self.absent is not None:
+                    self._set_missing()
+                    need_list = True
+                    if await sleep_or_stop(stop, self.absent_poll):
+                        return
+                    continue
+                if self.health is not None and is_outage(exc):
+                    self.health.failed(exc)
+                    if await self._wait_up(stop):
+                        return
+                    continue
                 log.warning("watch failed: %s", exc, extra={"informer": self.name})
                 need_list = need_list or exc.status not in (500, 503, 504, 429)
                 if await sleep_or_stop(stop, backoff):
                     return
                 backoff = min(backoff * 2, 30.0)
+            except aiohttp.ClientPayloadError as exc:  # the stream was cut (a server going away): resume at once
+                log.debug("watch of %s cut: %s", self.name, describe(exc))
+                self.rewatches += 1
+                if cut_in_a_row and await sleep_or_stop(stop, backoff):
+                    return
+                cut_in_a_row += 1
+                if cut_in_a_row > 1:
+                    backoff = min(backoff * 2, 30.0)
             except Exception as exc:  # broken connection, malformed stream: resume from our RV
+                if self.health is not None and is_outage(exc):
+                    self.health.failed(exc)
+                    log.debug("watch of %s interrupted: %s", self.name, describe(exc))
+                    self.rewatches += 1
+                    if await self._wait_up(stop):
+                        return
+                    continue
                 log.warning("watch stream broke: %s", exc or type(exc).__name__, extra={"informer": self.name})
                 self.rewatches += 1
                 if await sleep_or_stop(stop, backoff):
                     return
                 backoff = min(backoff * 2, 30.0)
+
+
+    def _set_missing(self) -> None:
+        """The optional resource is not served: an empty, synced cache (said once)."""
+        if not self.missing:
+            self.missing = True
+            log.info(self.absent, extra={"informer": self.name})
+        for key in list(self.store):
+            self._remove(self.store[key])
+        self.synced.set()
+
+    async def _wait_up(self, stop: asyncio.Event) -> bool:
+        """Wait for the shared ApiHealth to see the API server again; True when stopping."""
+        assert self.health is not None
+        waiter = asyncio.ensure_future(self.health.wait_up())
+        stopper = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            stopper.cancel()
+        return stop.is_set()
 
 
 def _rv(obj: Obj) -> str:

@@ -19,6 +19,8 @@ from kubernetes.aio import client as kclient
 
 from promscaler import kubeconfig as kubeconfig_chain
 
+from .ratelimit import TokenBucket
+
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
@@ -69,12 +71,19 @@ class Kube:
         configuration.connection_pool_maxsize = pool_size
         self.api = kclient.ApiClient(configuration)
         self.api.user_agent = "promscaler-autoscaler"
+        self.limiter: TokenBucket | None = None
+
+    def rate_limit(self, qps: float, burst: int) -> None:
+        """Limit requests (watch starts included, as client-go does) to `qps` per second, bursts of `burst`."""
+        self.limiter = TokenBucket(qps, burst) if qps > 0 else None
 
     async def close(self) -> None:
         await self.api.close()
 
     async def _send(self, method: str, path: str, query: Sequence[tuple[str, Any]] | None,
                     body: Any, content_type: str, timeout: aiohttp.ClientTimeout) -> Any:
+        if self.limiter is not None:
+            await self.limiter.acquire()
         _, url, headers, _, _ = await self.api.param_serialize(
             method, path, query_params=list(query or ()),
             header_params={"Accept": "application/json", "Content-Type": content_type},

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from .apihealth import ApiHealth, is_outage
 from .kube import ApiError, Kube, Obj, sleep_or_stop
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ def micro_time(now: datetime | None = None) -> str:
 class LeaderElector:
     def __init__(self, kube: Kube, *, namespace: str, name: str, identity: str, lease_duration: float = 15.0,
                  renew_deadline: float = 10.0, retry_period: float = 2.0,
-                 on_change: Callable[[bool], None] | None = None) -> None:
+                 on_change: Callable[[bool], None] | None = None, health: ApiHealth | None = None) -> None:
         if not (lease_duration > renew_deadline > retry_period > 0):
             raise ValueError("need lease-duration > renew-deadline > retry-period > 0")
         self.kube = kube
@@ -40,6 +41,7 @@ class LeaderElector:
         self.namespace, self.name, self.identity = namespace, name, identity
         self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
         self.on_change = on_change
+        self.health = health
         self.leading = asyncio.Event()
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
@@ -90,17 +92,18 @@ class LeaderElector:
             if not exc.not_found:
                 log.warning("error retrieving lease %s/%s: %s", self.namespace, self.name, exc)
                 return False
+            spec = self._spec(now, now, 0)
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": self.name, "namespace": self.namespace}, "spec": self._spec(now, now, 0)}
+                    "metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
             try:
                 await self.kube.request("POST", self.path, body=body)
             except ApiError as exc2:
                 log.info("could not create lease: %s", exc2)
                 return False
-            self._observe(body["spec"])
+            self._observe(spec)
             return True
         except Exception as exc:  # network: count as a failed renew
-            log.warning("error retrieving lease %s/%s: %s", self.namespace, self.name, exc)
+            self._network_error("error retrieving lease", exc)
             return False
         spec = lease.get("spec") or {}
         self._observe(spec)
@@ -120,10 +123,18 @@ class LeaderElector:
             log.debug("could not update lease: %s", exc)
             return False
         except Exception as exc:
-            log.warning("could not update lease: %s", exc)
+            self._network_error("could not update lease", exc)
             return False
         self._observe(new_spec)
         return True
+
+    def _network_error(self, what: str, exc: Exception) -> None:
+        """An outage is reported once, by the shared ApiHealth; anything else is this elector's warning."""
+        if self.health is not None and is_outage(exc):
+            self.health.failed(exc)
+            log.debug("%s %s/%s: %s", what, self.namespace, self.name, exc)
+        else:
+            log.warning("%s %s/%s: %s", what, self.namespace, self.name, exc)
 
     def _spec(self, now: datetime, acquire: datetime | str, transitions: int) -> Obj:
         return {

@@ -17,6 +17,7 @@ from autoscaler import objects
 from autoscaler.decision.model import MetricFailure, Reading
 from autoscaler.decision.spec import MetricSpec
 
+from .apihealth import is_outage
 from .kube import ApiError, Kube, query
 from .scale import Discovery, ScaleError
 
@@ -77,6 +78,8 @@ class MetricsClient:
         except (ScaleError, ValueError, KeyError, TypeError) as exc:  # ObjectError is a ValueError
             return MetricFailure(str(exc))
         except Exception as exc:  # network errors: the reading fails, the sync goes on
+            if is_outage(exc):
+                raise  # the API server itself is gone: the whole sync waits for it
             return MetricFailure(f"{type(exc).__name__}: {exc}")
 
     async def _resource(self, namespace: str, selector: str, resource: str, container: str | None) -> Reading:
@@ -106,7 +109,7 @@ class MetricsClient:
                                        query(metricLabelSelector=_selector_string(metric)))
         except ApiError as exc:
             raise MetricsError(f"{described.kind} on {namespace} {described.name}/unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
-        items = body.get("items") if "items" in body else [body]
+        items = (body.get("items") or []) if "items" in body else [body]
         return objects.object_metric_reading(items, metric.name, described.kind, described.name)
 
     async def _external(self, namespace: str, metric: MetricSpec) -> Reading:

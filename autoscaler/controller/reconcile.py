@@ -30,6 +30,7 @@ from .informers import Informer, PodIndex
 from .kube import ApiError, Kube, Obj
 from .metrics import MetricsClient
 from .scale import ScaleClient, ScaleError
+from .shadow import ShadowBook
 from .status import build_status, replace_condition, with_summary
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ class Reconciler:
     dry_run: bool = False
     status_retries: int = 5
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    shadow_book: ShadowBook | None = None  # shadow mode: the real HPAs' history and the comparison
 
     repeats: RepeatLimiter = field(default_factory=RepeatLimiter)  # a failure each sync: logged once a minute
 
@@ -103,6 +105,8 @@ class Reconciler:
     def forget(self, key: WorkKey) -> None:
         self.histories.pop(key, None)
         self.observer.forget(key)
+        if self.shadow_book is not None:
+            self.shadow_book.forget(key)
 
     async def sync(self, key: WorkKey) -> Decision | None:
         """Reconcile one autoscaler; raises SyncError when it should be retried with backoff."""
@@ -123,7 +127,10 @@ class Reconciler:
             return None
         obj = {"apiVersion": "promscaler.io/v1alpha1" if kind == CR else "autoscaling/v2", "kind": kind, **obj}
         shadow = kind == HPA and self.dry_run  # native HPA in shadow mode: write nothing at all
-        now = self.clock()
+        synced = now = self.clock()
+        book = self.shadow_book if shadow else None
+        if book is not None:  # decide as of the real HPA's sync this one shadows
+            now = book.decision_time(key, now)
         spec_dict = obj.get("spec") or {}
         prev_status = obj.get("status") or {}
 
@@ -167,6 +174,10 @@ class Reconciler:
         pods = [info for info in map(self.pod_infos, self.pods.select(ns, selector)) if info is not None]
         readings = await self.metrics.read_all(ns, spec.metrics, scale.selector, [p.name for p in pods])
         history = self.histories.get(key) or History()
+        if book is not None:  # what the real HPA did, not what this shadow would have done
+            window = spec.behavior.scale_down.stabilization_window_seconds if spec.behavior is not None else None
+            history = book.history(key, self.histories.get(key), now,
+                                   self.config.downscale_stabilization_window if window is None else float(window))
         decision = decide(DecisionInput(
             spec=spec, current_replicas=scale.replicas, status_replicas=scale.status_replicas, pods=pods,
             readings=readings, now=now, config=self.config, history=history,
@@ -175,12 +186,9 @@ class Reconciler:
         self.observer.replicas(key, scale.replicas, decision.desired_replicas)
         if shadow:
             self.histories[key] = decision.history
-            cluster = prev_status.get("desiredReplicas")
-            self.observer.shadow(key, decision.desired_replicas, None if cluster is None else int(cluster))
-            if cluster is not None and int(cluster) != decision.desired_replicas:
-                log.info("shadow decision differs for %s/%s: promscaler %d, cluster HPA %s", ns, name, decision.desired_replicas, cluster,
-                         extra={"kind": kind, "namespace": ns, "autoscaler": name, "promscaler_desired": decision.desired_replicas,
-                                "cluster_desired": int(cluster), "explanation": decision.explanation})
+            self.observer.shadow(key, decision.desired_replicas, None)
+            if book is not None:
+                book.decided(key, decision, now, synced, prev_status)
             return decision
 
         await self._metric_events(obj, decision, now)
