@@ -68,8 +68,8 @@ async def test_pods_metric_on_a_horizontalautoscaler_matches_the_controller(worl
     pods = yaml.safe_load(capture.read_text())["pods"]
     assert sorted(p["metadata"]["name"] for p in pods) == sorted(exporter.ready_pods("web"))
 
-    sim_out = io.StringIO()
-    assert simulate_cli.main(["--check", str(capture)], sim_out, io.StringIO()) == 0, sim_out.getvalue()
+    sim_out, sim_err = io.StringIO(), io.StringIO()
+    assert simulate_cli.main(["--check", str(capture)], sim_out, sim_err) == 0, sim_out.getvalue() + sim_err.getvalue()
     assert sim_out.getvalue().strip().endswith(": ok")
 
     code, text, _ = await run_cli("web", "-n", NS, "--kubeconfig", sim.kubeconfig_path)
