@@ -38,14 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapter import rulecheck
-from adapter.naming import BUILTIN_TABLE, CompiledRule, CompiledRules, Resource, ResourceTable, compile_rules
+from adapter.naming import CompiledRule, CompiledRules, Resource, ResourceTable, compile_rules
 from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusQueryError
-from adapter.rules import RuleError, load_rules, parse_rules
+from adapter.rules import RuleError, parse_rules
 from promscaler.apidiscovery import parse_resource_list, preferred_group_versions
 from promscaler.logs import vlog
 from promscaler.wire import CUSTOM_GROUP, EXTERNAL_GROUP
 
-__all__ = ["CustomMetric", "ExternalMetric", "Catalogue", "Discovery", "ResourceDiscoveryError", "fetch_resource_table"]
+__all__ = ["Catalogue", "CustomMetric", "Discovery", "ExternalMetric", "ResourceDiscoveryError", "fetch_resource_table"]
 
 log = logging.getLogger("adapter.discovery")
 
@@ -116,7 +116,7 @@ async def fetch_resource_table(get_json: GetJSON, previous: ResourceTable | None
     async def get(path: str) -> Mapping:
         try:
             return await get_json(path)
-        except Exception as exc:  # noqa: BLE001  (any transport or HTTP failure: said in one line)
+        except Exception as exc:
             raise ResourceDiscoveryError(f"GET {path}: {exc}") from None
 
     core, groups = await asyncio.gather(get("/api/v1"), get("/apis"))
@@ -231,7 +231,7 @@ class Discovery:
             return
         try:
             table = await self.refresh_resources(self.rules.resources)
-        except Exception as exc:  # noqa: BLE001  (a refresh must never stop the relist)
+        except Exception as exc:
             log.warning("refreshing the cluster's resources failed, keeping the last known ones: %s", exc)
             return
         self._resources_read = time.monotonic()
@@ -293,7 +293,7 @@ class Discovery:
         if self.synced:  # the caller has just relisted: wait a full interval first
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.relist_interval)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         while True:
             try:
@@ -307,7 +307,7 @@ class Discovery:
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     # -- rules file reload ---------------------------------------------------------------------

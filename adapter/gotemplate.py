@@ -29,8 +29,8 @@ _RANGE_VARS = re.compile(r"^(?:(\$[A-Za-z0-9_]*)\s*(?:,\s*(\$[A-Za-z0-9_]*))?\s*
 class _Node:
     kind: str  # text | value | if | range
     text: str = ""
-    body: list["_Node"] = field(default_factory=list)
-    orelse: list["_Node"] = field(default_factory=list)
+    body: list[_Node] = field(default_factory=list)
+    orelse: list[_Node] = field(default_factory=list)
     vars: tuple[str | None, str | None] = (None, None)
 
 

@@ -26,7 +26,7 @@ from adapter.naming import Resource
 from promscaler.selectors import Operator, Selector
 from promscaler.status import BadRequest, ServiceUnavailable
 
-__all__ = ["LabelCache", "LabelIndex", "KubeRequestError", "connect"]
+__all__ = ["KubeRequestError", "LabelCache", "LabelIndex", "connect"]
 
 log = logging.getLogger("adapter.kube")
 
@@ -246,7 +246,7 @@ class LabelCache:
         if not inf.synced.is_set():
             try:
                 await asyncio.wait_for(asyncio.shield(inf.synced.wait()), timeout=self.sync_timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise ServiceUnavailable(f"the labels of {resource.api_name} are not available from Kubernetes yet"
                                          + (f": {inf.last_error}" if inf.last_error else "")) from None
         return inf.index

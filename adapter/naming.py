@@ -19,9 +19,21 @@ from adapter.rules import DiscoveryRule, GroupResource, RuleError, RulesConfig
 from promscaler.apidiscovery import APIResource
 from promscaler.times import DurationError, parse_duration
 
-__all__ = ["Resource", "KNOWN_RESOURCES", "NAMESPACES", "ResourceTable", "BUILTIN_TABLE", "normalize_resource",
-           "resource_by_api_name", "go_expand", "ResourceConverter", "CompiledRule", "CompiledRules", "compile_rules",
-           "rate_window"]
+__all__ = [
+    "BUILTIN_TABLE",
+    "KNOWN_RESOURCES",
+    "NAMESPACES",
+    "CompiledRule",
+    "CompiledRules",
+    "Resource",
+    "ResourceConverter",
+    "ResourceTable",
+    "compile_rules",
+    "go_expand",
+    "normalize_resource",
+    "rate_window",
+    "resource_by_api_name",
+]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import orjson
 
 from promscaler.wire import CUSTOM_GROUP, CUSTOM_VERSIONS, EXTERNAL_GROUP, EXTERNAL_VERSIONS
 
-__all__ = ["openapi_v2", "openapi_v3_index", "openapi_v3_document", "group_versions"]
+__all__ = ["group_versions", "openapi_v2", "openapi_v3_document", "openapi_v3_index"]
 
 _INFO = {"title": "promscaler-adapter", "version": "v0.1.0"}
 

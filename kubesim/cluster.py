@@ -13,7 +13,7 @@ from typing import Any
 from kubesim.fields import Filter, get_path, set_path
 from kubesim.patch import apply_patch
 from kubesim.resources import HORIZONTAL_AUTOSCALER_CRD, Registry, ResourceType, crd_types
-from kubesim.store import Store, copy, now, not_found
+from kubesim.store import Store, copy, not_found, now
 from promscaler.selectors import SelectorError, from_label_selector
 from promscaler.status import BadRequest, Invalid, NotFound
 

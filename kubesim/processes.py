@@ -43,7 +43,7 @@ class AdapterProcess:
         self.log = tempfile.NamedTemporaryFile("w+", prefix="adapter-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(self.args, cwd=cwd, stdout=subprocess.PIPE, stderr=self.log, text=True)
 
-    def wait_ready(self, timeout: float = 30.0) -> "AdapterProcess":
+    def wait_ready(self, timeout: float = 30.0) -> AdapterProcess:
         """Wait for the one line the adapter prints when it serves."""
         readable, _, _ = select.select([self.proc.stdout], [], [], timeout)
         line = self.proc.stdout.readline() if readable else ""
@@ -53,7 +53,7 @@ class AdapterProcess:
             raise RuntimeError(f"adapter did not get ready: {line!r}\n{log}")
         return self
 
-    def wait_listening(self, timeout: float = 20.0) -> "AdapterProcess":
+    def wait_listening(self, timeout: float = 20.0) -> AdapterProcess:
         """Wait until `/healthz` answers (plain HTTP), even while Prometheus is not ready."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -81,7 +81,7 @@ class AdapterProcess:
         if os.path.exists(self.log.name):
             os.unlink(self.log.name)
 
-    def __enter__(self) -> "AdapterProcess":
+    def __enter__(self) -> AdapterProcess:
         return self
 
     def __exit__(self, *exc) -> None:

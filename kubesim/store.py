@@ -25,7 +25,7 @@ from kubesim.resources import ResourceType
 from promscaler.status import AlreadyExists, Conflict, Gone, Invalid, NotFound
 from promscaler.times import format_time
 
-__all__ = ["Store", "Event", "Watcher", "copy", "now", "random_suffix"]
+__all__ = ["Event", "Store", "Watcher", "copy", "now", "random_suffix"]
 
 Obj = dict[str, Any]
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.String alphabet

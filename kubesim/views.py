@@ -11,7 +11,7 @@ from kubesim.resources import Registry, ResourceType
 from promscaler.status import NotFound
 from promscaler.times import parse_time
 
-__all__ = ["table", "openapi_index", "openapi_document", "VERSION_INFO"]
+__all__ = ["VERSION_INFO", "openapi_document", "openapi_index", "table"]
 
 Obj = dict[str, Any]
 VERSION_INFO = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-kubesim", "gitCommit": "kubesim",

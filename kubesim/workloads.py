@@ -262,7 +262,7 @@ class Exporter:
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> "Exporter":
+    def start(self) -> Exporter:
         self._server, self._thread = start_http_server(self.port, addr="127.0.0.1", registry=self.registry)
         return self
 

@@ -15,8 +15,14 @@ from enum import Enum
 from typing import Any
 
 __all__ = [
-    "Operator", "Requirement", "Selector", "SelectorError", "parse_selector", "from_label_selector", "to_label_selector",
+    "Operator",
+    "Requirement",
+    "Selector",
+    "SelectorError",
+    "from_label_selector",
     "go_label_selector",
+    "parse_selector",
+    "to_label_selector",
 ]
 
 

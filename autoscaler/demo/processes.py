@@ -40,7 +40,7 @@ class Child:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
-    def start(self) -> "Child":
+    def start(self) -> Child:
         log = open(self.log_path, "wb")
         try:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

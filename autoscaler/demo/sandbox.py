@@ -22,7 +22,13 @@ from autoscaler.demo.scenario import NAMESPACE, QUEUE, WEB, WORKER, Timings, Wor
 from kubesim.net import free_port
 from kubesim.prometheus import PrometheusServer
 from kubesim.workloads import (
-    Exporter, Profile, QueueWorkload, WebWorkload, WorkloadDriver, producer_profile, web_profile,
+    Exporter,
+    Profile,
+    QueueWorkload,
+    WebWorkload,
+    WorkloadDriver,
+    producer_profile,
+    web_profile,
 )
 from promscaler.times import format_duration
 

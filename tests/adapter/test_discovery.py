@@ -9,9 +9,10 @@ import pytest
 
 from adapter.discovery import Discovery
 from adapter.naming import compile_rules
-from adapter.rules import load_rules
 from adapter.prometheus import PrometheusClient
+from adapter.rules import load_rules
 from adapter.settings import parse_settings
+
 from .conftest import RULES, StubAPI, serving
 
 

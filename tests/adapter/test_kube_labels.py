@@ -12,10 +12,11 @@ from kubernetes.aio import client as kclient
 
 from adapter.kube import LabelCache, retry_pause
 from adapter.naming import Resource, resource_by_api_name
-from .conftest import RULES, AdapterProcess, approx
 from kubesim.apiserver import KubeSim
 from promscaler.selectors import parse_selector
 from promscaler.status import ServiceUnavailable
+
+from .conftest import RULES, AdapterProcess, approx
 
 PATH = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/%2A/http_requests"
 RATE = 'sum(rate(http_requests_total{namespace="web"}[1m])) by (pod)'

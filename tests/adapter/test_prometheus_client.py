@@ -10,6 +10,7 @@ import pytest
 
 from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 from adapter.settings import parse_settings
+
 from .conftest import RULES, AdapterProcess, StubAPI, approx, serving, start_prometheus
 
 

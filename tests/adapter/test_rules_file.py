@@ -10,8 +10,9 @@ import yaml
 
 from adapter.naming import compile_rules
 from adapter.rules import RuleError, parse_rules
-from .conftest import RULES, AdapterProcess, approx, run_adapter
 from kubesim.net import free_port
+
+from .conftest import RULES, AdapterProcess, approx, run_adapter
 
 GOOD = {"seriesQuery": "x_total", "resources": {"template": "<<.Resource>>"}, "metricsQuery": "sum(<<.Series>>)"}
 

@@ -3,10 +3,17 @@
 from decimal import Decimal
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from promscaler.quantity import (
-    QuantityError, _decimal_milli, _float_milli, format_milli, format_quantity, parse_quantity, to_milli,
+    QuantityError,
+    _decimal_milli,
+    _float_milli,
+    format_milli,
+    format_quantity,
+    parse_quantity,
+    to_milli,
 )
 
 

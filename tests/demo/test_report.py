@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-
 from autoscaler.demo import report
 from autoscaler.demo.monitor import ReplicaChange, Sample
 from autoscaler.demo.scenario import WEB, WORKER

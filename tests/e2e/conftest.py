@@ -18,12 +18,12 @@ import yaml
 from autoscaler.controller.controller import Controller, Settings
 from autoscaler.decision.model import ControllerConfig
 from kubesim.apiserver import KubeSim
+from kubesim.net import free_port
+from kubesim.processes import AdapterProcess
+from kubesim.prometheus import PrometheusServer
 
 from .. import support
 from ..support import running
-from kubesim.net import free_port
-from kubesim.prometheus import PrometheusServer
-from kubesim.processes import AdapterProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "default"
@@ -59,7 +59,7 @@ class Exporter:
         exporter = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 body = exporter.render().encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")

@@ -8,10 +8,11 @@ import asyncio
 import contextlib
 import datetime as dt
 import ssl
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -69,7 +70,7 @@ def front_proxy_cert(p: PKI, cn: str = "front-proxy-client", **kw: Any) -> pki.K
 
 
 def expired(ca: pki.KeyPair, cn: str) -> pki.KeyPair:
-    start = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=10)
+    start = dt.datetime.now(dt.UTC) - dt.timedelta(days=10)
     return pki.issue(ca, cn, client=True, days=1, not_before=start)
 
 

@@ -8,8 +8,8 @@ import datetime as dt
 import socket
 import ssl
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -133,7 +133,7 @@ def test_untrusted_proxy_certs(env: Env, which: str) -> None:
         cert = pki.issue(pki.new_ca("other"), "front-proxy-client", client=True)
     elif which == "expired":
         cert = pki.issue(env.front_proxy_ca, "front-proxy-client", client=True, days=1,
-                         not_before=dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=5))
+                         not_before=dt.datetime.now(dt.UTC) - dt.timedelta(days=5))
     else:
         cert = pki.issue(env.front_proxy_ca, "someone-else", client=True)
     try:

@@ -4,9 +4,9 @@ certificate, x509 client certificates, bearer tokens via TokenReview on KubeSim,
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 
 from adapter.security import pki
 
