@@ -29,6 +29,7 @@ overrides on the next rules-file reload (they are resolved when the rules are co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import re
@@ -123,7 +124,7 @@ async def fetch_resource_table(get_json: GetJSON, previous: ResourceTable | None
     gvs = [gv for gv in preferred_group_versions(groups) if gv.partition("/")[0] not in _OWN_GROUPS]
     docs = await asyncio.gather(*(get(f"/apis/{gv}") for gv in gvs), return_exceptions=True)
     entries = [Resource.from_api(r) for r in parse_resource_list(core, "v1")]
-    for gv, doc in zip(gvs, docs):
+    for gv, doc in zip(gvs, docs, strict=True):
         if isinstance(doc, BaseException):
             if not isinstance(doc, ResourceDiscoveryError):
                 raise doc
@@ -195,7 +196,7 @@ class Discovery:
         start = time.time() - self.max_age if self.max_age else None
         results = await asyncio.gather(*(self._list(q, rules, start) for q in queries), return_exceptions=True)
         reached, errors = True, []
-        for query, result in zip(queries, results):
+        for query, result in zip(queries, results, strict=True):
             if isinstance(result, BaseException):
                 if not isinstance(result, PrometheusError):
                     raise result
@@ -268,7 +269,7 @@ class Discovery:
             self.prometheus.label_values("__name__", with_matcher(query, f'{label}!=""'), start)
             for label in resource_labels))
         present: dict[str, dict[str, str]] = {name: {"__name__": name} for name in sorted(names)}
-        for label, with_label in zip(resource_labels, carrying):
+        for label, with_label in zip(resource_labels, carrying, strict=True):
             for name in _strings(with_label, "label values"):
                 if name in present:
                     present[name][label] = ""
@@ -291,10 +292,8 @@ class Discovery:
     async def _relist_loop(self) -> None:
         retry = 1.0
         if self.synced:  # the caller has just relisted: wait a full interval first
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.relist_interval)
-            except TimeoutError:
-                pass
         while True:
             try:
                 ok = await self.relist()
@@ -305,10 +304,8 @@ class Discovery:
             delay = self.relist_interval if ok or self.synced else min(retry, self.relist_interval)
             retry = 1.0 if ok else min(retry * 2, 10.0)
             self._wake.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
-            except TimeoutError:
-                pass
 
     # -- rules file reload ---------------------------------------------------------------------
     def _read(self) -> bytes | None:

@@ -7,6 +7,7 @@ holds the lock), so no awaits happen in the middle of a write.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -208,11 +209,9 @@ class Cluster:
         if self.store.get(t, "", ns) is None:
             if self.strict_namespaces:
                 raise NotFound(f'namespaces "{ns}" not found', {"name": ns, "kind": "namespaces"})
-            try:
+            with contextlib.suppress(Exception):  # created concurrently
                 self.store.create(t, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns},
                                       "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
-            except Exception:  # created concurrently
-                pass
 
     def _defaults(self, t: ResourceType, obj: Obj) -> None:
         spec = obj.get("spec")
@@ -272,10 +271,8 @@ class Cluster:
         return out
 
     def _quiet_delete(self, t: ResourceType, obj: Obj) -> None:
-        try:
+        with contextlib.suppress(NotFound):
             self.delete(t, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-        except NotFound:
-            pass
 
 
 def _written(t: ResourceType, cur: Obj, incoming: Obj, subresource: str | None, keep_status: bool = False) -> Obj:

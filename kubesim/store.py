@@ -9,6 +9,7 @@ Stored dicts are never mutated in place (a write stores a new dict), so events s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import threading
 import uuid
@@ -298,7 +299,5 @@ class Store:
             if w.loop is running:
                 w.close()
             else:
-                try:
+                with contextlib.suppress(RuntimeError):
                     w.loop.call_soon_threadsafe(w.close)
-                except RuntimeError:
-                    pass

@@ -53,7 +53,7 @@ _COLUMNS: dict[str, tuple[list[tuple[str, str]], Any]] = {
 
 def table(t: ResourceType, items: list[Obj], list_meta: Obj) -> Obj:
     extra, cells = _COLUMNS.get(t.kind, ([], lambda o: []))
-    cols = [("Name", "string")] + extra + [("Age", "string")]
+    cols = [("Name", "string"), *extra, ("Age", "string")]
     return {
         "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
         "columnDefinitions": [{"name": n, "type": ty, "format": "name" if n == "Name" else "", "description": n,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import itertools
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -67,12 +68,12 @@ class Profile:
         if t1 <= t0:
             return 0.0
         cuts = [t0] + [t for t, _ in self.points if t0 < t < t1] + [t1]
-        return sum((b - a) * (self.at(a) + self.at(b)) / 2 for a, b in zip(cuts, cuts[1:]))
+        return sum((b - a) * (self.at(a) + self.at(b)) / 2 for a, b in itertools.pairwise(cuts))
 
     def changes(self) -> list[LoadChange]:
         """Maximal non-flat stretches, in order: when the load moved and between which levels."""
         out: list[LoadChange] = []
-        for (a, va), (b, vb) in zip(self.points, self.points[1:]):
+        for (a, va), (b, vb) in itertools.pairwise(self.points):
             if va == vb:
                 continue
             if out and out[-1].end == a and (vb - va) * (out[-1].after - out[-1].before) > 0:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 __all__ = [
@@ -30,7 +30,7 @@ class SelectorError(ValueError):
     """A selector that cannot be parsed or is not valid."""
 
 
-class Operator(str, Enum):
+class Operator(StrEnum):
     EQUALS = "="
     NOT_EQUALS = "!="
     IN = "in"

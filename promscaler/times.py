@@ -46,7 +46,7 @@ def format_duration(seconds: float) -> str:
     """Go-style spelling of whole-second durations (`1m30s`), with `ms` below a second."""
     if seconds < 1 and seconds != 0:
         return f"{round(seconds * 1000)}ms"
-    s = int(round(seconds))
+    s = round(seconds)
     h, rem = divmod(s, 3600)
     m, sec = divmod(rem, 60)
     out = (f"{h}h" if h else "") + (f"{m}m" if m or (h and sec) else "") + (f"{sec}s" if sec or not (h or m) else "")

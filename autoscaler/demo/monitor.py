@@ -187,7 +187,7 @@ class Monitor:
 
     async def sample(self, t: float) -> dict[str, Sample]:
         samples = await asyncio.gather(*(self._one(w, t) for w in self.workloads))
-        for w, s in zip(self.workloads, samples):
+        for w, s in zip(self.workloads, samples, strict=True):
             self.timeline[w.name].append(s)
             self.latest[w.name] = s
         return dict(self.latest)

@@ -95,7 +95,7 @@ def openmetrics(now: float | None = None) -> str:
     for series, labels, value in GAUGES:
         body = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
         lines += [f"# TYPE {series} gauge"] + [f"{series}{{{body}}} {value} {t}" for t in ts]
-    return "\n".join(lines + ["# EOF"]) + "\n"
+    return "\n".join([*lines, "# EOF"]) + "\n"
 
 
 @pytest.fixture(scope="module")

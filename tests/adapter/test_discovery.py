@@ -3,6 +3,7 @@ last-good fallback, atomic catalogue swap."""
 
 from __future__ import annotations
 
+from typing import ClassVar
 from urllib.parse import parse_qs
 
 import pytest
@@ -19,9 +20,9 @@ from .conftest import RULES, StubAPI, serving
 class _SeriesAPI(StubAPI):
     """Answers /api/v1/series per match[]; `failing` queries get a 503."""
 
-    series: dict[str, list[dict]] = {}
-    failing: set[str] = set()
-    calls: list[str] = []
+    series: ClassVar[dict[str, list[dict]]] = {}
+    failing: ClassVar[set[str]] = set()
+    calls: ClassVar[list[str]] = []
 
     def reply(self, url):
         match = parse_qs(url.query)["match[]"][0]

@@ -78,6 +78,6 @@ def test_self_metrics(adapter):
     assert f'promscaler_adapter_requests_total{{code="404",{route}}}' in text
     assert 'promscaler_adapter_prometheus_query_duration_seconds_count{endpoint="query",outcome="success"}' in text
     assert "promscaler_adapter_relist_duration_seconds_count" in text
-    series = [l for l in text.splitlines() if l.startswith("promscaler_adapter_discovered_series ")]
+    series = [line for line in text.splitlines() if line.startswith("promscaler_adapter_discovered_series ")]
     assert series and float(series[0].split()[1]) > 0
     assert 'promscaler_adapter_discovered_metrics{api="external"} 2.0' in text

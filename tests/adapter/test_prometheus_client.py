@@ -4,6 +4,7 @@ query parameters on every call."""
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 from urllib.parse import parse_qs
 
 import pytest
@@ -35,7 +36,7 @@ def test_adapter_behind_a_path_prefix(prefixed_prometheus, promql):
 
 
 class _Recorder(StubAPI):
-    seen: list[dict] = []
+    seen: ClassVar[list[dict]] = []
     reply_with: tuple[int, dict] = (200, {"status": "success", "data": {"resultType": "vector", "result": []}})
 
     def reply(self, url):

@@ -62,9 +62,9 @@ def test_pod_info_deleted_unready_pod_level() -> None:
 
 def test_pod_info_errors_have_paths() -> None:
     bad = {"metadata": {"name": "x"}, "spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "lots"}}}]}}
-    with pytest.raises(ObjectError, match=r"spec.containers\[0\].resources.requests.cpu: not a quantity"):
+    with pytest.raises(ObjectError, match=r"spec\.containers\[0\]\.resources\.requests\.cpu: not a quantity"):
         pod_info(bad)
-    with pytest.raises(ObjectError, match="metadata.name: required"):
+    with pytest.raises(ObjectError, match=r"metadata\.name: required"):
         pod_info({"metadata": {}})
 
 

@@ -137,7 +137,7 @@ def test_stabilization_never_scales_down_below_window_maximum(sc) -> None:
         window = s.behavior.scale_down.stabilization_window_seconds
         window = i.config.downscale_stabilization_window if window is None else window
         inside = [r.replicas for r in i.history.recommendations or () if r.timestamp > NOW - timedelta(seconds=window)]
-    assert d.desired_replicas >= max(inside + [d.recommendation]), d.explanation
+    assert d.desired_replicas >= max([*inside, d.recommendation]), d.explanation
 
 
 @SETTINGS

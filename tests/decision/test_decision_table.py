@@ -295,7 +295,7 @@ CASES: list[Case] = [
          proposal=3),
     # Value multiplies by the Ready pods, not the current count: 2 x 3 ready (of 5) = 6.
     Case("object-value-ready-pods", inp(spec([object_value("10")]), 5,
-                                        pods(3) + [pod("p3", ready=False), pod("p4", ready=False)], [obj(20000)]),
+                                        [*pods(3), pod("p3", ready=False), pod("p4", ready=False)], [obj(20000)]),
          proposal=6),
     # No pod is Ready: ceil(2 x 0) = 0 (Kubernetes really proposes 0 here).
     Case("object-value-no-ready-pods", inp(spec([object_value("10")]), 3, pods(3, ready=False), [obj(20000)]),

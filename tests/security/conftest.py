@@ -91,7 +91,7 @@ def echo_app(registry: CollectorRegistry) -> FastAPI:
                 "name": user.name, "uid": user.uid, "groups": list(user.groups),
                 "extra": {k: list(v) for k, v in user.extra.items()},
             },
-            "headers": sorted({k.lower() for k in request.headers.keys()}),
+            "headers": sorted({k.lower() for k in request.headers}),
         }
 
     return app

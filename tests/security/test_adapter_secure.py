@@ -217,9 +217,9 @@ def test_serving_cert_rotation(env: Env) -> None:
         deadline = time.monotonic() + 10
         seen = None
         while time.monotonic() < deadline:
-            with socket.create_connection(("127.0.0.1", env.port)) as raw:
-                with env.ctx().wrap_socket(raw, server_hostname="127.0.0.1") as s:
-                    seen = s.getpeercert(binary_form=True)
+            with (socket.create_connection(("127.0.0.1", env.port)) as raw,
+                  env.ctx().wrap_socket(raw, server_hostname="127.0.0.1") as s):
+                seen = s.getpeercert(binary_form=True)
             if seen == rotated.cert.public_bytes(Encoding.DER):
                 break
             time.sleep(0.2)
