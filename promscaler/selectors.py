@@ -232,7 +232,12 @@ def parse_selector(text: str | None) -> Selector:
     return Selector(tuple(sorted(reqs, key=lambda r: (r.key, r.operator.value))))
 
 
-_EXPR_OPS = {"In": Operator.IN, "NotIn": Operator.NOT_IN, "Exists": Operator.EXISTS, "DoesNotExist": Operator.DOES_NOT_EXIST}
+_EXPR_OPS = {
+    "In": Operator.IN,
+    "NotIn": Operator.NOT_IN,
+    "Exists": Operator.EXISTS,
+    "DoesNotExist": Operator.DOES_NOT_EXIST,
+}
 
 
 def from_label_selector(obj: Mapping | None) -> Selector:
@@ -277,7 +282,12 @@ def from_label_selector(obj: Mapping | None) -> Selector:
     return Selector(tuple(sorted(reqs, key=lambda r: (r.key, r.operator.value))))
 
 
-_OBJECT_OPS = {Operator.IN: "In", Operator.NOT_IN: "NotIn", Operator.EXISTS: "Exists", Operator.DOES_NOT_EXIST: "DoesNotExist"}
+_OBJECT_OPS = {
+    Operator.IN: "In",
+    Operator.NOT_IN: "NotIn",
+    Operator.EXISTS: "Exists",
+    Operator.DOES_NOT_EXIST: "DoesNotExist",
+}
 
 
 def to_label_selector(sel: Selector) -> dict | None:
@@ -318,5 +328,7 @@ def go_label_selector(obj: Mapping | None) -> str:
         f"Values:[{' '.join(str(v) for v in e.get('values') or [])}],}},"
         for e in obj.get("matchExpressions") or []
     )
-    return (f"&LabelSelector{{MatchLabels:map[string]string{{{label_part}}},"
-            f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}")
+    return (
+        f"&LabelSelector{{MatchLabels:map[string]string{{{label_part}}},"
+        f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}"
+    )

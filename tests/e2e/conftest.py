@@ -77,7 +77,10 @@ class Exporter:
         out = []
         for pod in self.sim.list("v1", "Pod", NS):
             meta = pod["metadata"]
-            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+            ready = any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in (pod.get("status") or {}).get("conditions") or []
+            )
             if (meta.get("labels") or {}).get("app") == app and ready and not meta.get("deletionTimestamp"):
                 out.append(meta["name"])
         return out
@@ -114,9 +117,18 @@ def world() -> Iterator[tuple[KubeSim, Exporter]]:
         rules.write_text(yaml.safe_dump(RULES))
         adapter = None
         try:
-            adapter = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules), "--kubeconfig",
-                                     sim.kubeconfig_path, "--metrics-relist-interval", "1s",
-                                     "--metrics-max-age", "30s").wait_ready()  # 1s scrapes: no flapping
+            adapter = AdapterProcess(
+                "--prometheus-url",
+                prom.url,
+                "--config",
+                str(rules),
+                "--kubeconfig",
+                sim.kubeconfig_path,
+                "--metrics-relist-interval",
+                "1s",
+                "--metrics-max-age",
+                "30s",
+            ).wait_ready()  # 1s scrapes: no flapping
             sim.set_aggregated_api("custom.metrics.k8s.io", adapter.url)
             sim.set_aggregated_api("external.metrics.k8s.io", adapter.url)
             yield sim, exporter
@@ -129,8 +141,9 @@ def world() -> Iterator[tuple[KubeSim, Exporter]]:
 
 @contextlib.asynccontextmanager
 async def controller(sim: KubeSim, **overrides: Any) -> AsyncIterator[Controller]:
-    base: dict[str, Any] = dict(sync_period=1.0, leader_elect=False, http_port=None,
-                                config=ControllerConfig(downscale_stabilization_window=5.0))
+    base: dict[str, Any] = dict(
+        sync_period=1.0, leader_elect=False, http_port=None, config=ControllerConfig(downscale_stabilization_window=5.0)
+    )
     base.update(overrides)
     async with running(sim, Settings(**base)) as c:
         yield c

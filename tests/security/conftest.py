@@ -118,7 +118,9 @@ def settings(p: PKI, **overrides: Any) -> SimpleNamespace:
 
 
 @contextlib.asynccontextmanager
-async def serve(s: SimpleNamespace, tls_poll: float = 0.05, configmap_poll: float = 60.0) -> AsyncIterator[tuple[str, SecurityStack]]:
+async def serve(
+    s: SimpleNamespace, tls_poll: float = 0.05, configmap_poll: float = 60.0
+) -> AsyncIterator[tuple[str, SecurityStack]]:
     """Run the echo app behind the security stack on https://127.0.0.1:<port>."""
     registry = CollectorRegistry()
     stack = await build_stack(s, echo_app(registry), registry)
