@@ -259,14 +259,19 @@ class Discovery:
 
     async def _aggregated(self, query: str, rules: CompiledRules, start: float | None) -> list[dict[str, str]]:
         converters = [r.converter for r in rules.rules if r.series_query == query]
-        if with_matcher(query, 'x!=""') is None:
-            raise _NotAggregatable("not a plain series selector")
+        def carrying_label(label: str) -> str:
+            selector = with_matcher(query, f'{label}!=""')
+            if selector is None:
+                raise _NotAggregatable("not a plain series selector")
+            return selector
+
+        carrying_label("x")  # a plain selector, or nothing to aggregate
         names, labels = await asyncio.gather(self._fresh_names(query, start), self.prometheus.labels(query, start))
         labels = _strings(labels, "labels")
         resource_labels = [label for label in labels if label != "__name__"
                            and any(c.resource_for_label(label) is not None for c in converters)]
         carrying = await asyncio.gather(*(
-            self.prometheus.label_values("__name__", with_matcher(query, f'{label}!=""'), start)
+            self.prometheus.label_values("__name__", carrying_label(label), start)
             for label in resource_labels))
         present: dict[str, dict[str, str]] = {name: {"__name__": name} for name in sorted(names)}
         for label, with_label in zip(resource_labels, carrying, strict=True):

@@ -86,9 +86,9 @@ class Template:
             elif word == "else":
                 if len(stack) == 1 or arg:
                     raise TemplateError(f"unexpected <<{action}>>")
-                node = stack.pop()[0]
-                assert node is not None
-                stack.append((node, node.orelse))
+                opened = stack.pop()[0]
+                assert opened is not None  # len(stack) > 1: not the root
+                stack.append((opened, opened.orelse))
             elif word == "end":
                 if len(stack) == 1:
                     raise TemplateError("unexpected <<end>>")

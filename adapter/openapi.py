@@ -51,7 +51,7 @@ def _paths(group: str, version: str, v3: bool) -> dict[str, Any]:
                   f"{base}/{{resource}}/{{name}}/{{metric}}",
                   f"{base}/namespaces/{{namespace}}/metrics/{{metric}}"] if group == CUSTOM_GROUP
                  else [f"{base}/namespaces/{{namespace}}/{{metric}}"])
-    paths = {}
+    paths: dict[str, Any] = {}
     for t in templates:
         params = [{"name": p.strip("{}"), "in": "path", "required": True,
                    **({"schema": {"type": "string"}} if v3 else {"type": "string"})}

@@ -7,6 +7,7 @@ holds the lock), so no awaits happen in the middle of a write.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 from collections.abc import Callable
 from typing import Any
@@ -152,7 +153,8 @@ class Cluster:
     def update_scale(self, t: ResourceType, namespace: str, name: str, scale_body: Obj | None = None,
                      content_type: str | None = None, patch_body: Any = None) -> Obj:
         """PUT (`scale_body`) or PATCH (`content_type`, `patch_body`) on `/scale`; returns the new Scale."""
-        if t.scale is None:
+        scale = t.scale
+        if scale is None:
             raise NotFound(f"{t.plural} have no scale subresource")
 
         def change(cur: Obj) -> Obj:
@@ -163,7 +165,7 @@ class Cluster:
             else:
                 wanted = apply_patch(content_type or "", scale_of(t, cur), patch_body, strategic=not t.custom)
             replicas = _check_replicas((wanted.get("spec") or {}).get("replicas"))
-            set_path(cur, t.scale.spec_replicas, replicas)
+            set_path(cur, scale.spec_replicas, replicas)
             cur["metadata"]["resourceVersion"] = (wanted.get("metadata") or {}).get("resourceVersion")
             return cur
 
@@ -262,7 +264,7 @@ class Cluster:
                 if any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or ()):
                     self._quiet_delete(other, obj)
 
-    def _dependent_types(self) -> list[ResourceType]:
+    def _dependent_types(self) -> builtins.list[ResourceType]:
         seen, out = set(), []
         for t in self.registry.types.values():
             if t.namespaced and t.key not in seen and t.kind not in ("Event", "Lease"):

@@ -139,7 +139,7 @@ class Store:
         with self._lock:
             by_ns = self._objects.get(t.key, {})
             spaces = [flt.namespace] if flt is not None and flt.namespace is not None else sorted(by_ns)
-            items = []
+            items: list[Obj] = []
             for ns in spaces:
                 objs = by_ns.get(ns, {})
                 items.extend(objs[n] for n in sorted(objs) if flt is None or flt.matches(objs[n]))

@@ -79,7 +79,7 @@ def openapi_document(registry: Registry, path: str) -> Obj:
     parts = path.strip("/").split("/")
     group, version = ("", parts[1]) if parts[0] == "api" and len(parts) == 2 else (
         (parts[1], parts[2]) if parts[0] == "apis" and len(parts) == 3 else (None, None))
-    rows = registry.in_group_version(group, version) if group is not None else []
+    rows = registry.in_group_version(group, version) if group is not None and version is not None else []
     if not rows:
         raise NotFound("the server could not find the requested resource")
     schemas, paths = {}, {}

@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -257,7 +258,7 @@ class Exporter:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(driver))
         self.port = port
-        self._server = None
+        self._server: WSGIServer | None = None
 
     @property
     def target(self) -> str:
