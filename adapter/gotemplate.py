@@ -125,7 +125,8 @@ class Template:
             return "[" + " ".join(str(v) for v in value) + "]"
         return "" if value is None else str(value)
 
-    def _render(self, nodes: list[_Node], dot: Any, args: Mapping[str, Any], scope: dict[str, Any], out: list[str]) -> None:
+    def _render(self, nodes: list[_Node], dot: Any, args: Mapping[str, Any], scope: dict[str, Any],
+                out: list[str]) -> None:
         for n in nodes:
             if n.kind == "text":
                 out.append(n.text)

@@ -119,7 +119,8 @@ class ResourceTable:
         """The resource a (group, plural|singular|kind) means, case-insensitively; an empty group
         matches any group, and `_` stands for `.`/`-` in group names (`argoproj_io`)."""
         for r in self._by_name.get(resource.lower(), ()):
-            if not group or group == r.group or group.translate(_GROUP_SANITIZER) == r.group.translate(_GROUP_SANITIZER):
+            if (not group or group == r.group
+                    or group.translate(_GROUP_SANITIZER) == r.group.translate(_GROUP_SANITIZER)):
                 return r
         return None
 

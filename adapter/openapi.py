@@ -36,8 +36,10 @@ def _schemas() -> dict[str, Any]:
         "ExternalMetricValueList": {"type": "object", "properties": {
             "kind": {"type": "string"}, "apiVersion": {"type": "string"}, "metadata": obj,
             "items": {"type": "array", "items": {"type": "object", "properties": {
-                "metricName": {"type": "string"}, "metricLabels": {"type": "object", "additionalProperties": {"type": "string"}},
-                "timestamp": {"type": "string", "format": "date-time"}, "window": {"type": "integer"}, "value": quantity}}}}},
+                "metricName": {"type": "string"},
+                "metricLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "timestamp": {"type": "string", "format": "date-time"}, "window": {"type": "integer"},
+                "value": quantity}}}}},
     }
 
 

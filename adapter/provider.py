@@ -201,7 +201,8 @@ class CustomMetricsProvider:
 
 
 class ExternalMetricsProvider:
-    def __init__(self, discovery: Discovery, prometheus: PrometheusClient, query_cache_ttl: float | None = None) -> None:
+    def __init__(self, discovery: Discovery, prometheus: PrometheusClient,
+                 query_cache_ttl: float | None = None) -> None:
         self.discovery = discovery
         self.prometheus = prometheus
         self.query_cache_ttl = query_cache_ttl

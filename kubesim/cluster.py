@@ -39,7 +39,8 @@ def node(name: str) -> Obj:
                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubesim",
                                    "lastHeartbeatTime": at, "lastTransitionTime": at}],
                    "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}, {"type": "Hostname", "address": name}],
-                   "nodeInfo": {"kubeletVersion": "v1.31.0-kubesim", "architecture": "amd64", "operatingSystem": "linux",
+                   "nodeInfo": {"kubeletVersion": "v1.31.0-kubesim", "architecture": "amd64",
+                                "operatingSystem": "linux",
                                 "bootID": "", "containerRuntimeVersion": "kubesim://1", "kernelVersion": "",
                                 "kubeProxyVersion": "", "machineID": "", "osImage": "kubesim", "systemUUID": ""}},
     }
@@ -60,7 +61,8 @@ def scale_of(t: ResourceType, obj: Obj) -> Obj:
         status["selector"] = sel
     return {
         "kind": "Scale", "apiVersion": "autoscaling/v1",
-        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta},
+        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                          "creationTimestamp") if k in meta},
         "spec": {"replicas": int(get_path(obj, t.scale.spec_replicas) or 0)},
         "status": status,
     }
@@ -113,7 +115,8 @@ class Cluster:
         if t.namespaced:
             ns = meta.get("namespace") or namespace or "default"
             if namespace and meta.get("namespace") and meta["namespace"] != namespace:
-                raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+                raise BadRequest("the namespace of the provided object does not match "
+                                 "the namespace sent on the request")
             meta["namespace"] = ns
             self._ensure_namespace(ns)
         obj["apiVersion"], obj["kind"] = t.api_version, t.kind
@@ -203,7 +206,8 @@ class Cluster:
         if kind and kind != t.kind:
             raise BadRequest(f"the kind of the provided object ({kind}) does not match the resource ({t.kind})")
         if api_version and api_version.rpartition("/")[0] != t.group:
-            raise BadRequest(f"the apiVersion of the provided object ({api_version}) is not in group {t.group or 'core'!r}")
+            raise BadRequest(f"the apiVersion of the provided object ({api_version}) "
+                             f"is not in group {t.group or 'core'!r}")
 
     def _ensure_namespace(self, ns: str) -> None:
         t = self.registry.by_kind("v1", "Namespace")
@@ -229,7 +233,8 @@ class Cluster:
                 "conditions": [
                     {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "lastTransitionTime": now(),
                      "message": "no conflicts found"},
-                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "lastTransitionTime": now(),
+                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+                     "lastTransitionTime": now(),
                      "message": "the initial names have been accepted"},
                 ],
                 "storedVersions": [v["name"] for v in (spec or {}).get("versions") or [] if v.get("storage")],
@@ -283,7 +288,8 @@ def _written(t: ResourceType, cur: Obj, incoming: Obj, subresource: str | None, 
     as for any resource with a status subresource."""
     if subresource == "status":
         new = {**cur, "status": incoming.get("status")}
-        new["metadata"] = {**cur["metadata"], "resourceVersion": (incoming.get("metadata") or {}).get("resourceVersion")}
+        new["metadata"] = {**cur["metadata"],
+                           "resourceVersion": (incoming.get("metadata") or {}).get("resourceVersion")}
     else:
         new = incoming
         new.setdefault("metadata", {})

@@ -163,7 +163,8 @@ class Store:
             meta.pop("namespace", None)
         with self._lock:
             if self._find(t, ns, name) is not None:
-                raise AlreadyExists(f'{qualified(t)} "{name}" already exists', {"name": name, "group": t.group, "kind": t.plural})
+                raise AlreadyExists(f'{qualified(t)} "{name}" already exists',
+                                    {"name": name, "group": t.group, "kind": t.plural})
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now()
             if t.generation:
@@ -194,7 +195,8 @@ class Store:
                     {"name": name, "group": t.group, "kind": t.plural},
                 )
             if meta.get("name", name) != name:
-                raise Invalid(f'{t.kind} "{name}" is invalid: metadata.name: the name of the object ({meta.get("name")}) '
+                raise Invalid(f'{t.kind} "{name}" is invalid: metadata.name: '
+                              f'the name of the object ({meta.get("name")}) '
                               f"does not match the name on the URL ({name})", {"name": name, "kind": t.kind})
             old_meta = old["metadata"]
             meta["name"] = name
@@ -220,7 +222,8 @@ class Store:
             if old is None:
                 raise not_found(t, name)
             if uid and old["metadata"].get("uid") != uid:
-                raise Conflict(f'Precondition failed: UID in precondition: {uid}, UID in object meta: {old["metadata"].get("uid")}',
+                raise Conflict(f"Precondition failed: UID in precondition: {uid}, "
+                               f'UID in object meta: {old["metadata"].get("uid")}',
                                {"name": name, "group": t.group, "kind": t.plural})
             del self._objects[t.key][ns][name]
             gone = copy(old)

@@ -59,7 +59,8 @@ def table(t: ResourceType, items: list[Obj], list_meta: Obj) -> Obj:
         "columnDefinitions": [{"name": n, "type": ty, "format": "name" if n == "Name" else "", "description": n,
                                "priority": 0} for n, ty in cols],
         "rows": [{"cells": [o["metadata"]["name"], *cells(o), _age(o["metadata"].get("creationTimestamp"))],
-                  "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}}
+                  "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                             "metadata": o["metadata"]}}
                  for o in items],
     }
 
@@ -70,7 +71,8 @@ def _gv_path(group: str, version: str) -> str:
 
 def openapi_index(registry: Registry, hash_: int) -> Obj:
     pairs = sorted({(t.group, t.version) for t in list(registry.types.values())})
-    return {"paths": {_gv_path(g, v): {"serverRelativeURL": f"/openapi/v3/{_gv_path(g, v)}?hash={hash_}"} for g, v in pairs}}
+    return {"paths": {_gv_path(g, v): {"serverRelativeURL": f"/openapi/v3/{_gv_path(g, v)}?hash={hash_}"}
+                      for g, v in pairs}}
 
 
 def openapi_document(registry: Registry, path: str) -> Obj:

@@ -215,7 +215,8 @@ def parse_selector(text: str | None) -> Selector:
                     elif not values:
                         values.append(tok)
                     else:
-                        raise SelectorError(f"unable to parse requirement in {text!r}: expected ',' or ')' in value set")
+                        raise SelectorError(
+                            f"unable to parse requirement in {text!r}: expected ',' or ')' in value set")
                     i += 1
                 vals = [v for v in values if v is not None]
                 reqs.append(_requirement(key, Operator.IN if op_tok == "in" else Operator.NOT_IN, vals))
@@ -270,7 +271,8 @@ def from_label_selector(obj: Mapping | None) -> Selector:
         op = _EXPR_OPS.get(operator) if isinstance(operator, str) else None
         if op is None:
             raise SelectorError(
-                f"matchExpressions[{n}].operator: {expr.get('operator')!r} is not one of In, NotIn, Exists, DoesNotExist"
+                f"matchExpressions[{n}].operator: {expr.get('operator')!r} "
+                "is not one of In, NotIn, Exists, DoesNotExist"
             )
         values = expr.get("values") or []
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):

@@ -45,7 +45,8 @@ class ClusterStage:
 
     def lines(self) -> list[str]:
         return [f"real cluster from {self.kubeconfig}: your Prometheus and adapter, namespace {NAMESPACE}",
-                "controller runs here with kube-controller-manager's default timings (sync 15s, downscale stabilization 5m)",
+                "controller runs here with kube-controller-manager's default timings "
+                "(sync 15s, downscale stabilization 5m)",
                 "load: web-load and producer Deployments scaled through the demo's profiles "
                 f"({PER_REPLICA['web-load']} req/s and {PER_REPLICA['producer']} msg/s per replica)"]
 
@@ -93,7 +94,8 @@ class ClusterStage:
         for w in (WEB, WORKER):
             await self._require(
                 f"/apis/{group}/{version}/namespaces/{NAMESPACE}/horizontalautoscalers/{w.name}",
-                f"HorizontalAutoscaler {NAMESPACE}/{w.name} is missing: apply examples/{w.name}/horizontalautoscaler.yaml")
+                f"HorizontalAutoscaler {NAMESPACE}/{w.name} is missing: "
+                f"apply examples/{w.name}/horizontalautoscaler.yaml")
         before = {}
         for name in DRIVES:
             scale = await self._require(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{name}/scale",
@@ -104,7 +106,8 @@ class ClusterStage:
         port = free_port()
         child = Child("controller", "autoscaler", [
             "run", "--kubeconfig", self.kubeconfig, "--namespace", NAMESPACE,
-            "--http-address", "127.0.0.1", "--http-port", str(port), "--log-format", "text"], self.log_dir, cwd=self.workdir)
+            "--http-address", "127.0.0.1", "--http-port", str(port), "--log-format", "text"], self.log_dir,
+                      cwd=self.workdir)
         self.children.append(child)
         self.stack.push_async_callback(asyncio.to_thread, child.stop)
         child.start()

@@ -136,8 +136,9 @@ class Sandbox:
                                            scrape_interval=format_duration(t.scrape_interval))
         self.stack.push_async_callback(asyncio.to_thread, self.prometheus.close)
         await asyncio.to_thread(self.prometheus.start)
-        await _wait_ready(f"{self.prometheus.url}/api/v1/query?query=count(http_requests_total)%2Bcount(queue_messages_ready)",
-                          None, 30, "prometheus' first scrape", ok=lambda r: bool(r.json()["data"]["result"]))
+        first_scrape = "count(http_requests_total)%2Bcount(queue_messages_ready)"
+        await _wait_ready(f"{self.prometheus.url}/api/v1/query?query={first_scrape}", None, 30,
+                          "prometheus' first scrape", ok=lambda r: bool(r.json()["data"]["result"]))
         self.say(f"prometheus at {self.prometheus.url}, scraping every {format_duration(t.scrape_interval)}")
 
         rules = self.workdir / "rules.yaml"

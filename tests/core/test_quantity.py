@@ -34,7 +34,8 @@ def test_parse(text, value):
     assert parse_quantity(text) == value
 
 
-@pytest.mark.parametrize("bad", ["", "abc", " 1", "1 ", "1.5.5", "5x", "m", "1mm", None, True, float("nan"), float("inf")])
+@pytest.mark.parametrize("bad",
+                         ["", "abc", " 1", "1 ", "1.5.5", "5x", "m", "1mm", None, True, float("nan"), float("inf")])
 def test_parse_rejects(bad):
     with pytest.raises(QuantityError):
         parse_quantity(bad)

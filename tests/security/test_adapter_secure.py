@@ -72,7 +72,8 @@ class Env:
     def ctx(self, cert: pki.KeyPair | None = None) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=str(self.tmp / "server-ca.crt"))
         if cert is not None:
-            crt, key = self.tmp / f"client-{cert.cert.serial_number}.crt", self.tmp / f"client-{cert.cert.serial_number}.key"
+            serial = cert.cert.serial_number
+            crt, key = self.tmp / f"client-{serial}.crt", self.tmp / f"client-{serial}.key"
             pki.write_pair(cert, crt, key)
             ctx.load_cert_chain(crt, key)
         return ctx
