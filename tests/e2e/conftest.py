@@ -7,10 +7,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import yaml
@@ -105,38 +105,41 @@ class Exporter:
         self.server.server_close()
 
 
-@pytest.fixture
-def world() -> Iterator[tuple[KubeSim, Exporter]]:
-    """KubeSim with the CRD, the exporter scraped by Prometheus, the adapter aggregated."""
+E = TypeVar("E", bound=Exporter)
+
+
+@contextlib.contextmanager
+def aggregated_world(make_exporter: Callable[[KubeSim], E], rules: dict, groups: Sequence[str],
+                     *adapter_args: str) -> Iterator[tuple[KubeSim, E]]:
+    """KubeSim with the CRD, the exporter scraped every second by Prometheus, the adapter (serving
+    `rules`, with `adapter_args`) aggregated as each of `groups`."""
     with KubeSim(ready_delay=0.0) as sim:
         sim.apply(yaml.safe_load((ROOT / "apiservice/horizontalautoscaler-crd.yaml").read_text()))
-        exporter = Exporter(sim)
+        exporter = make_exporter(sim)
         prom = PrometheusServer(scrape_targets=[f"127.0.0.1:{exporter.port}"], scrape_interval="1s").start()
         exporter.prometheus_url = prom.url
-        rules = Path(prom.dir) / "rules.yaml"
-        rules.write_text(yaml.safe_dump(RULES))
+        rules_file = Path(prom.dir) / "rules.yaml"
+        rules_file.write_text(yaml.safe_dump(rules))
         adapter = None
         try:
-            adapter = AdapterProcess(
-                "--prometheus-url",
-                prom.url,
-                "--config",
-                str(rules),
-                "--kubeconfig",
-                sim.kubeconfig_path,
-                "--metrics-relist-interval",
-                "1s",
-                "--metrics-max-age",
-                "30s",
-            ).wait_ready()  # 1s scrapes: no flapping
-            sim.set_aggregated_api("custom.metrics.k8s.io", adapter.url)
-            sim.set_aggregated_api("external.metrics.k8s.io", adapter.url)
+            adapter = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules_file),
+                                     "--kubeconfig", sim.kubeconfig_path, *adapter_args).wait_ready()
+            for group in groups:
+                sim.set_aggregated_api(group, adapter.url)
             yield sim, exporter
         finally:
             if adapter is not None:
                 adapter.stop()
             prom.close()
             exporter.close()
+
+
+@pytest.fixture
+def world() -> Iterator[tuple[KubeSim, Exporter]]:
+    """The custom and external metrics APIs from the adapter; 1s relists (1s scrapes: no flapping)."""
+    with aggregated_world(Exporter, RULES, ("custom.metrics.k8s.io", "external.metrics.k8s.io"),
+                          "--metrics-relist-interval", "1s", "--metrics-max-age", "30s") as w:
+        yield w
 
 
 @contextlib.asynccontextmanager
