@@ -29,7 +29,7 @@ from adapter.settings import Settings
 from promscaler import wire
 from promscaler.status import BadRequest, MethodNotAllowed, NotFound, StatusError, status_body
 
-__all__ = ["create_app", "JSONBytes"]
+__all__ = ["JSONBytes", "create_app"]
 
 log = logging.getLogger("adapter.app")
 Readiness = Callable[[], Awaitable[tuple[bool, str]]]

@@ -29,6 +29,7 @@ overrides on the next rules-file reload (they are resolved when the rules are co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import re
@@ -38,14 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapter import rulecheck
-from adapter.naming import BUILTIN_TABLE, CompiledRule, CompiledRules, Resource, ResourceTable, compile_rules
+from adapter.naming import CompiledRule, CompiledRules, Resource, ResourceTable, compile_rules
 from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusQueryError
-from adapter.rules import RuleError, load_rules, parse_rules
+from adapter.rules import RuleError, parse_rules
 from promscaler.apidiscovery import parse_resource_list, preferred_group_versions
 from promscaler.logs import vlog
 from promscaler.wire import CUSTOM_GROUP, EXTERNAL_GROUP
 
-__all__ = ["CustomMetric", "ExternalMetric", "Catalogue", "Discovery", "ResourceDiscoveryError", "fetch_resource_table"]
+__all__ = ["Catalogue", "CustomMetric", "Discovery", "ExternalMetric", "ResourceDiscoveryError", "fetch_resource_table"]
 
 log = logging.getLogger("adapter.discovery")
 
@@ -116,14 +117,14 @@ async def fetch_resource_table(get_json: GetJSON, previous: ResourceTable | None
     async def get(path: str) -> Mapping:
         try:
             return await get_json(path)
-        except Exception as exc:  # noqa: BLE001  (any transport or HTTP failure: said in one line)
+        except Exception as exc:
             raise ResourceDiscoveryError(f"GET {path}: {exc}") from None
 
     core, groups = await asyncio.gather(get("/api/v1"), get("/apis"))
     gvs = [gv for gv in preferred_group_versions(groups) if gv.partition("/")[0] not in _OWN_GROUPS]
     docs = await asyncio.gather(*(get(f"/apis/{gv}") for gv in gvs), return_exceptions=True)
     entries = [Resource.from_api(r) for r in parse_resource_list(core, "v1")]
-    for gv, doc in zip(gvs, docs):
+    for gv, doc in zip(gvs, docs, strict=True):
         if isinstance(doc, BaseException):
             if not isinstance(doc, ResourceDiscoveryError):
                 raise doc
@@ -195,7 +196,7 @@ class Discovery:
         start = time.time() - self.max_age if self.max_age else None
         results = await asyncio.gather(*(self._timed_list(q, rules, start) for q in queries), return_exceptions=True)
         reached, errors = True, []
-        for query, result in zip(queries, results):
+        for query, result in zip(queries, results, strict=True):
             if isinstance(result, BaseException):
                 if not isinstance(result, PrometheusError):
                     raise result
@@ -251,7 +252,7 @@ class Discovery:
             return
         try:
             table = await self.refresh_resources(self.rules.resources)
-        except Exception as exc:  # noqa: BLE001  (a refresh must never stop the relist)
+        except Exception as exc:
             log.warning("refreshing the cluster's resources failed, keeping the last known ones: %s", exc)
             return
         self._resources_read = time.monotonic()
@@ -278,17 +279,22 @@ class Discovery:
 
     async def _aggregated(self, query: str, rules: CompiledRules, start: float | None) -> list[dict[str, str]]:
         converters = [r.converter for r in rules.rules if r.series_query == query]
-        if with_matcher(query, 'x!=""') is None:
-            raise _NotAggregatable("not a plain series selector")
+        def carrying_label(label: str) -> str:
+            selector = with_matcher(query, f'{label}!=""')
+            if selector is None:
+                raise _NotAggregatable("not a plain series selector")
+            return selector
+
+        carrying_label("x")  # a plain selector, or nothing to aggregate
         names, labels = await asyncio.gather(self._fresh_names(query, start), self.prometheus.labels(query, start))
         labels = _strings(labels, "labels")
         resource_labels = [label for label in labels if label != "__name__"
                            and any(c.resource_for_label(label) is not None for c in converters)]
         carrying = await asyncio.gather(*(
-            self.prometheus.label_values("__name__", with_matcher(query, f'{label}!=""'), start)
+            self.prometheus.label_values("__name__", carrying_label(label), start)
             for label in resource_labels))
         present: dict[str, dict[str, str]] = {name: {"__name__": name} for name in sorted(names)}
-        for label, with_label in zip(resource_labels, carrying):
+        for label, with_label in zip(resource_labels, carrying, strict=True):
             for name in _strings(with_label, "label values"):
                 if name in present:
                     present[name][label] = ""
@@ -311,10 +317,8 @@ class Discovery:
     async def _relist_loop(self) -> None:
         retry = 1.0
         if self.synced:  # the caller has just relisted: wait a full interval first
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.relist_interval)
-            except asyncio.TimeoutError:
-                pass
         while True:
             try:
                 ok = await self.relist()
@@ -325,10 +329,8 @@ class Discovery:
             delay = self.relist_interval if ok or self.synced else min(retry, self.relist_interval)
             retry = 1.0 if ok else min(retry * 2, 10.0)
             self._wake.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
-            except asyncio.TimeoutError:
-                pass
 
     # -- rules file reload ---------------------------------------------------------------------
     def _read(self) -> bytes | None:

@@ -29,8 +29,8 @@ _RANGE_VARS = re.compile(r"^(?:(\$[A-Za-z0-9_]*)\s*(?:,\s*(\$[A-Za-z0-9_]*))?\s*
 class _Node:
     kind: str  # text | value | if | range
     text: str = ""
-    body: list["_Node"] = field(default_factory=list)
-    orelse: list["_Node"] = field(default_factory=list)
+    body: list[_Node] = field(default_factory=list)
+    orelse: list[_Node] = field(default_factory=list)
     vars: tuple[str | None, str | None] = (None, None)
 
 
@@ -86,9 +86,9 @@ class Template:
             elif word == "else":
                 if len(stack) == 1 or arg:
                     raise TemplateError(f"unexpected <<{action}>>")
-                node = stack.pop()[0]
-                assert node is not None
-                stack.append((node, node.orelse))
+                opened = stack.pop()[0]
+                assert opened is not None  # len(stack) > 1: not the root
+                stack.append((opened, opened.orelse))
             elif word == "end":
                 if len(stack) == 1:
                     raise TemplateError("unexpected <<end>>")
@@ -125,7 +125,8 @@ class Template:
             return "[" + " ".join(str(v) for v in value) + "]"
         return "" if value is None else str(value)
 
-    def _render(self, nodes: list[_Node], dot: Any, args: Mapping[str, Any], scope: dict[str, Any], out: list[str]) -> None:
+    def _render(self, nodes: list[_Node], dot: Any, args: Mapping[str, Any], scope: dict[str, Any],
+                out: list[str]) -> None:
         for n in nodes:
             if n.kind == "text":
                 out.append(n.text)

@@ -16,6 +16,7 @@ import itertools
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import orjson
 from kubernetes.aio import client as kclient
@@ -26,7 +27,7 @@ from adapter.naming import Resource
 from promscaler.selectors import Operator, Selector
 from promscaler.status import BadRequest, ServiceUnavailable
 
-__all__ = ["LabelCache", "LabelIndex", "KubeRequestError", "connect"]
+__all__ = ["KubeRequestError", "LabelCache", "LabelIndex", "connect"]
 
 log = logging.getLogger("adapter.kube")
 
@@ -123,13 +124,14 @@ class LabelIndex:
         return {key[1] for key in candidates if others.matches(items[key])}
 
 
-def _list_call(api_client: kclient.ApiClient, resource: Resource) -> tuple[object, tuple[str, ...]] | None:
-    """The cluster-wide list/watch call of `resource` and its positional arguments, or None."""
+def _list_call(api_client: kclient.ApiClient, resource: Resource) -> tuple[Any, str, tuple[str, ...]] | None:
+    """The cluster-wide list/watch call of `resource` (API object and method name) and its positional
+    arguments, or None; the name also finds the call's `_without_preload_content` twin."""
     typed = _LISTERS.get(resource.api_name)
     if typed is not None:
-        return getattr(typed[0](api_client), typed[1]), ()
+        return typed[0](api_client), typed[1], ()
     if resource.group:  # works for any group/version/plural, namespaced or not
-        return (kclient.CustomObjectsApi(api_client).list_cluster_custom_object,
+        return (kclient.CustomObjectsApi(api_client), "list_cluster_custom_object",
                 (resource.group, resource.version, resource.plural))
     return None
 
@@ -145,7 +147,8 @@ class _Informer:
         call = _list_call(api_client, resource)
         if call is None:
             raise BadRequest(f"labelSelector lookups are not supported for {resource.api_name}")
-        self.func, self.args = call
+        self.api, self.method, self.args = call
+        self.func = getattr(self.api, self.method)
         self.kwargs = {"field_selector": field_selector} if field_selector else {}
         self.resource = resource
         self.index = LabelIndex()
@@ -158,7 +161,7 @@ class _Informer:
         self.task = asyncio.create_task(self._run(), name=f"informer-{resource.api_name}")
 
     async def _list(self) -> str:
-        raw = getattr(self.func.__self__, f"{self.func.__name__}_without_preload_content")
+        raw = getattr(self.api, f"{self.method}_without_preload_content")
         resp = await raw(*self.args, **self.kwargs)
         body = await resp.read()
         if resp.status >= 300:
@@ -246,7 +249,7 @@ class LabelCache:
         if not inf.synced.is_set():
             try:
                 await asyncio.wait_for(asyncio.shield(inf.synced.wait()), timeout=self.sync_timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise ServiceUnavailable(f"the labels of {resource.api_name} are not available from Kubernetes yet"
                                          + (f": {inf.last_error}" if inf.last_error else "")) from None
         return inf.index

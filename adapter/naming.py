@@ -19,9 +19,21 @@ from adapter.rules import DiscoveryRule, GroupResource, RuleError, RulesConfig
 from promscaler.apidiscovery import APIResource
 from promscaler.times import DurationError, parse_duration
 
-__all__ = ["Resource", "KNOWN_RESOURCES", "NAMESPACES", "ResourceTable", "BUILTIN_TABLE", "normalize_resource",
-           "resource_by_api_name", "go_expand", "ResourceConverter", "CompiledRule", "CompiledRules", "compile_rules",
-           "rate_window"]
+__all__ = [
+    "BUILTIN_TABLE",
+    "KNOWN_RESOURCES",
+    "NAMESPACES",
+    "CompiledRule",
+    "CompiledRules",
+    "Resource",
+    "ResourceConverter",
+    "ResourceTable",
+    "compile_rules",
+    "go_expand",
+    "normalize_resource",
+    "rate_window",
+    "resource_by_api_name",
+]
 
 
 @dataclass(frozen=True)
@@ -107,7 +119,8 @@ class ResourceTable:
         """The resource a (group, plural|singular|kind) means, case-insensitively; an empty group
         matches any group, and `_` stands for `.`/`-` in group names (`argoproj_io`)."""
         for r in self._by_name.get(resource.lower(), ()):
-            if not group or group == r.group or group.translate(_GROUP_SANITIZER) == r.group.translate(_GROUP_SANITIZER):
+            if (not group or group == r.group
+                    or group.translate(_GROUP_SANITIZER) == r.group.translate(_GROUP_SANITIZER)):
                 return r
         return None
 

@@ -13,7 +13,7 @@ import orjson
 
 from promscaler.wire import CUSTOM_GROUP, CUSTOM_VERSIONS, EXTERNAL_GROUP, EXTERNAL_VERSIONS
 
-__all__ = ["openapi_v2", "openapi_v3_index", "openapi_v3_document", "group_versions"]
+__all__ = ["group_versions", "openapi_v2", "openapi_v3_document", "openapi_v3_index"]
 
 _INFO = {"title": "promscaler-adapter", "version": "v0.1.0"}
 
@@ -36,8 +36,10 @@ def _schemas() -> dict[str, Any]:
         "ExternalMetricValueList": {"type": "object", "properties": {
             "kind": {"type": "string"}, "apiVersion": {"type": "string"}, "metadata": obj,
             "items": {"type": "array", "items": {"type": "object", "properties": {
-                "metricName": {"type": "string"}, "metricLabels": {"type": "object", "additionalProperties": {"type": "string"}},
-                "timestamp": {"type": "string", "format": "date-time"}, "window": {"type": "integer"}, "value": quantity}}}}},
+                "metricName": {"type": "string"},
+                "metricLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "timestamp": {"type": "string", "format": "date-time"}, "window": {"type": "integer"},
+                "value": quantity}}}}},
     }
 
 
@@ -51,7 +53,7 @@ def _paths(group: str, version: str, v3: bool) -> dict[str, Any]:
                   f"{base}/{{resource}}/{{name}}/{{metric}}",
                   f"{base}/namespaces/{{namespace}}/metrics/{{metric}}"] if group == CUSTOM_GROUP
                  else [f"{base}/namespaces/{{namespace}}/{{metric}}"])
-    paths = {}
+    paths: dict[str, Any] = {}
     for t in templates:
         params = [{"name": p.strip("{}"), "in": "path", "required": True,
                    **({"schema": {"type": "string"}} if v3 else {"type": "string"})}

@@ -14,8 +14,15 @@ from collections.abc import Iterable, Sequence
 from adapter.naming import CompiledRule
 from promscaler.selectors import Operator, Selector
 
-__all__ = ["QueryBuildError", "quote", "regex_alternation", "selector_matchers", "render_query", "resource_query",
-           "external_query"]
+__all__ = [
+    "QueryBuildError",
+    "external_query",
+    "quote",
+    "regex_alternation",
+    "render_query",
+    "resource_query",
+    "selector_matchers",
+]
 
 _LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RE2_ESCAPES = str.maketrans({c: "\\" + c for c in "\\.+*?()|[]{}^$"})  # each RE2 metacharacter, backslashed

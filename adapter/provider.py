@@ -204,7 +204,8 @@ class CustomMetricsProvider:
 
 
 class ExternalMetricsProvider:
-    def __init__(self, discovery: Discovery, prometheus: PrometheusClient, query_cache_ttl: float | None = None) -> None:
+    def __init__(self, discovery: Discovery, prometheus: PrometheusClient,
+                 query_cache_ttl: float | None = None) -> None:
         self.discovery = discovery
         self.prometheus = prometheus
         self.query_cache_ttl = query_cache_ttl
@@ -216,8 +217,10 @@ class ExternalMetricsProvider:
         found: ExternalMetric | None = self.discovery.catalogue.external.get(metric)
         if found is None:
             _not_discovered_yet(self.discovery)
-            raise NotFound(f"the server could not find the external metric {metric}",
-                           {"name": metric, "group": "external.metrics.k8s.io"})
+            raise NotFound(
+                f"the server could not find the external metric {metric}",
+                {"name": metric, "group": "external.metrics.k8s.io"},
+            )
         rule = found.rule
         ns_label = rule.converter.label_for_resource(NAMESPACES)
         if rule.namespaced and namespace is not None and ns_label is None:
@@ -227,5 +230,14 @@ class ExternalMetricsProvider:
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
         samples, fresh_until = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule), rule)
-        return [ExternalValue(metric, {k: v for k, v in s.labels.items() if k != "__name__"}, s.value, s.timestamp,
-                              rule.window_seconds, fresh_until) for s in samples]
+        return [
+            ExternalValue(
+                metric,
+                {k: v for k, v in s.labels.items() if k != "__name__"},
+                s.value,
+                s.timestamp,
+                rule.window_seconds,
+                fresh_until,
+            )
+            for s in samples
+        ]

@@ -15,8 +15,17 @@ from typing import Any
 
 import yaml
 
-__all__ = ["RuleError", "GroupResource", "RegexFilter", "NameMapping", "ResourceMapping", "DiscoveryRule",
-           "RulesConfig", "parse_rules", "load_rules"]
+__all__ = [
+    "DiscoveryRule",
+    "GroupResource",
+    "NameMapping",
+    "RegexFilter",
+    "ResourceMapping",
+    "RuleError",
+    "RulesConfig",
+    "load_rules",
+    "parse_rules",
+]
 
 log = logging.getLogger("adapter.rules")
 

@@ -24,7 +24,7 @@ class SecurityUnavailable(RuntimeError):
 def check_security(settings: Settings) -> None:
     """Fail fast (before connecting to anything) on security flags or files that cannot work."""
     if not settings.insecure:
-        from adapter.security.serve import SecurityConfigError, check_flags  # noqa: PLC0415
+        from adapter.security.serve import SecurityConfigError, check_flags
 
         try:
             check_flags(settings)
@@ -63,7 +63,7 @@ async def _serve_insecure(settings: Settings, app, on_listening: Callable[[], No
 
 
 async def _serve_secure(settings: Settings, app, on_listening: Callable[[], None]) -> None:
-    from adapter.security.serve import SecurityConfigError, serve_secure  # noqa: PLC0415
+    from adapter.security.serve import SecurityConfigError, serve_secure
 
     metrics = getattr(app.state, "metrics", None)
     try:

@@ -65,7 +65,7 @@ def _result(stdout: str, stderr: str) -> dict:
 
 
 async def _python_load(base_url: str, seconds: float, connections: int, paths: list[str]) -> dict:
-    import aiohttp  # noqa: PLC0415  (only in the fallback process)
+    import aiohttp
 
     latencies: list[float] = []
     non_2xx = errors = 0

@@ -7,6 +7,8 @@ holds the lock), so no awaits happen in the middle of a write.
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +40,8 @@ def node(name: str) -> Obj:
                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubesim",
                                    "lastHeartbeatTime": at, "lastTransitionTime": at}],
                    "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}, {"type": "Hostname", "address": name}],
-                   "nodeInfo": {"kubeletVersion": "v1.31.0-kubesim", "architecture": "amd64", "operatingSystem": "linux",
+                   "nodeInfo": {"kubeletVersion": "v1.31.0-kubesim", "architecture": "amd64",
+                                "operatingSystem": "linux",
                                 "bootID": "", "containerRuntimeVersion": "kubesim://1", "kernelVersion": "",
                                 "kubeProxyVersion": "", "machineID": "", "osImage": "kubesim", "systemUUID": ""}},
     }
@@ -59,7 +62,8 @@ def scale_of(t: ResourceType, obj: Obj) -> Obj:
         status["selector"] = sel
     return {
         "kind": "Scale", "apiVersion": "autoscaling/v1",
-        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta},
+        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                          "creationTimestamp") if k in meta},
         "spec": {"replicas": int(get_path(obj, t.scale.spec_replicas) or 0)},
         "status": status,
     }
@@ -112,7 +116,8 @@ class Cluster:
         if t.namespaced:
             ns = meta.get("namespace") or namespace or "default"
             if namespace and meta.get("namespace") and meta["namespace"] != namespace:
-                raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+                raise BadRequest("the namespace of the provided object does not match "
+                                 "the namespace sent on the request")
             meta["namespace"] = ns
             self._ensure_namespace(ns)
         obj["apiVersion"], obj["kind"] = t.api_version, t.kind
@@ -154,7 +159,8 @@ class Cluster:
     def update_scale(self, t: ResourceType, namespace: str, name: str, scale_body: Obj | None = None,
                      content_type: str | None = None, patch_body: Any = None) -> Obj:
         """PUT (`scale_body`) or PATCH (`content_type`, `patch_body`) on `/scale`; returns the new Scale."""
-        if t.scale is None:
+        scale = t.scale
+        if scale is None:
             raise NotFound(f"{t.plural} have no scale subresource")
 
         def change(cur: Obj) -> Obj:
@@ -165,7 +171,7 @@ class Cluster:
             else:
                 wanted = apply_patch(content_type or "", scale_of(t, cur), patch_body, strategic=not t.custom)
             replicas = _check_replicas((wanted.get("spec") or {}).get("replicas"))
-            set_path(cur, t.scale.spec_replicas, replicas)
+            set_path(cur, scale.spec_replicas, replicas)
             cur["metadata"]["resourceVersion"] = (wanted.get("metadata") or {}).get("resourceVersion")
             return cur
 
@@ -203,7 +209,8 @@ class Cluster:
         if kind and kind != t.kind:
             raise BadRequest(f"the kind of the provided object ({kind}) does not match the resource ({t.kind})")
         if api_version and api_version.rpartition("/")[0] != t.group:
-            raise BadRequest(f"the apiVersion of the provided object ({api_version}) is not in group {t.group or 'core'!r}")
+            raise BadRequest(f"the apiVersion of the provided object ({api_version}) "
+                             f"is not in group {t.group or 'core'!r}")
 
     @staticmethod
     def _admitted(t: ResourceType, obj: Obj, subresource: str | None) -> Obj:
@@ -218,11 +225,9 @@ class Cluster:
         if self.store.get(t, "", ns) is None:
             if self.strict_namespaces:
                 raise NotFound(f'namespaces "{ns}" not found', {"name": ns, "kind": "namespaces"})
-            try:
+            with contextlib.suppress(Exception):  # created concurrently
                 self.store.create(t, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns},
                                       "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
-            except Exception:  # created concurrently
-                pass
 
     def _defaults(self, t: ResourceType, obj: Obj) -> None:
         spec = obj.get("spec")
@@ -238,7 +243,8 @@ class Cluster:
                 "conditions": [
                     {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "lastTransitionTime": now(),
                      "message": "no conflicts found"},
-                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "lastTransitionTime": now(),
+                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+                     "lastTransitionTime": now(),
                      "message": "the initial names have been accepted"},
                 ],
                 "storedVersions": [v["name"] for v in (spec or {}).get("versions") or [] if v.get("storage")],
@@ -273,7 +279,7 @@ class Cluster:
                 if any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or ()):
                     self._quiet_delete(other, obj)
 
-    def _dependent_types(self) -> list[ResourceType]:
+    def _dependent_types(self) -> builtins.list[ResourceType]:
         seen, out = set(), []
         for t in self.registry.types.values():
             if t.namespaced and t.key not in seen and t.kind not in ("Event", "Lease"):
@@ -282,10 +288,8 @@ class Cluster:
         return out
 
     def _quiet_delete(self, t: ResourceType, obj: Obj) -> None:
-        try:
+        with contextlib.suppress(NotFound):
             self.delete(t, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-        except NotFound:
-            pass
 
 
 def _written(t: ResourceType, cur: Obj, incoming: Obj, subresource: str | None, keep_status: bool = False) -> Obj:
@@ -294,7 +298,8 @@ def _written(t: ResourceType, cur: Obj, incoming: Obj, subresource: str | None, 
     as for any resource with a status subresource."""
     if subresource == "status":
         new = {**cur, "status": incoming.get("status")}
-        new["metadata"] = {**cur["metadata"], "resourceVersion": (incoming.get("metadata") or {}).get("resourceVersion")}
+        new["metadata"] = {**cur["metadata"],
+                           "resourceVersion": (incoming.get("metadata") or {}).get("resourceVersion")}
     else:
         new = incoming
         new.setdefault("metadata", {})

@@ -40,20 +40,23 @@ class AdapterProcess:
         serving = (["--secure-port", str(self.port), "--bind-address", "127.0.0.1"] if secure
                    else ["--insecure", "--port", str(self.port)])
         self.args = [sys.executable, "-m", "adapter", *serving, *args]
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="adapter-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(self.args, cwd=cwd, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        with tempfile.NamedTemporaryFile("w+", prefix="adapter-", suffix=".log", delete=False) as log:
+            self.log_path = log.name
+            self.proc = subprocess.Popen(self.args, cwd=cwd, stdout=subprocess.PIPE, stderr=log, text=True)
 
-    def wait_ready(self, timeout: float = 30.0) -> "AdapterProcess":
+    def wait_ready(self, timeout: float = 30.0) -> AdapterProcess:
         """Wait for the one line the adapter prints when it serves."""
-        readable, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline() if readable else ""
+        stdout = self.proc.stdout
+        assert stdout is not None  # stdout=PIPE
+        readable, _, _ = select.select([stdout], [], [], timeout)
+        line = stdout.readline() if readable else ""
         if "ready" not in line:
             log = self.stderr()[-3000:]
             self.stop()  # a failed start leaves nothing running
             raise RuntimeError(f"adapter did not get ready: {line!r}\n{log}")
         return self
 
-    def wait_listening(self, timeout: float = 20.0) -> "AdapterProcess":
+    def wait_listening(self, timeout: float = 20.0) -> AdapterProcess:
         """Wait until `/healthz` answers (plain HTTP), even while Prometheus is not ready."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -68,7 +71,7 @@ class AdapterProcess:
         raise TimeoutError(f"adapter not listening: {self.stderr()}")
 
     def stderr(self) -> str:
-        return Path(self.log.name).read_text()
+        return Path(self.log_path).read_text()
 
     def get(self, path: str, **kw) -> httpx.Response:
         return httpx.get(self.url + path, timeout=15, **kw)
@@ -77,11 +80,10 @@ class AdapterProcess:
         stop_process(self.proc)
         if self.proc.stdout:
             self.proc.stdout.close()
-        self.log.close()
-        if os.path.exists(self.log.name):
-            os.unlink(self.log.name)
+        if os.path.exists(self.log_path):
+            os.unlink(self.log_path)
 
-    def __enter__(self) -> "AdapterProcess":
+    def __enter__(self) -> AdapterProcess:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -9,6 +9,7 @@ Stored dicts are never mutated in place (a write stores a new dict), so events s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import threading
 import uuid
@@ -25,7 +26,7 @@ from kubesim.resources import ResourceType
 from promscaler.status import AlreadyExists, Conflict, Gone, Invalid, NotFound
 from promscaler.times import format_time
 
-__all__ = ["Store", "Event", "Watcher", "copy", "now", "random_suffix"]
+__all__ = ["Event", "Store", "Watcher", "copy", "now", "random_suffix"]
 
 Obj = dict[str, Any]
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.String alphabet
@@ -138,7 +139,7 @@ class Store:
         with self._lock:
             by_ns = self._objects.get(t.key, {})
             spaces = [flt.namespace] if flt is not None and flt.namespace is not None else sorted(by_ns)
-            items = []
+            items: list[Obj] = []
             for ns in spaces:
                 objs = by_ns.get(ns, {})
                 items.extend(objs[n] for n in sorted(objs) if flt is None or flt.matches(objs[n]))
@@ -162,7 +163,8 @@ class Store:
             meta.pop("namespace", None)
         with self._lock:
             if self._find(t, ns, name) is not None:
-                raise AlreadyExists(f'{qualified(t)} "{name}" already exists', {"name": name, "group": t.group, "kind": t.plural})
+                raise AlreadyExists(f'{qualified(t)} "{name}" already exists',
+                                    {"name": name, "group": t.group, "kind": t.plural})
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now()
             if t.generation:
@@ -193,7 +195,8 @@ class Store:
                     {"name": name, "group": t.group, "kind": t.plural},
                 )
             if meta.get("name", name) != name:
-                raise Invalid(f'{t.kind} "{name}" is invalid: metadata.name: the name of the object ({meta.get("name")}) '
+                raise Invalid(f'{t.kind} "{name}" is invalid: metadata.name: '
+                              f'the name of the object ({meta.get("name")}) '
                               f"does not match the name on the URL ({name})", {"name": name, "kind": t.kind})
             old_meta = old["metadata"]
             meta["name"] = name
@@ -219,7 +222,8 @@ class Store:
             if old is None:
                 raise not_found(t, name)
             if uid and old["metadata"].get("uid") != uid:
-                raise Conflict(f'Precondition failed: UID in precondition: {uid}, UID in object meta: {old["metadata"].get("uid")}',
+                raise Conflict(f"Precondition failed: UID in precondition: {uid}, "
+                               f'UID in object meta: {old["metadata"].get("uid")}',
                                {"name": name, "group": t.group, "kind": t.plural})
             del self._objects[t.key][ns][name]
             gone = copy(old)
@@ -298,7 +302,5 @@ class Store:
             if w.loop is running:
                 w.close()
             else:
-                try:
+                with contextlib.suppress(RuntimeError):
                     w.loop.call_soon_threadsafe(w.close)
-                except RuntimeError:
-                    pass

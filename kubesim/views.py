@@ -14,7 +14,7 @@ from kubesim.resources import Registry, ResourceType
 from promscaler.status import NotFound
 from promscaler.times import parse_time
 
-__all__ = ["table", "openapi_index", "openapi_document", "VERSION_INFO"]
+__all__ = ["VERSION_INFO", "openapi_document", "openapi_index", "table"]
 
 Obj = dict[str, Any]
 VERSION_INFO = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-kubesim", "gitCommit": "kubesim",
@@ -105,13 +105,14 @@ def table(t: ResourceType, items: list[Obj], list_meta: Obj) -> Obj:
     if crd_columns:
         return _crd_table(crd_columns, items, list_meta)
     extra, cells = _COLUMNS.get(t.kind, ([], lambda o: []))
-    cols = [("Name", "string")] + extra + [("Age", "string")]
+    cols = [("Name", "string"), *extra, ("Age", "string")]
     return {
         "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
         "columnDefinitions": [{"name": n, "type": ty, "format": "name" if n == "Name" else "", "description": n,
                                "priority": 0} for n, ty in cols],
         "rows": [{"cells": [o["metadata"]["name"], *cells(o), _age(o["metadata"].get("creationTimestamp"))],
-                  "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}}
+                  "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                             "metadata": o["metadata"]}}
                  for o in items],
     }
 
@@ -122,7 +123,8 @@ def _gv_path(group: str, version: str) -> str:
 
 def openapi_index(registry: Registry, hash_: int) -> Obj:
     pairs = sorted({(t.group, t.version) for t in list(registry.types.values())})
-    return {"paths": {_gv_path(g, v): {"serverRelativeURL": f"/openapi/v3/{_gv_path(g, v)}?hash={hash_}"} for g, v in pairs}}
+    return {"paths": {_gv_path(g, v): {"serverRelativeURL": f"/openapi/v3/{_gv_path(g, v)}?hash={hash_}"}
+                      for g, v in pairs}}
 
 
 def openapi_document(registry: Registry, path: str) -> Obj:
@@ -131,7 +133,7 @@ def openapi_document(registry: Registry, path: str) -> Obj:
     parts = path.strip("/").split("/")
     group, version = ("", parts[1]) if parts[0] == "api" and len(parts) == 2 else (
         (parts[1], parts[2]) if parts[0] == "apis" and len(parts) == 3 else (None, None))
-    rows = registry.in_group_version(group, version) if group is not None else []
+    rows = registry.in_group_version(group, version) if group is not None and version is not None else []
     if not rows:
         raise NotFound("the server could not find the requested resource")
     schemas, paths = {}, {}

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import itertools
 import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -67,12 +69,12 @@ class Profile:
         if t1 <= t0:
             return 0.0
         cuts = [t0] + [t for t, _ in self.points if t0 < t < t1] + [t1]
-        return sum((b - a) * (self.at(a) + self.at(b)) / 2 for a, b in zip(cuts, cuts[1:]))
+        return sum((b - a) * (self.at(a) + self.at(b)) / 2 for a, b in itertools.pairwise(cuts))
 
     def changes(self) -> list[LoadChange]:
         """Maximal non-flat stretches, in order: when the load moved and between which levels."""
         out: list[LoadChange] = []
-        for (a, va), (b, vb) in zip(self.points, self.points[1:]):
+        for (a, va), (b, vb) in itertools.pairwise(self.points):
             if va == vb:
                 continue
             if out and out[-1].end == a and (vb - va) * (out[-1].after - out[-1].before) > 0:
@@ -256,13 +258,13 @@ class Exporter:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(driver))
         self.port = port
-        self._server = None
+        self._server: WSGIServer | None = None
 
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> "Exporter":
+    def start(self) -> Exporter:
         self._server, self._thread = start_http_server(self.port, addr="127.0.0.1", registry=self.registry)
         return self
 

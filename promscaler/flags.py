@@ -8,7 +8,7 @@ import argparse
 
 from promscaler.times import DurationError, parse_duration
 
-__all__ = ["duration", "boolean", "positive_int", "non_negative_float", "key_value", "csv"]
+__all__ = ["boolean", "csv", "duration", "key_value", "non_negative_float", "positive_int"]
 
 
 def duration(text: str) -> float:

@@ -11,12 +11,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 __all__ = [
-    "Operator", "Requirement", "Selector", "SelectorError", "parse_selector", "from_label_selector", "to_label_selector",
+    "Operator",
+    "Requirement",
+    "Selector",
+    "SelectorError",
+    "from_label_selector",
     "go_label_selector",
+    "parse_selector",
+    "to_label_selector",
 ]
 
 
@@ -24,7 +30,7 @@ class SelectorError(ValueError):
     """A selector that cannot be parsed or is not valid."""
 
 
-class Operator(str, Enum):
+class Operator(StrEnum):
     EQUALS = "="
     NOT_EQUALS = "!="
     IN = "in"
@@ -209,7 +215,8 @@ def parse_selector(text: str | None) -> Selector:
                     elif not values:
                         values.append(tok)
                     else:
-                        raise SelectorError(f"unable to parse requirement in {text!r}: expected ',' or ')' in value set")
+                        raise SelectorError(
+                            f"unable to parse requirement in {text!r}: expected ',' or ')' in value set")
                     i += 1
                 vals = [v for v in values if v is not None]
                 reqs.append(_requirement(key, Operator.IN if op_tok == "in" else Operator.NOT_IN, vals))
@@ -226,7 +233,12 @@ def parse_selector(text: str | None) -> Selector:
     return Selector(tuple(sorted(reqs, key=lambda r: (r.key, r.operator.value))))
 
 
-_EXPR_OPS = {"In": Operator.IN, "NotIn": Operator.NOT_IN, "Exists": Operator.EXISTS, "DoesNotExist": Operator.DOES_NOT_EXIST}
+_EXPR_OPS = {
+    "In": Operator.IN,
+    "NotIn": Operator.NOT_IN,
+    "Exists": Operator.EXISTS,
+    "DoesNotExist": Operator.DOES_NOT_EXIST,
+}
 
 
 def from_label_selector(obj: Mapping | None) -> Selector:
@@ -259,7 +271,8 @@ def from_label_selector(obj: Mapping | None) -> Selector:
         op = _EXPR_OPS.get(operator) if isinstance(operator, str) else None
         if op is None:
             raise SelectorError(
-                f"matchExpressions[{n}].operator: {expr.get('operator')!r} is not one of In, NotIn, Exists, DoesNotExist"
+                f"matchExpressions[{n}].operator: {expr.get('operator')!r} "
+                "is not one of In, NotIn, Exists, DoesNotExist"
             )
         values = expr.get("values") or []
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
@@ -271,7 +284,12 @@ def from_label_selector(obj: Mapping | None) -> Selector:
     return Selector(tuple(sorted(reqs, key=lambda r: (r.key, r.operator.value))))
 
 
-_OBJECT_OPS = {Operator.IN: "In", Operator.NOT_IN: "NotIn", Operator.EXISTS: "Exists", Operator.DOES_NOT_EXIST: "DoesNotExist"}
+_OBJECT_OPS = {
+    Operator.IN: "In",
+    Operator.NOT_IN: "NotIn",
+    Operator.EXISTS: "Exists",
+    Operator.DOES_NOT_EXIST: "DoesNotExist",
+}
 
 
 def to_label_selector(sel: Selector) -> dict | None:
@@ -312,5 +330,7 @@ def go_label_selector(obj: Mapping | None) -> str:
         f"Values:[{' '.join(str(v) for v in e.get('values') or [])}],}},"
         for e in obj.get("matchExpressions") or []
     )
-    return (f"&LabelSelector{{MatchLabels:map[string]string{{{label_part}}},"
-            f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}")
+    return (
+        f"&LabelSelector{{MatchLabels:map[string]string{{{label_part}}},"
+        f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}"
+    )

@@ -9,9 +9,21 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
-    "StatusError", "BadRequest", "Unauthorized", "Forbidden", "NotFound", "MethodNotAllowed",
-    "AlreadyExists", "Conflict", "Gone", "Invalid", "TooManyRequests", "InternalError",
-    "ServiceUnavailable", "Timeout", "status_body",
+    "AlreadyExists",
+    "BadRequest",
+    "Conflict",
+    "Forbidden",
+    "Gone",
+    "InternalError",
+    "Invalid",
+    "MethodNotAllowed",
+    "NotFound",
+    "ServiceUnavailable",
+    "StatusError",
+    "Timeout",
+    "TooManyRequests",
+    "Unauthorized",
+    "status_body",
 ]
 
 

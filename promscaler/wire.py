@@ -121,15 +121,25 @@ def external_metric_value(
 
 
 def external_metric_value_list(items: Iterable[Obj]) -> Obj:
-    return {"kind": "ExternalMetricValueList", "apiVersion": f"{EXTERNAL_GROUP}/v1beta1", "metadata": {}, "items": list(items)}
+    return {
+        "kind": "ExternalMetricValueList",
+        "apiVersion": f"{EXTERNAL_GROUP}/v1beta1",
+        "metadata": {},
+        "items": list(items),
+    }
 
 
 RESOURCE_VERSIONS = ("v1beta1",)
 
 
 def pod_metrics(
-    name: str, namespace: str, timestamp: datetime | str, window: str, containers: Mapping[str, Mapping[str, str]],
-    labels: Mapping[str, str] | None = None, created: str | None = None,
+    name: str,
+    namespace: str,
+    timestamp: datetime | str,
+    window: str,
+    containers: Mapping[str, Mapping[str, str]],
+    labels: Mapping[str, str] | None = None,
+    created: str | None = None,
 ) -> Obj:
     """metrics.k8s.io/v1beta1 PodMetrics; `containers` maps container name to usage quantities;
     `created` is metadata.creationTimestamp (metrics-server sets it to the time of the answer)."""
@@ -152,8 +162,14 @@ def pod_metrics_list(items: Iterable[Obj]) -> Obj:
     return {"kind": "PodMetricsList", "apiVersion": f"{RESOURCE_GROUP}/v1beta1", "metadata": {}, "items": list(items)}
 
 
-def node_metrics(name: str, timestamp: datetime | str, window: str, usage: Mapping[str, str],
-                 labels: Mapping[str, str] | None = None, created: str | None = None) -> Obj:
+def node_metrics(
+    name: str,
+    timestamp: datetime | str,
+    window: str,
+    usage: Mapping[str, str],
+    labels: Mapping[str, str] | None = None,
+    created: str | None = None,
+) -> Obj:
     """metrics.k8s.io/v1beta1 NodeMetrics."""
     meta: Obj = {"name": name}
     if created:
@@ -175,6 +191,7 @@ def node_metrics_list(items: Iterable[Obj]) -> Obj:
 
 
 # --- discovery -------------------------------------------------------------------------------
+
 
 def api_group(group: str, versions: Iterable[str]) -> Obj:
     """`APIGroup`; the first version is the preferred one."""

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from autoscaler.decision import ControllerConfig
+from autoscaler.commandline import ArgError, Parser, add_controller_flags, controller_config
 from promscaler import flags
 from promscaler.quantity import QuantityError, to_milli
 from promscaler.times import DurationError, parse_time
@@ -29,13 +29,6 @@ from .report import Outcome, summarize, table, write_png, write_summary
 from .specs import SpecFileError, load_specs
 
 __all__ = ["main", "parse_when"]
-
-class _ArgError(Exception):
-    pass
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _ArgError(message)
 
 _RELATIVE = re.compile(r"^now(?:\s*-\s*(\d+(?:\.\d+)?)(d|h|m|s))?$")
 
@@ -57,8 +50,8 @@ def parse_when(text: str, now: datetime) -> datetime:
         raise ValueError(f"not a time: {text!r} (RFC 3339, Unix seconds, now or now-7d)") from None
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="autoscaler backtest",
-                description="What would these autoscaler specs have done over this history?")
+    p = Parser(prog="autoscaler backtest",
+               description="What would these autoscaler specs have done over this history?")
     p.add_argument("specs", nargs="+", metavar="SPEC.yaml", help="HorizontalPodAutoscaler or HorizontalAutoscaler YAML")
     p.add_argument("--prometheus-url", required=True)
     p.add_argument("--from", dest="start", required=True, metavar="TIME", help="RFC 3339, Unix seconds, now-7d")
@@ -79,14 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--report", default="backtest-report", metavar="DIR", help="where the PNG and summary.json go")
     p.add_argument("--no-png", action="store_true")
     p.add_argument("--no-progress", action="store_true")
-    g = p.add_argument_group("the controller's settings (kube-controller-manager names and defaults)")
-    g.add_argument("--horizontal-pod-autoscaler-tolerance", type=flags.non_negative_float, default=0.1, metavar="RATIO")
-    g.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period", type=flags.duration, default=300.0,
-                   metavar="DURATION")
-    g.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay", type=flags.duration, default=30.0,
-                   metavar="DURATION")
-    g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=flags.duration, default=300.0,
-                   metavar="DURATION")
+    add_controller_flags(p)
     return p
 
 def _progress(enabled: bool, err: TextIO) -> Any:
@@ -108,7 +94,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
 
     try:
         args = _parser().parse_args(list(argv) if argv is not None else None)
-    except _ArgError as exc:
+    except ArgError as exc:
         return fail(str(exc), 2)
     now = datetime.now(UTC)
     try:
@@ -129,12 +115,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         rules = load_compiled(args.rules) if args.rules else None
     except (SpecFileError, QueryError) as exc:
         return fail(str(exc), 2)
-    config = ControllerConfig(
-        tolerance=args.horizontal_pod_autoscaler_tolerance,
-        cpu_initialization_period=args.horizontal_pod_autoscaler_cpu_initialization_period,
-        initial_readiness_delay=args.horizontal_pod_autoscaler_initial_readiness_delay,
-        downscale_stabilization_window=args.horizontal_pod_autoscaler_downscale_stabilization,
-    )
+    config = controller_config(args)
     grid = Grid(start, args.step, math.floor((end - start).total_seconds() / args.step) + 1)
     fetcher = Fetcher(args.prometheus_url)
     explicit = dict(args.query)

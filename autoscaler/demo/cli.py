@@ -16,7 +16,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.live import Live
@@ -28,6 +28,9 @@ from autoscaler.demo.sandbox import Sandbox, StartupError
 from autoscaler.demo.scenario import WORKLOADS, Timings
 from promscaler import logs
 from promscaler.times import format_time
+
+if TYPE_CHECKING:
+    from autoscaler.demo.cluster import ClusterStage
 
 SAMPLE_INTERVAL = 1.0
 LOG_EVERY = 5.0
@@ -83,7 +86,8 @@ def _install_signal_handlers() -> dict[str, Any]:
         if not got:
             got["signal"] = sig.name
             got["code"] = 128 + int(sig)
-            task.cancel()
+            if task is not None:
+                task.cancel()
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, on_signal, sig)
@@ -140,6 +144,7 @@ async def run(opts: argparse.Namespace) -> int:
     log_dir = report_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="promscaler-demo-"))
+    stage: ClusterStage | Sandbox
     started_at = datetime.now(UTC)
     if opts.kubeconfig:
         from autoscaler.demo.cluster import ClusterStage
@@ -176,7 +181,7 @@ async def run(opts: argparse.Namespace) -> int:
                 await kube.close()
             shutil.rmtree(workdir, ignore_errors=True)
     sampled = monitor is not None and any(monitor.timeline.values())
-    if sampled:  # also after a failure mid-run: what happened until then is worth a look
+    if monitor is not None and sampled:  # also after a failure mid-run: what happened until then is worth a look
         write_report(report_dir, monitor, stage, timings, opts, started_at, processes,
                      interrupted=got.get("signal") or error)
         print(f"report: {report_dir / 'timeline.png'}\n        {report_dir / 'summary.json'}\n"

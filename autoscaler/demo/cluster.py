@@ -45,7 +45,8 @@ class ClusterStage:
 
     def lines(self) -> list[str]:
         return [f"real cluster from {self.kubeconfig}: your Prometheus and adapter, namespace {NAMESPACE}",
-                "controller runs here with kube-controller-manager's default timings (sync 15s, downscale stabilization 5m)",
+                "controller runs here with kube-controller-manager's default timings "
+                "(sync 15s, downscale stabilization 5m)",
                 "load: web-load and producer Deployments scaled through the demo's profiles "
                 f"({PER_REPLICA['web-load']} req/s and {PER_REPLICA['producer']} msg/s per replica)"]
 
@@ -61,18 +62,24 @@ class ClusterStage:
     def check_alive(self) -> None:
         for child in self.children:
             if not child.running():
-                raise StartupError(f"{child.name} exited (code {child.proc.returncode}):\n{child.log_tail()}")
+                raise StartupError(f"{child.name} exited (code {child.returncode}):\n{child.log_tail()}")
+
+    @property
+    def _kube(self) -> Kube:
+        if self.kube is None:
+            raise RuntimeError("the cluster stage has not started")
+        return self.kube
 
     async def _require(self, path: str, what: str) -> dict:
         try:
-            return await self.kube.get(path)
+            return await self._kube.get(path)
         except ApiError as exc:
             raise StartupError(f"{what} ({path}: {exc.status} {exc.reason}); see examples/README.md") from None
         except OSError as exc:  # aiohttp's connection errors are OSErrors
             raise StartupError(f"cannot reach the cluster's API server: {exc}") from None
 
     async def _scale(self, name: str, replicas: int) -> None:
-        await self.kube.request("PATCH", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{name}/scale",
+        await self._kube.request("PATCH", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{name}/scale",
                                 body={"spec": {"replicas": replicas}}, content_type=MERGE)
 
     async def start(self) -> None:
@@ -82,11 +89,13 @@ class ClusterStage:
             raise StartupError(f"cannot load the kubeconfig {self.kubeconfig}: {exc}") from None
         self.stack.push_async_callback(self.kube.close)
         group, version = AUTOSCALER_API.split("/")
-        await self._require("/apis/custom.metrics.k8s.io/v1beta1", "custom.metrics.k8s.io is not served: install the adapter")
-        await self._require("/apis/external.metrics.k8s.io/v1beta1", "external.metrics.k8s.io is not served: install the adapter")
+        for api in ("custom.metrics.k8s.io", "external.metrics.k8s.io"):
+            await self._require(f"/apis/{api}/v1beta1", f"{api} is not served: install the adapter")
         for w in (WEB, WORKER):
-            await self._require(f"/apis/{group}/{version}/namespaces/{NAMESPACE}/horizontalautoscalers/{w.name}",
-                                f"HorizontalAutoscaler {NAMESPACE}/{w.name} is missing: apply examples/{w.name}/horizontalautoscaler.yaml")
+            await self._require(
+                f"/apis/{group}/{version}/namespaces/{NAMESPACE}/horizontalautoscalers/{w.name}",
+                f"HorizontalAutoscaler {NAMESPACE}/{w.name} is missing: "
+                f"apply examples/{w.name}/horizontalautoscaler.yaml")
         before = {}
         for name in DRIVES:
             scale = await self._require(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{name}/scale",
@@ -97,7 +106,8 @@ class ClusterStage:
         port = free_port()
         child = Child("controller", "autoscaler", [
             "run", "--kubeconfig", self.kubeconfig, "--namespace", NAMESPACE,
-            "--http-address", "127.0.0.1", "--http-port", str(port), "--log-format", "text"], self.log_dir, cwd=self.workdir)
+            "--http-address", "127.0.0.1", "--http-port", str(port), "--log-format", "text"], self.log_dir,
+                      cwd=self.workdir)
         self.children.append(child)
         self.stack.push_async_callback(asyncio.to_thread, child.stop)
         child.start()

@@ -79,7 +79,8 @@ def decision_reason(autoscaler: dict[str, Any] | None, events: list[dict[str, An
 
 
 def _event_key(ev: dict[str, Any]) -> tuple[str, int]:
-    return ((ev.get("metadata") or {}).get("uid") or (ev.get("metadata") or {}).get("name") or "", int(ev.get("count") or 1))
+    return ((ev.get("metadata") or {}).get("uid") or (ev.get("metadata") or {}).get("name") or "",
+            int(ev.get("count") or 1))
 
 
 class Monitor:
@@ -169,9 +170,11 @@ class Monitor:
                           and _event_key(e) not in self._used_events), None)
             if match is not None:
                 self._used_events.add(_event_key(match))
-                self.changes[name][index] = ReplicaChange(change.t, change.before, change.after, match.get("message") or "")
+                self.changes[name][index] = ReplicaChange(change.t, change.before, change.after,
+                                                          match.get("message") or "")
             elif waited >= 3:
-                self.changes[name][index] = ReplicaChange(change.t, change.before, change.after, decision_reason(hpa, []))
+                self.changes[name][index] = ReplicaChange(change.t, change.before, change.after,
+                                                          decision_reason(hpa, []))
             else:
                 still.append((index, waited + 1))
         self._pending[name] = still
@@ -187,7 +190,7 @@ class Monitor:
 
     async def sample(self, t: float) -> dict[str, Sample]:
         samples = await asyncio.gather(*(self._one(w, t) for w in self.workloads))
-        for w, s in zip(self.workloads, samples):
+        for w, s in zip(self.workloads, samples, strict=True):
             self.timeline[w.name].append(s)
             self.latest[w.name] = s
         return dict(self.latest)

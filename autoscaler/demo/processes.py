@@ -6,6 +6,7 @@ stops them in order) and asks the kernel to SIGTERM it if the demo itself dies w
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -20,10 +21,8 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
-    try:
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass
 
 
 class Child:
@@ -40,18 +39,19 @@ class Child:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
-    def start(self) -> "Child":
-        log = open(self.log_path, "wb")
-        try:
+    def start(self) -> Child:
+        with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          cwd=self.cwd, start_new_session=True, preexec_fn=_die_with_parent,
                                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        finally:
-            log.close()
         return self
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode if self.proc is not None else None
 
     def log_tail(self, lines: int = 15) -> str:
         try:

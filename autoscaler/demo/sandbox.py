@@ -12,6 +12,7 @@ import contextlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import yaml
@@ -22,9 +23,18 @@ from autoscaler.demo.scenario import NAMESPACE, QUEUE, WEB, WORKER, Timings, Wor
 from kubesim.net import free_port
 from kubesim.prometheus import PrometheusServer
 from kubesim.workloads import (
-    Exporter, Profile, QueueWorkload, WebWorkload, WorkloadDriver, producer_profile, web_profile,
+    Exporter,
+    Profile,
+    QueueWorkload,
+    WebWorkload,
+    WorkloadDriver,
+    producer_profile,
+    web_profile,
 )
 from promscaler.times import format_duration
+
+if TYPE_CHECKING:
+    from kubesim.apiserver import KubeSim
 
 
 class StartupError(RuntimeError):
@@ -60,7 +70,7 @@ class Sandbox:
         self.stack = contextlib.AsyncExitStack()
         self.children: list[Child] = []
         self.prometheus: PrometheusServer | None = None
-        self.sim = None
+        self.sim: KubeSim | None = None
         self.driver: WorkloadDriver | None = None
         self.profiles: dict[str, Profile] = {WEB.name: web_profile(duration, timings.web_recovery),
                                              WORKER.name: producer_profile(duration, timings.worker_recovery)}
@@ -73,6 +83,8 @@ class Sandbox:
     @property
     def t0(self) -> float:
         """The workloads' clock origin (time.monotonic()): t = 0 of the load profiles."""
+        if self.driver is None or self.driver.t0 is None:
+            raise RuntimeError("the sandbox has not started")
         return self.driver.t0
 
     @property
@@ -90,7 +102,7 @@ class Sandbox:
     def processes(self) -> list[dict]:
         out = [{"name": c.name, "pid": c.pid, "argv": c.argv} for c in self.children if c.pid]
         if self.prometheus is not None and self.prometheus.proc is not None:
-            out.append({"name": "prometheus", "pid": self.prometheus.proc.pid, "argv": list(self.prometheus.proc.args)})
+            out.append({"name": "prometheus", "pid": self.prometheus.proc.pid, "argv": self.prometheus.proc.args})
         return out
 
     # -- start-up --------------------------------------------------------------------------------
@@ -99,14 +111,14 @@ class Sandbox:
         from kubesim.apiserver import KubeSim
 
         t = self.timings
-        self.sim = KubeSim(ready_delay=t.pod_ready_delay)
-        await self.sim.astart()
-        self.stack.push_async_callback(self.sim.astop)
-        shutil.copyfile(self.sim.kubeconfig_path, self.kubeconfig)
-        self.say(f"kubernetes API (in-process sandbox) at {self.sim.url}")
-        self.sim.apply(scenario.namespace())
+        self.sim = sim = KubeSim(ready_delay=t.pod_ready_delay)
+        await sim.astart()
+        self.stack.push_async_callback(sim.astop)
+        shutil.copyfile(sim.kubeconfig_path, self.kubeconfig)
+        self.say(f"kubernetes API (in-process sandbox) at {sim.url}")
+        sim.apply(scenario.namespace())
         for w in scenario.WORKLOADS:
-            self.sim.apply(scenario.deployment(w))
+            sim.apply(scenario.deployment(w))
 
         self.driver = WorkloadDriver(
             self.sim,
@@ -124,8 +136,9 @@ class Sandbox:
                                            scrape_interval=format_duration(t.scrape_interval))
         self.stack.push_async_callback(asyncio.to_thread, self.prometheus.close)
         await asyncio.to_thread(self.prometheus.start)
-        await _wait_ready(f"{self.prometheus.url}/api/v1/query?query=count(http_requests_total)%2Bcount(queue_messages_ready)",
-                          None, 30, "prometheus' first scrape", ok=lambda r: bool(r.json()["data"]["result"]))
+        first_scrape = "count(http_requests_total)%2Bcount(queue_messages_ready)"
+        await _wait_ready(f"{self.prometheus.url}/api/v1/query?query={first_scrape}", None, 30,
+                          "prometheus' first scrape", ok=lambda r: bool(r.json()["data"]["result"]))
         self.say(f"prometheus at {self.prometheus.url}, scraping every {format_duration(t.scrape_interval)}")
 
         rules = self.workdir / "rules.yaml"
@@ -137,11 +150,11 @@ class Sandbox:
         adapter_url = f"http://127.0.0.1:{port}"
         await _wait_ready(f"{adapter_url}/readyz", adapter, 60, "the adapter")
         for group in ("custom.metrics.k8s.io", "external.metrics.k8s.io"):
-            self.sim.set_aggregated_api(group, adapter_url)
+            sim.set_aggregated_api(group, adapter_url)
         self.say(f"adapter at {adapter_url}, aggregated as custom.metrics.k8s.io and external.metrics.k8s.io")
 
         for w in scenario.WORKLOADS:
-            self.sim.apply(scenario.autoscaler(w, t))
+            sim.apply(scenario.autoscaler(w, t))
         health = free_port()
         controller = self._child("controller", "autoscaler", [
             "run", "--kubeconfig", self.kubeconfig,
@@ -160,7 +173,7 @@ class Sandbox:
     def check_alive(self) -> None:
         for child in self.children:
             if not child.running():
-                raise StartupError(f"{child.name} exited (code {child.proc.returncode}):\n{child.log_tail()}")
+                raise StartupError(f"{child.name} exited (code {child.returncode}):\n{child.log_tail()}")
 
     async def stop(self) -> None:
         await self.stack.aclose()

@@ -64,7 +64,8 @@ class Timings:
         return [
             f"Prometheus scrapes every {f(self.scrape_interval)}; rules use rate(...[{f(self.rate_window)}]); "
             f"adapter relists series every {f(self.relist_interval)}",
-            f"controller: sync period {f(self.sync_period)}, downscale stabilization {f(self.downscale_stabilization)}, "
+            f"controller: sync period {f(self.sync_period)}, "
+            f"downscale stabilization {f(self.downscale_stabilization)}, "
             f"tolerance {self.tolerance:g}; pods become Ready {f(self.pod_ready_delay)} after creation",
             f"worker scale-down: stabilization {f(self.worker_scale_down_window)}, at most "
             f"{self.worker_scale_down_pods} pods per {f(self.worker_scale_down_period)}",
@@ -95,7 +96,8 @@ class Workload:
 WEB = Workload("web", "web: Pods metric http_requests", "requests/s", "req/s", "http_requests", "Pods", 0.5, "500m",
                initial_replicas=2, min_replicas=1, max_replicas=10)
 WORKER = Workload("worker", "worker: External metric queue_messages_ready", "messages/s produced",
-                  "msg/s in", "queue_messages_ready", "External", 30.0, "30", initial_replicas=1, min_replicas=1, max_replicas=10)
+                  "msg/s in", "queue_messages_ready", "External", 30.0, "30", initial_replicas=1, min_replicas=1,
+                  max_replicas=10)
 WORKLOADS = (WEB, WORKER)
 QUEUE = "worker_tasks"
 

@@ -16,8 +16,8 @@ from typing import Any, TextIO
 
 import yaml
 
+from autoscaler.commandline import ArgError, Parser, add_controller_flags, controller_config
 from autoscaler.decision import ControllerConfig, Decision, DecisionInput, History, MetricFailure, decide
-from promscaler import flags
 
 from .capture import scenario
 from .compare import Difference, assumptions, compare
@@ -26,18 +26,9 @@ from .gather import KINDS, GatherError, Moment, gather
 __all__ = ["explain", "main"]
 
 
-class _ArgError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _ArgError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="autoscaler explain",
-                description="Why does this autoscaler scale (or not) right now? Read live, as the controller reads.")
+    p = Parser(prog="autoscaler explain",
+               description="Why does this autoscaler scale (or not) right now? Read live, as the controller reads.")
     p.add_argument("name", metavar="NAME")
     p.add_argument("-n", "--namespace", default="default")
     p.add_argument("--kind", choices=sorted(KINDS), default="horizontalautoscaler",
@@ -46,24 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--context", help="kubeconfig context")
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     p.add_argument("--capture", metavar="FILE", help="write this moment as a simulate scenario (with expect:)")
-    g = p.add_argument_group("the controller's settings (kube-controller-manager names and defaults)")
-    g.add_argument("--horizontal-pod-autoscaler-tolerance", type=flags.non_negative_float, default=0.1, metavar="RATIO")
-    g.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period", type=flags.duration, default=300.0,
-                   metavar="DURATION")
-    g.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay", type=flags.duration, default=30.0,
-                   metavar="DURATION")
-    g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=flags.duration, default=300.0,
-                   metavar="DURATION")
+    add_controller_flags(p)
     return p
-
-
-def _config(args: argparse.Namespace) -> ControllerConfig:
-    return ControllerConfig(
-        tolerance=args.horizontal_pod_autoscaler_tolerance,
-        cpu_initialization_period=args.horizontal_pod_autoscaler_cpu_initialization_period,
-        initial_readiness_delay=args.horizontal_pod_autoscaler_initial_readiness_delay,
-        downscale_stabilization_window=args.horizontal_pod_autoscaler_downscale_stabilization,
-    )
 
 
 def decide_moment(m: Moment, config: ControllerConfig) -> Decision:
@@ -147,10 +122,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     out, err = stdout or sys.stdout, stderr or sys.stderr
     try:
         args = _parser().parse_args(list(argv) if argv is not None else None)
-    except _ArgError as exc:
+    except ArgError as exc:
         print(f"autoscaler explain: {exc}", file=err)
         return 2
-    config = _config(args)
+    config = controller_config(args)
     try:
         m, d, diffs = asyncio.run(explain(args.kubeconfig, args.context, args.kind, args.namespace, args.name, config))
     except GatherError as exc:

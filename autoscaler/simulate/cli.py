@@ -15,6 +15,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from autoscaler.commandline import ArgError, Parser
+
 from ..decision import Decision, decide
 from .output import check, decision_json
 from .scenario import Scenario, ScenarioError, build_scenario, load_scenarios, paused_gc
@@ -22,19 +24,8 @@ from .scenario import Scenario, ScenarioError, build_scenario, load_scenarios, p
 __all__ = ["main"]
 
 
-class _ArgError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line and exit status 2, without argparse's exit."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _ArgError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog="autoscaler simulate",
         description="What would the Kubernetes HPA controller do with this autoscaler, these pods and metrics?",
     )
@@ -60,7 +51,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     err = stderr or sys.stderr
     try:
         args = _parser().parse_args(list(argv) if argv is not None else None)
-    except _ArgError as exc:
+    except ArgError as exc:
         print(f"autoscaler simulate: {exc}", file=err)
         return 2
     if args.files.count("-") > 1:

@@ -24,7 +24,7 @@ import yaml
 
 from promscaler.quantity import QuantityError, parse_quantity
 from promscaler.selectors import Selector
-from promscaler.times import DurationError, parse_duration, parse_time
+from promscaler.times import DurationError, parse_duration
 
 from ..decision import ControllerConfig, DecisionInput, History, MetricFailure, Reading, Recommendation, ScaleEvent
 from ..decision.clock import before
@@ -38,6 +38,7 @@ from ..objects import (
     pod_labels,
     pod_metrics_reading,
     pods_metric_reading,
+    sample_time,
     scale_selector,
 )
 from . import schema
@@ -168,11 +169,11 @@ _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 def _time(value: Any, path: str) -> datetime:
     """A scenario's time: RFC 3339, from 1970 on (year 1, Go's zero time, is no time to decide at)."""
     try:
-        t = parse_time(value)
-    except (DurationError, ValueError, OverflowError):
-        raise _err(path, f"not an RFC 3339 time: {value!r}") from None
-    if t < _EARLIEST:
-        raise _err(path, f"out of range: {value!r} (before 1970)")
+        t = sample_time(value, path)
+    except ObjectError as exc:
+        raise _err(path, exc.reason) from None
+    if t is None:
+        raise _err(path, f"not an RFC 3339 time: {value!r}")
     return t
 
 

@@ -6,17 +6,17 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import ParseResult, urlparse
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import ParseResult, urlparse
 
 import httpx
 import pytest
 
-from kubesim.processes import AdapterProcess  # noqa: F401  (re-exported to the tests)
+from kubesim.processes import AdapterProcess
 from kubesim.prometheus import PrometheusServer, start_backfilled
 
 from . import data
@@ -83,7 +83,7 @@ class StubAPI(BaseHTTPRequestHandler):
     def reply(self, url: ParseResult) -> tuple[int, dict]:
         raise NotImplementedError
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         code, body = self.reply(urlparse(self.path))
         data = json.dumps(body).encode()
         self.send_response(code)

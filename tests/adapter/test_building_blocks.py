@@ -19,9 +19,11 @@ FIELDS = ("Series", "LabelMatchers", "GroupBy", "GroupBySlice", "LabelValuesByNa
 
 
 @pytest.mark.parametrize("source,args,expected", [
-    ("sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)", {"Series": "s", "LabelMatchers": 'a="b"', "GroupBy": "pod"},
+    ("sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+     {"Series": "s", "LabelMatchers": 'a="b"', "GroupBy": "pod"},
      'sum(s{a="b"}) by (pod)'),
-    ("<<range $i, $v := .GroupBySlice>><<if $i>>,<<end>><<$v>><<end>>", {"GroupBySlice": ["pod", "container"]}, "pod,container"),
+    ("<<range $i, $v := .GroupBySlice>><<if $i>>,<<end>><<$v>><<end>>", {"GroupBySlice": ["pod", "container"]},
+     "pod,container"),
     ("<<range .GroupBySlice>>[<<.>>]<<end>>", {"GroupBySlice": ["a", "b"]}, "[a][b]"),
     ("<<if .GroupBy>>by (<<.GroupBy>>)<<else>>total<<end>>", {"GroupBy": ""}, "total"),
     ("x  <<- .Series ->>  y", {"Series": "s"}, "xsy"),
@@ -77,7 +79,8 @@ def test_flags_parse_into_settings():
     s = parse_settings([
         "--prometheus-url", "https://thanos:9090/prefix", "--config", "r.yaml", "--metrics-relist-interval", "30s",
         "--prometheus-header", "X-Scope-OrgID=t1", "--prometheus-query-param", "dedup=true", "--query-cache-ttl", "0",
-        "--secure-port", "7443", "--tls-cert-file", "c", "--tls-private-key-file", "k", "--tls-min-version", "VersionTLS12",
+        "--secure-port", "7443", "--tls-cert-file", "c", "--tls-private-key-file", "k", "--tls-min-version",
+        "VersionTLS12",
         "--tls-cipher-suites", "A,B", "--requestheader-allowed-names", "front-proxy-client",
         "--authorization-always-allow-paths", "/healthz,/readyz", "--anonymous-auth=false", "--v", "4",
         "--authentication-skip-lookup", "--authentication-token-webhook-cache-ttl", "1m",

@@ -95,7 +95,7 @@ def openmetrics(now: float | None = None) -> str:
     for series, labels, value in GAUGES:
         body = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
         lines += [f"# TYPE {series} gauge"] + [f"{series}{{{body}}} {value} {t}" for t in ts]
-    return "\n".join(lines + ["# EOF"]) + "\n"
+    return "\n".join([*lines, "# EOF"]) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +161,8 @@ def test_one_rollout_answers_with_its_kind_and_api_version(adapter, prom):
     assert v1["items"][0]["metricName"] == "rollout_requests"
     assert v1["items"][0]["describedObject"]["apiVersion"] == "argoproj.io/v1alpha1"
     assert approx(v1["items"][0]["value"], PromQL(prom.url).by(
-        'sum(rate(rollout_requests_total{namespace="shop",rollout="checkout"}[1m])) by (rollout)', "rollout")["checkout"])
+        'sum(rate(rollout_requests_total{namespace="shop",rollout="checkout"}[1m])) by (rollout)',
+        "rollout")["checkout"])
 
 
 def test_template_resource_value(adapter, prom):
@@ -325,7 +326,8 @@ def fake_api(docs: dict, calls: list[str] | None = None):
 
 async def test_fetch_resource_table_orders_core_first_and_skips_own_groups():
     calls: list[str] = []
-    table = await fetch_resource_table(fake_api({"/api/v1": CORE, "/apis": GROUPS, "/apis/metrics.k8s.io/v1beta1": METRICS,
+    table = await fetch_resource_table(fake_api({"/api/v1": CORE, "/apis": GROUPS,
+                                                 "/apis/metrics.k8s.io/v1beta1": METRICS,
                                                  "/apis/argoproj.io/v1alpha1": RESOURCE_LIST}, calls))
     assert "/apis/custom.metrics.k8s.io/v1beta2" not in calls  # the adapter's own API: no objects
     assert table.normalize("", "pod").api_name == "pods"  # core first: not pods.metrics.k8s.io
@@ -368,7 +370,8 @@ async def test_rules_compile_against_a_table_and_templates_follow_refreshes():
     assert rules.rules[0].converter.resource_for_label("rollout").api_name == "rollouts.argoproj.io"
     template = rules.rules[1].converter
     assert template.resource_for_label("kube_example_com_widget") is None
-    widgets = {"groupVersion": "example.com/v1", "resources": [{"name": "widgets", "kind": "Widget", "namespaced": True}]}
+    widgets = {"groupVersion": "example.com/v1",
+               "resources": [{"name": "widgets", "kind": "Widget", "namespaced": True}]}
     newer = ResourceTable([*table.resources, *(r for r in (await fetch_resource_table(fake_api(
         {"/api/v1": {"resources": []}, "/apis": {"groups": [{"name": "example.com", "versions": [
             {"groupVersion": "example.com/v1"}]}]}, "/apis/example.com/v1": widgets}))).resources)])

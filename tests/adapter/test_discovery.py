@@ -3,24 +3,26 @@ last-good fallback, atomic catalogue swap."""
 
 from __future__ import annotations
 
+from typing import ClassVar
 from urllib.parse import parse_qs
 
 import pytest
 
 from adapter.discovery import Discovery
 from adapter.naming import compile_rules
-from adapter.rules import load_rules
 from adapter.prometheus import PrometheusClient
+from adapter.rules import load_rules
 from adapter.settings import parse_settings
+
 from .conftest import RULES, StubAPI, serving
 
 
 class _SeriesAPI(StubAPI):
     """Answers /api/v1/series per match[]; `failing` queries get a 503."""
 
-    series: dict[str, list[dict]] = {}
-    failing: set[str] = set()
-    calls: list[str] = []
+    series: ClassVar[dict[str, list[dict]]] = {}
+    failing: ClassVar[set[str]] = set()
+    calls: ClassVar[list[str]] = []
 
     def reply(self, url):
         match = parse_qs(url.query)["match[]"][0]

@@ -12,10 +12,11 @@ from kubernetes.aio import client as kclient
 
 from adapter.kube import LabelCache, retry_pause
 from adapter.naming import Resource, resource_by_api_name
-from .conftest import RULES, AdapterProcess, approx
 from kubesim.apiserver import KubeSim
 from promscaler.selectors import parse_selector
 from promscaler.status import ServiceUnavailable
+
+from .conftest import RULES, AdapterProcess, approx
 
 PATH = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/%2A/http_requests"
 RATE = 'sum(rate(http_requests_total{namespace="web"}[1m])) by (pod)'
@@ -146,7 +147,7 @@ async def test_a_resource_the_server_does_not_serve_answers_503_and_warns_once(s
     cache = LabelCache(kclient.ApiClient(configuration=sim.aio_client_configuration()), sync_timeout=0.5)
     widgets = Resource("example.com", "widgets", "widget", "Widget", True, "v1")
     try:
-        with pytest.raises(ServiceUnavailable, match="widgets.example.com.*HTTP 404"):
+        with pytest.raises(ServiceUnavailable, match=r"widgets\.example\.com.*HTTP 404"):
             await cache.names(widgets, "web", parse_selector("app=web"))
         informer = cache._informers["widgets.example.com"]
         deadline = time.monotonic() + 10

@@ -4,12 +4,14 @@ query parameters on every call."""
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 from urllib.parse import parse_qs
 
 import pytest
 
 from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 from adapter.settings import parse_settings
+
 from .conftest import RULES, AdapterProcess, StubAPI, approx, serving, start_prometheus
 
 
@@ -34,7 +36,7 @@ def test_adapter_behind_a_path_prefix(prefixed_prometheus, promql):
 
 
 class _Recorder(StubAPI):
-    seen: list[dict] = []
+    seen: ClassVar[list[dict]] = []
     reply_with: tuple[int, dict] = (200, {"status": "success", "data": {"resultType": "vector", "result": []}})
 
     def reply(self, url):
@@ -65,7 +67,9 @@ async def test_credentials_headers_and_params_are_sent(recorder, tmp_path):
             {"metric": {"pod": "c"}, "value": [1700000000.5, "+Inf"]},
         ]}})
         samples = await client.query('up{job="x"}')
-        assert [(s.labels["pod"], s.value, s.timestamp) for s in samples] == [("a", 2.5, 1700000000.5)]  # NaN/Inf skipped
+        assert [(s.labels["pod"], s.value, s.timestamp) for s in samples] == [
+            ("a", 2.5, 1700000000.5)
+        ]  # NaN/Inf skipped
         [req] = _Recorder.seen
         assert req["path"] == "/select/0/prometheus/api/v1/query"
         assert req["params"]["query"] == ['up{job="x"}'] and req["params"]["partial_response"] == ["false"]
@@ -85,14 +89,21 @@ async def test_credentials_headers_and_params_are_sent(recorder, tmp_path):
 async def test_auth_config_kubeconfig_style(recorder, tmp_path):
     """`--prometheus-auth-config`: prometheus-adapter's kubeconfig-style credentials file."""
     auth = tmp_path / "prometheus-auth.yaml"
-    auth.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "prom", "cluster": {"server": f"http://127.0.0.1:{recorder.server_port}"}}],
-        "users": [{"name": "adapter", "user": {"token": "from-kubeconfig"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "prom", "user": "adapter"}}], "current-context": "c",
-    }))
-    settings = parse_settings(["--prometheus-url", f"http://127.0.0.1:{recorder.server_port}",
-                               "--prometheus-auth-config", str(auth)])
+    auth.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "prom", "cluster": {"server": f"http://127.0.0.1:{recorder.server_port}"}}],
+                "users": [{"name": "adapter", "user": {"token": "from-kubeconfig"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "prom", "user": "adapter"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    settings = parse_settings(
+        ["--prometheus-url", f"http://127.0.0.1:{recorder.server_port}", "--prometheus-auth-config", str(auth)]
+    )
     client = PrometheusClient(settings)
     try:
         _Recorder.reply_with = (200, {"status": "success", "data": []})

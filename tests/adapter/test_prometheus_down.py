@@ -7,9 +7,10 @@ import os
 import signal
 import time
 
-from .conftest import RULES, AdapterProcess, approx, data, run_adapter
 from kubesim.net import free_port
 from kubesim.prometheus import PrometheusServer, backfill
+
+from .conftest import RULES, AdapterProcess, approx, data, run_adapter
 
 VALUE = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/web-1/http_requests"
 EXTERNAL = "/apis/external.metrics.k8s.io/v1beta1/namespaces/web/queue_messages_ready"

@@ -10,8 +10,9 @@ import yaml
 
 from adapter.naming import compile_rules
 from adapter.rules import RuleError, parse_rules
-from .conftest import RULES, AdapterProcess, approx, run_adapter
 from kubesim.net import free_port
+
+from .conftest import RULES, AdapterProcess, approx, run_adapter
 
 GOOD = {"seriesQuery": "x_total", "resources": {"template": "<<.Resource>>"}, "metricsQuery": "sum(<<.Series>>)"}
 
@@ -25,18 +26,24 @@ def rules_error(doc: dict) -> str:
 @pytest.mark.parametrize("doc,message", [
     ({"rules": [GOOD, GOOD, {**GOOD, "metricsQuery": None}]}, "rules[2].metricsQuery: required field is missing"),
     ({"rules": [GOOD, {**GOOD, "seriesQuery": ""}]}, "rules[1].seriesQuery: must not be empty"),
-    ({"rules": [{**GOOD, "metricsQuery": "sum(<<.Series>>{<<.Bogus>>})"}]}, "rules[0].metricsQuery: unknown field '.Bogus'"),
+    ({"rules": [{**GOOD, "metricsQuery": "sum(<<.Series>>{<<.Bogus>>})"}]},
+     "rules[0].metricsQuery: unknown field '.Bogus'"),
     ({"rules": [{**GOOD, "metricsQuery": "sum(<<if .Series>>x)"}]}, "rules[0].metricsQuery: unclosed"),
-    ({"rules": [{**GOOD, "seriesFilters": [{"is": "a", "isNot": "b"}]}]}, "rules[0].seriesFilters[0]: needs exactly one"),
-    ({"rules": [{**GOOD, "seriesFilters": [{"isNot": "("}]}]}, "rules[0].seriesFilters[0].isNot: invalid regular expression"),
+    ({"rules": [{**GOOD, "seriesFilters": [{"is": "a", "isNot": "b"}]}]},
+     "rules[0].seriesFilters[0]: needs exactly one"),
+    ({"rules": [{**GOOD, "seriesFilters": [{"isNot": "("}]}]},
+     "rules[0].seriesFilters[0].isNot: invalid regular expression"),
     ({"rules": [{**GOOD, "name": {"matches": "^(a)(b)$"}}]}, "rules[0].name.as: required"),
     ({"rules": [{**GOOD, "name": {"matches": "(["}}]}, "rules[0].name.matches: invalid regular expression"),
     ({"rules": [{**GOOD, "resources": {"overrides": {"pod": {"resource": "widgets"}}}}]},
      "rules[0].resources.overrides.pod: unknown resource 'widgets'"),
-    ({"rules": [{**GOOD, "resources": {"template": "<<.Group>>"}}]}, "rules[0].resources.template: must include <<.Resource>>"),
+    ({"rules": [{**GOOD, "resources": {"template": "<<.Group>>"}}]},
+     "rules[0].resources.template: must include <<.Resource>>"),
     ({"rules": [{**GOOD, "resources": {}}]}, "rules[0].resources: needs overrides or a template"),
-    ({"externalRules": [GOOD, {"seriesQuery": "q", "metricsQuery": 5}]}, "externalRules[1].metricsQuery: must be a string"),
-    ({"externalRules": [{**GOOD, "resources": {"namespaced": "yes"}}]}, "externalRules[0].resources.namespaced: must be true or false"),
+    ({"externalRules": [GOOD, {"seriesQuery": "q", "metricsQuery": 5}]},
+     "externalRules[1].metricsQuery: must be a string"),
+    ({"externalRules": [{**GOOD, "resources": {"namespaced": "yes"}}]},
+     "externalRules[0].resources.namespaced: must be true or false"),
     ({"rules": {"seriesQuery": "x"}}, "rules: must be a list"),
 ])
 def test_invalid_rule_names_index_and_field(doc, message):
@@ -93,7 +100,8 @@ def test_rules_file_reloaded_on_change_and_last_good_kept(prometheus, promql, tm
             time.sleep(0.1)
         assert "rules[0].metricsQuery" in adapter.stderr()
         assert adapter.get(node_path).status_code == 200
-        assert adapter.get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/web-1/http_requests").status_code == 200
+        path = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/web-1/http_requests"
+        assert adapter.get(path).status_code == 200
     finally:
         adapter.stop()
 

@@ -138,7 +138,7 @@ def test_every_selector_operator(adapter, promql, selector, matchers):
     got = _external(adapter, "web", "queue_messages_ready", selector)
     expected = promql.vector(f'sum(queue_messages_ready{{namespace="web",{matchers}}})')
     assert len(got) == len(expected)
-    for item, (_, value) in zip(got, expected):
+    for item, (_, value) in zip(got, expected, strict=True):
         assert approx(item["value"], value)
 
 

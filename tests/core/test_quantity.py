@@ -3,10 +3,17 @@
 from decimal import Decimal
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from promscaler.quantity import (
-    QuantityError, _decimal_milli, _float_milli, format_milli, format_quantity, parse_quantity, to_milli,
+    QuantityError,
+    _decimal_milli,
+    _float_milli,
+    format_milli,
+    format_quantity,
+    parse_quantity,
+    to_milli,
 )
 
 
@@ -27,7 +34,8 @@ def test_parse(text, value):
     assert parse_quantity(text) == value
 
 
-@pytest.mark.parametrize("bad", ["", "abc", " 1", "1 ", "1.5.5", "5x", "m", "1mm", None, True, float("nan"), float("inf")])
+@pytest.mark.parametrize("bad",
+                         ["", "abc", " 1", "1 ", "1.5.5", "5x", "m", "1mm", None, True, float("nan"), float("inf")])
 def test_parse_rejects(bad):
     with pytest.raises(QuantityError):
         parse_quantity(bad)

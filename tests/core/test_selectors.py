@@ -81,15 +81,18 @@ def test_label_selector_object():
     ],
 )
 def test_label_selector_object_errors(obj, fragment):
-    with pytest.raises(SelectorError, match=r".*" + fragment.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
+    with pytest.raises(
+        SelectorError, match=r".*" + fragment.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")
+    ):
         from_label_selector(obj)
 
 
 @pytest.mark.parametrize("text", ["app=web", "a=1,b notin (x,y),!c,d", "env in (prod,staging),tier!=db"])
 def test_to_label_selector_round_trips(text):
     sel = parse_selector(text)
-    assert from_label_selector(to_label_selector(sel)).matches({"app": "web", "a": "1", "d": "", "env": "prod"}) \
-        == sel.matches({"app": "web", "a": "1", "d": "", "env": "prod"})
+    assert from_label_selector(to_label_selector(sel)).matches(
+        {"app": "web", "a": "1", "d": "", "env": "prod"}
+    ) == sel.matches({"app": "web", "a": "1", "d": "", "env": "prod"})
     # != is NotIn with one value: same meaning, object form
     assert str(from_label_selector(to_label_selector(sel))) == str(sel).replace("tier!=db", "tier notin (db)")
 

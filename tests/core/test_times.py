@@ -5,7 +5,9 @@ import pytest
 from promscaler.times import DurationError, format_duration, format_time, go_duration, parse_duration, parse_time
 
 
-@pytest.mark.parametrize("text, seconds", [("30s", 30), ("1m30s", 90), ("300ms", 0.3), ("1h", 3600), ("15", 15), (300, 300), ("0", 0)])
+@pytest.mark.parametrize(
+    "text, seconds", [("30s", 30), ("1m30s", 90), ("300ms", 0.3), ("1h", 3600), ("15", 15), (300, 300), ("0", 0)]
+)
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
 
@@ -28,10 +30,20 @@ def test_times_round_trip():
         parse_time("yesterday")
 
 
-@pytest.mark.parametrize("seconds, spelled", [
-    (180, "3m0s"), (3600, "1h0m0s"), (30, "30s"), (90, "1m30s"), (0.5, "500ms"), (0, "0s"), (3661.5, "1h1m1.5s"),
-    (0.0015, "1.5ms"), (7200, "2h0m0s"),
-])
+@pytest.mark.parametrize(
+    "seconds, spelled",
+    [
+        (180, "3m0s"),
+        (3600, "1h0m0s"),
+        (30, "30s"),
+        (90, "1m30s"),
+        (0.5, "500ms"),
+        (0, "0s"),
+        (3661.5, "1h1m1.5s"),
+        (0.0015, "1.5ms"),
+        (7200, "2h0m0s"),
+    ],
+)
 def test_go_duration_spells_as_time_duration_string(seconds, spelled):
     # Go: (3 * time.Minute).String() == "3m0s"; metav1.Duration serializes so (metrics.k8s.io window)
     assert go_duration(seconds) == spelled

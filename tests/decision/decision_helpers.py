@@ -37,7 +37,8 @@ def spec(metrics: list[dict[str, Any]], min_r: int = 1, max_r: int = 100, behavi
 
 
 def cpu_util(target: int) -> dict[str, Any]:
-    return {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": target}}}
+    return {"type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": target}}}
 
 
 def cpu_value(avg: str) -> dict[str, Any]:
@@ -45,7 +46,8 @@ def cpu_value(avg: str) -> dict[str, Any]:
 
 
 def mem_util(target: int) -> dict[str, Any]:
-    return {"type": "Resource", "resource": {"name": "memory", "target": {"type": "Utilization", "averageUtilization": target}}}
+    return {"type": "Resource",
+            "resource": {"name": "memory", "target": {"type": "Utilization", "averageUtilization": target}}}
 
 
 def container_cpu(target: int, container: str = "app") -> dict[str, Any]:
@@ -64,7 +66,8 @@ def object_value(value: str, name: str = "hits") -> dict[str, Any]:
 
 def object_avg(avg: str, name: str = "hits") -> dict[str, Any]:
     return {"type": "Object", "object": {"describedObject": {"apiVersion": "v1", "kind": "Service", "name": "svc"},
-                                          "metric": {"name": name}, "target": {"type": "AverageValue", "averageValue": avg}}}
+                                          "metric": {"name": name},
+                                         "target": {"type": "AverageValue", "averageValue": avg}}}
 
 
 def ext_value(value: str, name: str = "queue") -> dict[str, Any]:
@@ -72,7 +75,8 @@ def ext_value(value: str, name: str = "queue") -> dict[str, Any]:
 
 
 def ext_avg(avg: str, name: str = "queue") -> dict[str, Any]:
-    return {"type": "External", "external": {"metric": {"name": name}, "target": {"type": "AverageValue", "averageValue": avg}}}
+    return {"type": "External",
+            "external": {"metric": {"name": name}, "target": {"type": "AverageValue", "averageValue": avg}}}
 
 
 def pod(name: str, cpu: int | None = 1000, ready: bool | None = True, phase: str = "Running",
@@ -96,7 +100,8 @@ def pods(n: int, **kw: Any) -> list[PodInfo]:
     return [pod(f"p{i}", **kw) for i in range(n)]
 
 
-def samples(values: dict[str, int] | list[int], ts: datetime = NOW - timedelta(seconds=15), window: float = 30.0) -> PodReading:
+def samples(values: dict[str, int] | list[int], ts: datetime = NOW - timedelta(seconds=15),
+            window: float = 30.0) -> PodReading:
     if isinstance(values, list):
         values = {f"p{i}": v for i, v in enumerate(values)}
     return PodReading({k: PodSample(v, ts, window) for k, v in values.items()})

@@ -38,8 +38,13 @@ def test_events_pass_through_decide_unchanged() -> None:
 
 
 def test_record_scale_up_and_down() -> None:
-    s = spec([ext_avg("1")], behavior={"scaleUp": {"policies": [{"type": "Pods", "value": 4, "periodSeconds": 60}]},
-                                       "scaleDown": {"policies": [{"type": "Percent", "value": 10, "periodSeconds": 120}]}})
+    s = spec(
+        [ext_avg("1")],
+        behavior={
+            "scaleUp": {"policies": [{"type": "Pods", "value": 4, "periodSeconds": 60}]},
+            "scaleDown": {"policies": [{"type": "Percent", "value": 10, "periodSeconds": 120}]},
+        },
+    )
     h = History((), events((90, 2), (30, 1)), events((200, 5), (100, 1)))
     up = record_scale(h, NOW, 3, 7, s)
     # scale-up events older than the longest scale-up period (60 s) are dropped; +4 appended

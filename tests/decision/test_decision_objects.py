@@ -32,7 +32,8 @@ POD = {
         "containers": [{"name": "app", "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}},
                        {"name": "proxy", "resources": {"requests": {"cpu": "100m"}}}],
         "initContainers": [{"name": "setup", "resources": {"requests": {"cpu": "2"}}},
-                           {"name": "log-shipper", "restartPolicy": "Always", "resources": {"requests": {"cpu": "50m"}}}],
+                           {"name": "log-shipper", "restartPolicy": "Always",
+                            "resources": {"requests": {"cpu": "50m"}}}],
     },
     "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z",
                "conditions": [{"type": "PodScheduled", "status": "True"},
@@ -43,9 +44,11 @@ POD = {
 def test_pod_info_reads_requests_readiness_and_times() -> None:
     p = pod_info(POD)
     assert p.name == "web-1" and p.phase == "Running" and p.ready and p.ready_condition == "True"
-    assert p.start_time == parse_time("2026-01-01T00:00:00Z") and p.ready_transition == parse_time("2026-01-01T00:00:20Z")
+    assert p.start_time == parse_time("2026-01-01T00:00:00Z")
+    assert p.ready_transition == parse_time("2026-01-01T00:00:20Z")
     # containers plus the restartable (sidecar) init container; the plain init container does not count
-    assert p.requests == {"app": {"cpu": 500, "memory": 256 * 2**20 * 1000}, "proxy": {"cpu": 100}, "log-shipper": {"cpu": 50}}
+    assert p.requests == {"app": {"cpu": 500, "memory": 256 * 2**20 * 1000}, "proxy": {"cpu": 100},
+                          "log-shipper": {"cpu": 50}}
     assert p.request_totals == {"cpu": 650}  # memory is not requested by every container
     assert not p.deleted and p.pod_requests is None
 
@@ -61,21 +64,24 @@ def test_pod_info_deleted_unready_pod_level() -> None:
 
 
 def test_pod_info_errors_have_paths() -> None:
-    bad = {"metadata": {"name": "x"}, "spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "lots"}}}]}}
-    with pytest.raises(ObjectError, match=r"spec.containers\[0\].resources.requests.cpu: not a quantity"):
+    bad = {"metadata": {"name": "x"},
+           "spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "lots"}}}]}}
+    with pytest.raises(ObjectError, match=r"spec\.containers\[0\]\.resources\.requests\.cpu: not a quantity"):
         pod_info(bad)
-    with pytest.raises(ObjectError, match="metadata.name: required"):
+    with pytest.raises(ObjectError, match=r"metadata\.name: required"):
         pod_info({"metadata": {}})
 
 
 def pm(name: str, containers: list[dict], ts: str = "2026-01-01T00:09:45Z", window: str = "30s") -> dict:
-    return {"metadata": {"name": name, "namespace": "default"}, "timestamp": ts, "window": window, "containers": containers}
+    return {"metadata": {"name": name, "namespace": "default"}, "timestamp": ts, "window": window,
+            "containers": containers}
 
 
 def test_pod_metrics_sum_containers_and_skip_incomplete_pods() -> None:
     items = [
         pm("a", [{"name": "app", "usage": {"cpu": "250m"}}, {"name": "proxy", "usage": {"cpu": "50m"}}]),
-        pm("b", [{"name": "app", "usage": {"cpu": "100m"}}, {"name": "proxy", "usage": {"memory": "1Mi"}}]),  # lacks cpu
+        # lacks cpu
+        pm("b", [{"name": "app", "usage": {"cpu": "100m"}}, {"name": "proxy", "usage": {"memory": "1Mi"}}]),
         pm("c", []),  # no containers: missing
     ]
     r = pod_metrics_reading(items, "cpu")
@@ -108,7 +114,8 @@ def cm(pod: str, name: str, value: str, v1beta1: bool = False, selector: dict | 
 
 
 def test_pods_metric_matching_rules_both_versions() -> None:
-    spec = metric({"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "1"}}})
+    spec = metric({"type": "Pods",
+                   "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "1"}}})
     items = [cm("a", "qps", "1500m"), cm("b", "qps", "2", v1beta1=True), cm("c", "qps", "9"),  # c: not a target pod
              cm("a", "latency", "7"), cm("b", "qps", "5", selector={"matchLabels": {"x": "y"}}),  # other selector
              cm("svc", "qps", "3", kind="Service")]
@@ -126,10 +133,12 @@ def test_pods_metric_matching_rules_both_versions() -> None:
 
 
 def test_object_metric_matching() -> None:
-    spec = metric({"type": "Object", "object": {"describedObject": {"apiVersion": "v1", "kind": "Service", "name": "svc"},
+    spec = metric({"type": "Object", "object": {"describedObject": {"apiVersion": "v1", "kind": "Service",
+                                                                    "name": "svc"},
                                                 "metric": {"name": "hits"}, "target": {"type": "Value", "value": "1"}}})
     items = [cm("svc", "hits", "4", kind="Ingress"), cm("other", "hits", "5", kind="Service"),
-             {**cm("svc", "hits", "6", kind="Service"), "describedObject": {"kind": "Service", "name": "svc", "apiVersion": "v1"}}]
+             {**cm("svc", "hits", "6", kind="Service"),
+              "describedObject": {"kind": "Service", "name": "svc", "apiVersion": "v1"}}]
     r = object_metric_reading(_answer_object(items, spec), "hits", "Service", "svc")
     assert isinstance(r, ObjectReading) and r.milli == 6000
     assert _answer_object(items[:2], spec) == []
@@ -141,10 +150,12 @@ def test_object_metric_matching() -> None:
 
 def test_external_metric_matching_and_sum() -> None:
     spec = metric({"type": "External", "external": {
-        "metric": {"name": "queue", "selector": {"matchExpressions": [{"key": "q", "operator": "In", "values": ["a", "b"]}]}},
+        "metric": {"name": "queue",
+                   "selector": {"matchExpressions": [{"key": "q", "operator": "In", "values": ["a", "b"]}]}},
         "target": {"type": "Value", "value": "1"}}})
     items = [{"metricName": "queue", "metricLabels": {"q": "a"}, "timestamp": "2026-01-01T00:09:50Z", "value": "10"},
-             {"metricName": "queue", "metricLabels": {"q": "b", "x": "1"}, "timestamp": "2026-01-01T00:09:55Z", "value": "2500m"},
+             {"metricName": "queue", "metricLabels": {"q": "b", "x": "1"}, "timestamp": "2026-01-01T00:09:55Z",
+              "value": "2500m"},
              {"metricName": "queue", "metricLabels": {"q": "c"}, "timestamp": "2026-01-01T00:09:50Z", "value": "99"},
              {"metricName": "other", "metricLabels": {"q": "a"}, "timestamp": "2026-01-01T00:09:50Z", "value": "99"}]
     r = external_metric_reading(_answer_external(items, spec))
@@ -153,7 +164,8 @@ def test_external_metric_matching_and_sum() -> None:
     assert _answer_external(items[2:], spec) == []
     assert isinstance(external_metric_reading([]), MetricFailure)
     # Series without labels (an adapter's `sum(...) by ()`) count as answered: Kubernetes sums them all.
-    bare = [{"metricName": "queue", "metricLabels": {}, "value": "7"}, {"metricName": "queue", "metricLabels": {}, "value": "3"}]
+    bare = [{"metricName": "queue", "metricLabels": {}, "value": "7"},
+            {"metricName": "queue", "metricLabels": {}, "value": "3"}]
     assert external_metric_reading(bare).millis == (7000, 3000)
 
 

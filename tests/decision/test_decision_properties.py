@@ -106,19 +106,23 @@ def test_policies_never_allow_more_change_than_stated(sc) -> None:
         assert rules.select_policy != "Disabled"
         ok = []
         for p in rules.policies:
-            start = cur - _changed(h.scale_up_events, p.period_seconds) + _changed(h.scale_down_events, p.period_seconds)
+            start = (
+                cur - _changed(h.scale_up_events, p.period_seconds) + _changed(h.scale_down_events, p.period_seconds)
+            )
             allowed = start + p.value if p.type == "Pods" else math.ceil(start * (1 + p.value / 100))
             ok.append(new <= allowed)
-        assert (all(ok) if rules.select_policy == "Min" else any(ok)), d.explanation
+        assert all(ok) if rules.select_policy == "Min" else any(ok), d.explanation
     elif new < cur:
         rules = s.behavior.scale_down
         assert rules.select_policy != "Disabled"
         ok = []
         for p in rules.policies:
-            start = cur - _changed(h.scale_up_events, p.period_seconds) + _changed(h.scale_down_events, p.period_seconds)
+            start = (
+                cur - _changed(h.scale_up_events, p.period_seconds) + _changed(h.scale_down_events, p.period_seconds)
+            )
             allowed = start - p.value if p.type == "Pods" else int(start * (1 - p.value / 100))
             ok.append(new >= allowed)
-        assert (all(ok) if rules.select_policy == "Min" else any(ok)), d.explanation
+        assert all(ok) if rules.select_policy == "Min" else any(ok), d.explanation
 
 
 @SETTINGS
@@ -137,7 +141,7 @@ def test_stabilization_never_scales_down_below_window_maximum(sc) -> None:
         window = s.behavior.scale_down.stabilization_window_seconds
         window = i.config.downscale_stabilization_window if window is None else window
         inside = [r.replicas for r in i.history.recommendations or () if r.timestamp > NOW - timedelta(seconds=window)]
-    assert d.desired_replicas >= max(inside + [d.recommendation]), d.explanation
+    assert d.desired_replicas >= max([*inside, d.recommendation]), d.explanation
 
 
 @SETTINGS
@@ -146,6 +150,10 @@ def test_recommendation_recorded_and_history_bounded(sc) -> None:
     # decide() records this recommendation at `now` and forgets only samples outside every window.
     s, i = sc
     d = decide(i)
-    if d.recommendation is not None and s.min_replicas <= i.current_replicas <= s.max_replicas and i.current_replicas > 0:
+    if (
+        d.recommendation is not None
+        and s.min_replicas <= i.current_replicas <= s.max_replicas
+        and i.current_replicas > 0
+    ):
         assert d.history.recommendations[-1] == Recommendation(NOW, d.recommendation)
         assert len(d.history.recommendations) <= len(i.history.recommendations or ()) + 1

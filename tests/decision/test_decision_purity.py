@@ -121,4 +121,4 @@ def test_kept_recommendations_are_the_window_filter_in_order(recs_, up_window, d
     norm = normalize_with_behavior(hpa, 10, desired, 1, history, (), (), NOW, 300.0)
     longest = max(up_window, 300 if down_window is None else down_window)
     expected = tuple(r for r in history if r.timestamp >= NOW - timedelta(seconds=longest))
-    assert norm.recommendations == expected + (Recommendation(NOW, desired),)
+    assert norm.recommendations == (*expected, Recommendation(NOW, desired))

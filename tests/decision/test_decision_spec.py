@@ -45,20 +45,25 @@ def test_behavior_partial_override_keeps_other_defaults() -> None:
 
 def test_all_metric_types_parse() -> None:
     s = parse_spec(base(minReplicas=0, metrics=[
-        {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "512Mi"}}},
+        {"type": "Resource",
+         "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "512Mi"}}},
         {"type": "ContainerResource", "containerResource": {"name": "cpu", "container": "app",
-                                                            "target": {"type": "Utilization", "averageUtilization": 60}}},
+                                                            "target": {"type": "Utilization",
+                                                                       "averageUtilization": 60}}},
         {"type": "Pods", "pods": {"metric": {"name": "qps", "selector": {"matchLabels": {"verb": "GET"}}},
                                   "target": {"type": "AverageValue", "averageValue": "1.5k"}}},
-        {"type": "Object", "object": {"describedObject": {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": "main"},
+        {"type": "Object", "object": {"describedObject": {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                                                          "name": "main"},
                                       "metric": {"name": "hits"}, "target": {"type": "Value", "value": "2k"}}},
         {"type": "External", "external": {"metric": {"name": "queue", "selector": {"matchExpressions": [
-            {"key": "q", "operator": "In", "values": ["a", "b"]}]}}, "target": {"type": "AverageValue", "averageValue": 30}}},
+            {"key": "q", "operator": "In", "values": ["a", "b"]}]}},
+                                          "target": {"type": "AverageValue", "averageValue": 30}}},
     ]))
     mem, cont, pods, obj, ext = s.metrics
     assert mem.target.average_value_milli == 512 * 2**20 * 1000
     assert cont.container == "app" and cont.target.average_utilization == 60
-    assert pods.target.average_value_milli == 1_500_000 and pods.selector == from_label_selector({"matchLabels": {"verb": "GET"}})
+    assert pods.target.average_value_milli == 1_500_000
+    assert pods.selector == from_label_selector({"matchLabels": {"verb": "GET"}})
     assert obj.described_object.kind == "Ingress" and obj.target.value_milli == 2_000_000
     assert ext.target.average_value_milli == 30_000 and s.min_replicas == 0 and s.has_object_or_external
 
@@ -70,7 +75,8 @@ def test_all_metric_types_parse() -> None:
     (base(maxReplicas=0), "hpa.spec.maxReplicas: must be greater than or equal to 1"),
     (base(minReplicas="2"), "hpa.spec.minReplicas: must be an integer"),
     (base(metrics=[{"type": "Custom"}]), "hpa.spec.metrics[0].type: must be one of"),
-    (base(metrics=[{"type": "Pods", "pods": {"metric": {"name": "x"}, "target": {"type": "AverageValue", "averageValue": "1"}},
+    (base(metrics=[{"type": "Pods",
+                    "pods": {"metric": {"name": "x"}, "target": {"type": "AverageValue", "averageValue": "1"}},
                     "external": {}}]), "hpa.spec.metrics[0].external: must not be set"),
     (base(metrics=[{"type": "Pods"}]), "hpa.spec.metrics[0].pods: required"),
     (base(metrics=[{"type": "Pods", "pods": {"target": {"type": "AverageValue", "averageValue": "1"}}}]),
@@ -79,9 +85,11 @@ def test_all_metric_types_parse() -> None:
      "hpa.spec.metrics[0].resource.target.type: must be Utilization or AverageValue"),
     (base(metrics=[{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization"}}}]),
      "hpa.spec.metrics[0].resource.target.averageUtilization: required"),
-    (base(metrics=[{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 0}}}]),
+    (base(metrics=[{"type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 0}}}]),
      "hpa.spec.metrics[0].resource.target.averageUtilization: must be greater than or equal to 1"),
-    (base(metrics=[{"type": "External", "external": {"metric": {"name": "q"}, "target": {"type": "Value", "value": "0"}}}]),
+    (base(metrics=[{"type": "External",
+                    "external": {"metric": {"name": "q"}, "target": {"type": "Value", "value": "0"}}}]),
      "hpa.spec.metrics[0].external.target.value: must be positive"),
     (base(metrics=[{"type": "External", "external": {"metric": {"name": "q", "selector": {"matchLabels": {"a": "b c"}}},
                                                      "target": {"type": "Value", "value": "1"}}}]),
@@ -91,14 +99,16 @@ def test_all_metric_types_parse() -> None:
     (base(metrics=[{"type": "ContainerResource", "containerResource": {"name": "cpu",
                     "target": {"type": "Utilization", "averageUtilization": 50}}}]),
      "hpa.spec.metrics[0].containerResource.container: required"),
-    (base(behavior={"scaleUp": {"policies": []}}), "hpa.spec.behavior.scaleUp.policies: must specify at least one Policy"),
+    (base(behavior={"scaleUp": {"policies": []}}),
+     "hpa.spec.behavior.scaleUp.policies: must specify at least one Policy"),
     (base(behavior={"scaleUp": {"policies": [{"type": "Replicas", "value": 1, "periodSeconds": 1}]}}),
      "hpa.spec.behavior.scaleUp.policies[0].type: must be Pods or Percent"),
     (base(behavior={"scaleUp": {"policies": [{"type": "Pods", "value": 0, "periodSeconds": 1}]}}),
      "hpa.spec.behavior.scaleUp.policies[0].value: must be greater than or equal to 1"),
     (base(behavior={"scaleDown": {"stabilizationWindowSeconds": 3601}}),
      "hpa.spec.behavior.scaleDown.stabilizationWindowSeconds: must be less than or equal to 3600"),
-    (base(behavior={"scaleDown": {"tolerance": "-0.1"}}), "hpa.spec.behavior.scaleDown.tolerance: must be greater than or equal to 0"),
+    (base(behavior={"scaleDown": {"tolerance": "-0.1"}}),
+     "hpa.spec.behavior.scaleDown.tolerance: must be greater than or equal to 0"),
     (base(behavior={"scaleDown": {"tolerance": "ten"}}), "hpa.spec.behavior.scaleDown.tolerance: not a quantity"),
 ])
 def test_errors_carry_the_field_path(spec: dict, path: str) -> None:

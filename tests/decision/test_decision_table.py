@@ -164,7 +164,8 @@ CASES: list[Case] = [
     Case("cpu-no-pods", inp(spec([cpu_util(50)]), 3, [], [samples([100])]),
          proposal=None, error="no pods returned by selector while calculating replica count"),
     # Every pod is unready: nothing left to average.
-    Case("cpu-all-unready", inp(spec([cpu_util(50)]), 2, [_unready_new("p0"), _unready_new("p1")], [samples([100, 100])]),
+    Case("cpu-all-unready",
+         inp(spec([cpu_util(50)]), 2, [_unready_new("p0"), _unready_new("p1")], [samples([100, 100])]),
          proposal=None, error="did not receive metrics for targeted pods"),
     # Utilization without a request is an error, never a guess.
     Case("cpu-missing-request", inp(spec([cpu_util(50)]), 2, [pod("p0", cpu=None), pod("p1")], [samples([100, 100])]),
@@ -175,7 +176,8 @@ CASES: list[Case] = [
     # Ready pod inside the initialization period whose sample started before the Ready transition
     # plus one window (-15 s < -20 s + 30 s): set aside. 3000/2000 -> 3; p2 at 0: 2 -> 6.
     Case("cpu-sample-before-transition-window", inp(spec([cpu_util(50)]), 3,
-                                                    [pod("p0"), pod("p1"), pod("p2", start=ago(60), transition=ago(20))],
+                                                    [pod("p0"), pod("p1"),
+                                                     pod("p2", start=ago(60), transition=ago(20))],
                                                     [samples([1500, 1500, 1500])]),
          proposal=6),
     # Same pod Ready 60 s ago: a full window passed since (-15 > -60 + 30): the sample counts: 9.
@@ -186,13 +188,15 @@ CASES: list[Case] = [
     # Past the initialization period, not Ready and never ready (transition within 30 s of start):
     # set aside: ready 3000/2000 -> 3; p2 at 0%: ratio 2 -> 6.
     Case("cpu-never-ready-after-init", inp(spec([cpu_util(50)]), 3,
-                                           [pod("p0"), pod("p1"), pod("p2", ready=False, start=ago(400), transition=ago(390))],
+                                           [pod("p0"), pod("p1"),
+                                            pod("p2", ready=False, start=ago(400), transition=ago(390))],
                                            [samples([1500, 1500, 100])]),
          proposal=6),
     # Past the initialization period, not Ready but it was ready before (transition long after start):
     # counted: 3100/3000 = 103% vs 50% -> 2.06 -> ceil(6.2) = 7.
     Case("cpu-was-ready-after-init", inp(spec([cpu_util(50)]), 3,
-                                         [pod("p0"), pod("p1"), pod("p2", ready=False, start=ago(400), transition=ago(100))],
+                                         [pod("p0"), pod("p1"),
+                                          pod("p2", ready=False, start=ago(400), transition=ago(100))],
                                          [samples([1500, 1500, 100])]),
          proposal=7),
     # No Ready condition at all: unready for CPU -> like the unready case: 6.
@@ -235,7 +239,8 @@ CASES: list[Case] = [
          proposal=6, current={"averageUtilization": 100}),
     # A sample for a pod that is not selected has no request: left out of the utilization:
     # 2000/2000 = 100% vs 50% -> ceil(2 x 2) = 4.
-    Case("cpu-extraneous-sample", inp(spec([cpu_util(50)]), 2, pods(2), [samples({"p0": 1000, "p1": 1000, "px": 9000})]),
+    Case("cpu-extraneous-sample",
+         inp(spec([cpu_util(50)]), 2, pods(2), [samples({"p0": 1000, "p1": 1000, "px": 9000})]),
          proposal=4),
 
     # ---------------- Pods metrics (AverageValue) --------------------------------------------------
@@ -250,15 +255,18 @@ CASES: list[Case] = [
          proposal=3, current={"averageValue": "3"}),
     # TestReplicaCalcScaleUpCMUnreadyHotCpuNoLessScale: Running-but-unready pods count for custom
     # metrics: average 30 vs 15 -> 2 -> 6.
-    Case("pods-unready-running-counted", inp(spec([pods_metric("15")]), 3, [_unready_new("p0"), pod("p1"), _unready_new("p2")],
+    Case("pods-unready-running-counted", inp(spec([pods_metric("15")]), 3,
+                                             [_unready_new("p0"), pod("p1"), _unready_new("p2")],
                                              [samples([50000, 10000, 30000])]),
          proposal=6),
     # A Pending pod is unready: ready average 30 -> 2; rebalanced at 0: 60/3 = 20 -> 1.33 -> 4.
-    Case("pods-pending-rebalanced", inp(spec([pods_metric("15")]), 3, [pod("p0"), pod("p1"), pod("p2", phase="Pending")],
+    Case("pods-pending-rebalanced", inp(spec([pods_metric("15")]), 3,
+                                        [pod("p0"), pod("p1"), pod("p2", phase="Pending")],
                                         [samples({"p0": 30000, "p1": 30000})]),
          proposal=4),
     # Pending pod on a scale-down is just dropped: 5 vs 15 -> 0.33 -> ceil(0.67) = 1.
-    Case("pods-pending-dropped-down", inp(spec([pods_metric("15")]), 3, [pod("p0"), pod("p1"), pod("p2", phase="Pending")],
+    Case("pods-pending-dropped-down", inp(spec([pods_metric("15")]), 3,
+                                          [pod("p0"), pod("p1"), pod("p2", phase="Pending")],
                                           [samples({"p0": 5000, "p1": 5000})]),
          proposal=1),
     # Missing on scale-down counts at the target: 5/10 = 0.5; (15+10)/4 = 6.25 -> 0.625 -> ceil(2.5) = 3.
@@ -295,7 +303,7 @@ CASES: list[Case] = [
          proposal=3),
     # Value multiplies by the Ready pods, not the current count: 2 x 3 ready (of 5) = 6.
     Case("object-value-ready-pods", inp(spec([object_value("10")]), 5,
-                                        pods(3) + [pod("p3", ready=False), pod("p4", ready=False)], [obj(20000)]),
+                                        [*pods(3), pod("p3", ready=False), pod("p4", ready=False)], [obj(20000)]),
          proposal=6),
     # No pod is Ready: ceil(2 x 0) = 0 (Kubernetes really proposes 0 here).
     Case("object-value-no-ready-pods", inp(spec([object_value("10")]), 3, pods(3, ready=False), [obj(20000)]),
@@ -460,7 +468,8 @@ CASES: list[Case] = [
     Case("behavior-down-no-window", _beh_inp(DOWN0, 10, 2), desired=2, conds={"ScalingLimited": "DesiredWithinRange"}),
     # Pods 1 per 60 s: 9.
     Case("behavior-down-pods-policy", _beh_inp({"scaleDown": {"stabilizationWindowSeconds": 0, "policies": [
-        {"type": "Pods", "value": 1, "periodSeconds": 60}]}}, 10, 2), desired=9, conds={"ScalingLimited": "ScaleDownLimit"}),
+        {"type": "Pods", "value": 1, "periodSeconds": 60}]}}, 10, 2), desired=9,
+         conds={"ScalingLimited": "ScaleDownLimit"}),
     # Pods 2 per 60 s and 2 pods already removed 30 s ago: the period started at 12, 12 - 2 = 10: no room.
     Case("behavior-down-period-used", _beh_inp({"scaleDown": {"stabilizationWindowSeconds": 0, "policies": [
         {"type": "Pods", "value": 2, "periodSeconds": 60}]}}, 10, 2,
@@ -470,15 +479,19 @@ CASES: list[Case] = [
         {"type": "Pods", "value": 2, "periodSeconds": 60}]}}, 10, 2,
         History((), (), events((90, 2)))), desired=8),
     # selectPolicy Min on scale-down: max(80 - 4, 80 x 0.9) = 76 (the smallest change).
-    Case("behavior-down-select-min", _beh_inp({"scaleDown": {"stabilizationWindowSeconds": 0, "selectPolicy": "Min", "policies": [
-        {"type": "Pods", "value": 4, "periodSeconds": 60}, {"type": "Percent", "value": 10, "periodSeconds": 60}]}}, 80, 10),
+    Case("behavior-down-select-min", _beh_inp({"scaleDown": {"stabilizationWindowSeconds": 0, "selectPolicy": "Min",
+                                                           "policies": [
+        {"type": "Pods", "value": 4, "periodSeconds": 60},
+        {"type": "Percent", "value": 10, "periodSeconds": 60}]}}, 80, 10),
         desired=76),
     # selectPolicy Max (default): min(76, 72) = 72, the documented example.
     Case("behavior-down-select-max", _beh_inp({"scaleDown": {"stabilizationWindowSeconds": 0, "policies": [
-        {"type": "Pods", "value": 4, "periodSeconds": 60}, {"type": "Percent", "value": 10, "periodSeconds": 60}]}}, 80, 10),
+        {"type": "Pods", "value": 4, "periodSeconds": 60}, {"type": "Percent", "value": 10, "periodSeconds": 60}]}}, 80,
+                                              10),
         desired=72, recommendation=10, conds={"ScalingLimited": "ScaleDownLimit"}),
     # scaleDown Disabled: never below the current count.
-    Case("behavior-down-disabled", _beh_inp({"scaleDown": {"stabilizationWindowSeconds": 0, "selectPolicy": "Disabled"}}, 10, 2),
+    Case("behavior-down-disabled",
+         _beh_inp({"scaleDown": {"stabilizationWindowSeconds": 0, "selectPolicy": "Disabled"}}, 10, 2),
          desired=10, conds={"ScalingLimited": "ScaleDownLimit"}),
     # scaleUp Disabled: never above the current count.
     Case("behavior-up-disabled", _beh_inp({"scaleUp": {"selectPolicy": "Disabled"}}, 3, 10),
@@ -494,7 +507,8 @@ CASES: list[Case] = [
         {"type": "Pods", "value": 2, "periodSeconds": 60}]}}, 3, 10, History((), events((30, 5)), ())), desired=3),
     # selectPolicy Min on scale-up: min(10 + 4, 10 x 2) = 14.
     Case("behavior-up-select-min", _beh_inp({"scaleUp": {"selectPolicy": "Min", "policies": [
-        {"type": "Pods", "value": 4, "periodSeconds": 60}, {"type": "Percent", "value": 100, "periodSeconds": 60}]}}, 10, 30),
+        {"type": "Pods", "value": 4, "periodSeconds": 60}, {"type": "Percent", "value": 100, "periodSeconds": 60}]}},
+                                            10, 30),
         desired=14),
     # Scale-up window 120 s with a 4 a minute ago: the lowest recent is 4: 3 -> 4.
     Case("behavior-up-stabilized-partly", _beh_inp({"scaleUp": {"stabilizationWindowSeconds": 120}}, 3, 8,
@@ -523,7 +537,8 @@ CASES: list[Case] = [
         config=ControllerConfig(downscale_stabilization_window=60)), desired=5),
     # Both event lists shape the period start: 5 - 1 added + 2 removed = 6; Percent 100 -> 12.
     Case("behavior-up-mixed-events", _beh_inp({"scaleUp": {"policies": [
-        {"type": "Percent", "value": 100, "periodSeconds": 60}]}}, 5, 20, History((), events((30, 1)), events((30, 2)))),
+        {"type": "Percent", "value": 100, "periodSeconds": 60}]}}, 5, 20,
+                                              History((), events((30, 1)), events((30, 2)))),
         desired=12),
 ]
 

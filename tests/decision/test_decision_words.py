@@ -37,7 +37,8 @@ def test_scale_up_with_a_starting_pod_words_and_conditions():
     d = decide(inp(spec([cpu_util(50)], max_r=10), 3, [*pods(2), starting], [samples([1500, 1500, 100])]))
     assert d.desired_replicas == 6 and d.recommendation == 6
     detail = d.details[0]
-    assert (detail.current, detail.target, detail.ratio, detail.replicas) == ("150% (1500m avg)", "50% of request", 3.0, 6)
+    assert (detail.current, detail.target, detail.ratio, detail.replicas) == ("150% (1500m avg)", "50% of request", 3.0,
+                                                                              6)
     assert detail.notes == ("pods: 2 ready, 1 not yet ready (p2)", "scale-up: not-yet-ready pods counted at 0%",
                             "recomputed: 100% of request, ratio 2.000 over 3 pods")
     assert "within [minReplicas 1, min(maxReplicas 10, scale-up limit 6)]: 6" in d.steps
@@ -90,7 +91,8 @@ def test_behavior_policy_steps_worked_by_hand():
                    history=History((), events((30, 1)), ())))
     assert (d.recommendation, d.desired_replicas) == (12, 5)
     assert d.steps == (
-        "stabilization: lowest recommendation in the scale-up window (0s) 12, highest in the scale-down window (300s) 12; "
+        "stabilization: lowest recommendation in the scale-up window (0s) 12, "
+        "highest in the scale-down window (300s) 12; "
         "from 4 -> 12",
         "scale-up policies (selectPolicy Max):",
         "  policy Pods 2 per 60s: 3 at the period's start -> at most 5",

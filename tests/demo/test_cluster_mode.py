@@ -36,7 +36,7 @@ def _replicas(sim, name):
 
 async def test_refuses_a_cluster_without_the_metrics_apis(cluster, tmp_path):
     stage = ClusterStage(cluster.kubeconfig_path, 60, tmp_path, tmp_path)
-    with pytest.raises(StartupError, match="custom.metrics.k8s.io is not served: install the adapter"):
+    with pytest.raises(StartupError, match=r"custom\.metrics\.k8s\.io is not served: install the adapter"):
         await stage.start()
     await stage.stop()
     assert stage.processes() == []

@@ -13,16 +13,20 @@ def cond(type_, status, reason, message="m"):
 
 
 def test_reason_says_what_held_the_latest_decision_back_or_why_it_scaled():
-    rescale = [{"reason": "SuccessfulRescale", "message": "New size: 3; reason: pods metric http_requests above target"}]
+    rescale = [{"reason": "SuccessfulRescale",
+                "message": "New size: 3; reason: pods metric http_requests above target"}]
     hpa = {"status": {"conditions": [cond("AbleToScale", "True", "SucceededRescale"),
                                      cond("ScalingActive", "False", "FailedGetPodsMetric", "no metrics")]}}
     assert decision_reason(hpa, rescale) == "FailedGetPodsMetric: no metrics"
     hpa["status"]["conditions"][1] = cond("ScalingActive", "True", "ValidMetricFound")
     assert decision_reason(hpa, rescale) == "SuccessfulRescale: " + rescale[0]["message"]
-    hpa["status"]["conditions"][0] = cond("AbleToScale", "True", "ScaleDownStabilized", "recent recommendations were higher")
+    hpa["status"]["conditions"][0] = cond("AbleToScale", "True", "ScaleDownStabilized",
+                                          "recent recommendations were higher")
     assert decision_reason(hpa, rescale) == "ScaleDownStabilized: recent recommendations were higher"
-    hpa["status"]["conditions"][0] = cond("AbleToScale", "True", "ReadyForNewScale", "recommended size matches current size")
-    hpa["status"]["conditions"].append(cond("ScalingLimited", "True", "ScaleDownLimit", "decreasing faster than the maximum scale rate"))
+    hpa["status"]["conditions"][0] = cond("AbleToScale", "True", "ReadyForNewScale",
+                                          "recommended size matches current size")
+    hpa["status"]["conditions"].append(cond("ScalingLimited", "True", "ScaleDownLimit",
+                                            "decreasing faster than the maximum scale rate"))
     assert decision_reason(hpa, rescale).startswith("ScaleDownLimit")
     hpa["status"]["conditions"].pop()
     assert decision_reason(hpa, rescale) == "ReadyForNewScale: recommended size matches current size"
@@ -38,9 +42,12 @@ class FakeKube:
 
     async def get(self, path, query=None):
         if path.endswith("/horizontalautoscalers/web"):
-            return {"status": {"desiredReplicas": self.replicas, "conditions": [cond("AbleToScale", "True", "SucceededRescale", "the HPA controller was able to update the target scale")]}}
+            return {"status": {"desiredReplicas": self.replicas,
+                               "conditions": [cond("AbleToScale", "True", "SucceededRescale",
+                                                   "the HPA controller was able to update the target scale")]}}
         if path.endswith("/deployments/web"):
-            return {"spec": {"replicas": self.replicas}, "status": {"replicas": self.replicas, "readyReplicas": self.replicas}}
+            return {"spec": {"replicas": self.replicas},
+                    "status": {"replicas": self.replicas, "readyReplicas": self.replicas}}
         if path.endswith("/events"):
             return {"items": self.events}
         if "custom.metrics.k8s.io" in path:
@@ -52,7 +59,8 @@ class FakeKube:
 def event(n, size, count=1):
     return {"metadata": {"uid": f"e{n}", "resourceVersion": str(n)}, "count": count, "reason": "SuccessfulRescale",
             "message": f"New size: {size}; reason: pods metric http_requests above target",
-            "lastTimestamp": f"2026-01-01T00:00:{n:02d}Z", "involvedObject": {"kind": "HorizontalAutoscaler", "name": "web"}}
+            "lastTimestamp": f"2026-01-01T00:00:{n:02d}Z",
+            "involvedObject": {"kind": "HorizontalAutoscaler", "name": "web"}}
 
 
 async def test_monitor_samples_and_explains_each_change_with_its_event():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-
 from autoscaler.demo import report
 from autoscaler.demo.monitor import ReplicaChange, Sample
 from autoscaler.demo.scenario import WEB, WORKER
@@ -30,7 +29,8 @@ def test_settle_times_measure_from_change_start_to_three_settled_samples():
     changes = [LoadChange(1, 2, 1.0, 2.0), LoadChange(10, 11, 2.0, 4.0)]
     first, second = report.settle_times(samples, changes, 0.1, WEB)
     assert first["left_tolerance_at"] == 2 and first["back_within_tolerance_at"] == 6 and first["seconds"] == 5
-    assert second["left_tolerance_at"] == 10 and second["back_within_tolerance_at"] is None and second["seconds"] is None
+    assert second["left_tolerance_at"] == 10
+    assert second["back_within_tolerance_at"] is None and second["seconds"] is None
 
 
 def test_settle_time_is_zero_when_the_metric_never_left():
@@ -50,7 +50,8 @@ def test_summary_has_peaks_changes_and_queue(tmp_path):
     assert out["duration"] == 4
     w = out["workloads"]["web"]
     assert (w["initial_replicas"], w["peak_replicas"], w["final_replicas"]) == (2, 4, 1)
-    assert [c["to"] for c in w["replica_changes"]] == [4, 1] and w["replica_changes"][0]["reason"].startswith("New size")
+    assert [c["to"] for c in w["replica_changes"]] == [4,
+                                                       1] and w["replica_changes"][0]["reason"].startswith("New size")
     assert len(w["timeline"]) == 4 and w["timeline"][1]["metric"] == 0.9
     q = out["workloads"]["worker"]
     assert q["peak_queue"] == 60 and q["final_queue"] == 0
@@ -61,7 +62,8 @@ def test_plot_writes_a_png(tmp_path):
 
     web = [s(t, 0.5 + 0.1 * (t % 3), 2 + t // 4, load=1 + t / 5) for t in range(20)]
     wk = [s(t, 10.0 * (t % 4), 1 + t // 5, target=30, served=30.0 * (t % 4)) for t in range(20)]
-    changes = {"web": [ReplicaChange(4, 2, 3, "x"), ReplicaChange(8, 3, 4, "y")], "worker": [ReplicaChange(5, 2, 1, "z")]}
+    changes = {"web": [ReplicaChange(4, 2, 3, "x"), ReplicaChange(8, 3, 4, "y")],
+               "worker": [ReplicaChange(5, 2, 1, "z")]}
     path = tmp_path / "timeline.png"
     report.plot(path, [WEB, WORKER], {"web": web, "worker": wk}, changes,
                 {"web": [LoadChange(2, 4, 1, 2)], "worker": [LoadChange(3, 5, 1, 14)]}, 0.1, "test")
@@ -84,7 +86,8 @@ def test_every_shading_has_a_legend_entry():
     try:
         bands = {to_rgba(p.get_facecolor()) for ax in fig.axes for p in ax.patches}
         (legend,) = fig.legends
-        entries = {text.get_text(): handle for text, handle in zip(legend.get_texts(), legend.legend_handles, strict=True)}
+        entries = {text.get_text(): handle for text, handle in zip(legend.get_texts(), legend.legend_handles,
+                                                                   strict=True)}
         load = next(h for label, h in entries.items() if label.startswith("load changing"))
         startup = next(h for label, h in entries.items() if label.startswith("start-up"))
         assert to_rgba(load.get_facecolor()) in bands and to_rgba(startup.get_facecolor()) in bands

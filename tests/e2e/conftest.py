@@ -7,10 +7,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import yaml
@@ -18,12 +18,12 @@ import yaml
 from autoscaler.controller.controller import Controller, Settings
 from autoscaler.decision.model import ControllerConfig
 from kubesim.apiserver import KubeSim
+from kubesim.net import free_port
+from kubesim.processes import AdapterProcess
+from kubesim.prometheus import PrometheusServer
 
 from .. import support
 from ..support import running
-from kubesim.net import free_port
-from kubesim.prometheus import PrometheusServer
-from kubesim.processes import AdapterProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "default"
@@ -59,7 +59,7 @@ class Exporter:
         exporter = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 body = exporter.render().encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -77,7 +77,10 @@ class Exporter:
         out = []
         for pod in self.sim.list("v1", "Pod", NS):
             meta = pod["metadata"]
-            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+            ready = any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in (pod.get("status") or {}).get("conditions") or []
+            )
             if (meta.get("labels") or {}).get("app") == app and ready and not meta.get("deletionTimestamp"):
                 out.append(meta["name"])
         return out
@@ -102,23 +105,27 @@ class Exporter:
         self.server.server_close()
 
 
-@pytest.fixture
-def world() -> Iterator[tuple[KubeSim, Exporter]]:
-    """KubeSim with the CRD, the exporter scraped by Prometheus, the adapter aggregated."""
+E = TypeVar("E", bound=Exporter)
+
+
+@contextlib.contextmanager
+def aggregated_world(make_exporter: Callable[[KubeSim], E], rules: dict, groups: Sequence[str],
+                     *adapter_args: str) -> Iterator[tuple[KubeSim, E]]:
+    """KubeSim with the CRD, the exporter scraped every second by Prometheus, the adapter (serving
+    `rules`, with `adapter_args`) aggregated as each of `groups`."""
     with KubeSim(ready_delay=0.0) as sim:
         sim.apply(yaml.safe_load((ROOT / "apiservice/horizontalautoscaler-crd.yaml").read_text()))
-        exporter = Exporter(sim)
+        exporter = make_exporter(sim)
         prom = PrometheusServer(scrape_targets=[f"127.0.0.1:{exporter.port}"], scrape_interval="1s").start()
         exporter.prometheus_url = prom.url
-        rules = Path(prom.dir) / "rules.yaml"
-        rules.write_text(yaml.safe_dump(RULES))
+        rules_file = Path(prom.dir) / "rules.yaml"
+        rules_file.write_text(yaml.safe_dump(rules))
         adapter = None
         try:
-            adapter = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules), "--kubeconfig",
-                                     sim.kubeconfig_path, "--metrics-relist-interval", "1s",
-                                     "--metrics-max-age", "30s").wait_ready()  # 1s scrapes: no flapping
-            sim.set_aggregated_api("custom.metrics.k8s.io", adapter.url)
-            sim.set_aggregated_api("external.metrics.k8s.io", adapter.url)
+            adapter = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules_file),
+                                     "--kubeconfig", sim.kubeconfig_path, *adapter_args).wait_ready()
+            for group in groups:
+                sim.set_aggregated_api(group, adapter.url)
             yield sim, exporter
         finally:
             if adapter is not None:
@@ -127,10 +134,19 @@ def world() -> Iterator[tuple[KubeSim, Exporter]]:
             exporter.close()
 
 
+@pytest.fixture
+def world() -> Iterator[tuple[KubeSim, Exporter]]:
+    """The custom and external metrics APIs from the adapter; 1s relists (1s scrapes: no flapping)."""
+    with aggregated_world(Exporter, RULES, ("custom.metrics.k8s.io", "external.metrics.k8s.io"),
+                          "--metrics-relist-interval", "1s", "--metrics-max-age", "30s") as w:
+        yield w
+
+
 @contextlib.asynccontextmanager
 async def controller(sim: KubeSim, **overrides: Any) -> AsyncIterator[Controller]:
-    base: dict[str, Any] = dict(sync_period=1.0, leader_elect=False, http_port=None,
-                                config=ControllerConfig(downscale_stabilization_window=5.0))
+    base: dict[str, Any] = dict(
+        sync_period=1.0, leader_elect=False, http_port=None, config=ControllerConfig(downscale_stabilization_window=5.0)
+    )
     base.update(overrides)
     async with running(sim, Settings(**base)) as c:
         yield c

@@ -7,18 +7,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
 from autoscaler.decision.model import ControllerConfig
 from kubesim.apiserver import KubeSim
-from kubesim.processes import AdapterProcess
-from kubesim.prometheus import PrometheusServer
 
-from .conftest import NS, Exporter, controller, eventually
+from .conftest import NS, Exporter, aggregated_world, controller, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -65,27 +61,9 @@ class CpuExporter(Exporter):
 
 @pytest.fixture
 def cpu_world() -> Iterator[tuple[KubeSim, CpuExporter]]:
-    """KubeSim with the CRD, the exporter scraped every second, the adapter aggregated as
-    metrics.k8s.io (kubesim's own metrics.k8s.io is then out of the way)."""
-    root = Path(__file__).resolve().parents[2]
-    with KubeSim(ready_delay=0.0) as sim:
-        sim.apply(yaml.safe_load((root / "apiservice/horizontalautoscaler-crd.yaml").read_text()))
-        exporter = CpuExporter(sim)
-        prom = PrometheusServer(scrape_targets=[f"127.0.0.1:{exporter.port}"], scrape_interval="1s").start()
-        exporter.prometheus_url = prom.url
-        rules = Path(prom.dir) / "rules.yaml"
-        rules.write_text(yaml.safe_dump(RESOURCE_RULES))
-        adapter = None
-        try:
-            adapter = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules), "--kubeconfig",
-                                     sim.kubeconfig_path, "--query-cache-ttl", "0s").wait_ready()
-            sim.set_aggregated_api("metrics.k8s.io", adapter.url)
-            yield sim, exporter
-        finally:
-            if adapter is not None:
-                adapter.stop()
-            prom.close()
-            exporter.close()
+    """The adapter aggregated as metrics.k8s.io (kubesim's own metrics.k8s.io is then out of the way)."""
+    with aggregated_world(CpuExporter, RESOURCE_RULES, ("metrics.k8s.io",), "--query-cache-ttl", "0s") as w:
+        yield w
 
 
 def deployment(name: str, replicas: int) -> dict:

@@ -18,11 +18,13 @@ def deployment(name: str, replicas: int) -> dict:
     labels = {"app": name}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NS},
             "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "app:1"}]}}}}
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "app", "image": "app:1"}]}}}}
 
 
 def autoscaler(name: str, metric: dict, max_replicas: int = 10) -> dict:
-    return {"apiVersion": "promscaler.io/v1alpha1", "kind": "HorizontalAutoscaler", "metadata": {"name": name, "namespace": NS},
+    return {"apiVersion": "promscaler.io/v1alpha1", "kind": "HorizontalAutoscaler",
+            "metadata": {"name": name, "namespace": NS},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
                      "minReplicas": 1, "maxReplicas": max_replicas, "metrics": [metric],
                      "behavior": {"scaleDown": {"stabilizationWindowSeconds": 5}}}}
@@ -45,7 +47,8 @@ async def test_web_scaled_on_per_pod_request_rate_until_near_target(world):
     sim, exporter = world
     sim.apply(deployment("web", 1))
     exporter.load["web"] = 4.0  # 4 req/s in total, spread over the ready pods
-    metric = {"type": "Pods", "pods": {"metric": {"name": "http_requests"}, "target": {"type": "AverageValue", "averageValue": "1"}}}
+    metric = {"type": "Pods",
+              "pods": {"metric": {"name": "http_requests"}, "target": {"type": "AverageValue", "averageValue": "1"}}}
     sim.apply(autoscaler("web", metric))
     async with controller(sim):
         await eventually(lambda: replicas(sim, "web") >= 4)

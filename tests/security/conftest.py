@@ -8,10 +8,11 @@ import asyncio
 import contextlib
 import datetime as dt
 import ssl
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -69,7 +70,7 @@ def front_proxy_cert(p: PKI, cn: str = "front-proxy-client", **kw: Any) -> pki.K
 
 
 def expired(ca: pki.KeyPair, cn: str) -> pki.KeyPair:
-    start = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=10)
+    start = dt.datetime.now(dt.UTC) - dt.timedelta(days=10)
     return pki.issue(ca, cn, client=True, days=1, not_before=start)
 
 
@@ -90,7 +91,7 @@ def echo_app(registry: CollectorRegistry) -> FastAPI:
                 "name": user.name, "uid": user.uid, "groups": list(user.groups),
                 "extra": {k: list(v) for k, v in user.extra.items()},
             },
-            "headers": sorted({k.lower() for k in request.headers.keys()}),
+            "headers": sorted({k.lower() for k in request.headers}),
         }
 
     return app
@@ -117,7 +118,9 @@ def settings(p: PKI, **overrides: Any) -> SimpleNamespace:
 
 
 @contextlib.asynccontextmanager
-async def serve(s: SimpleNamespace, tls_poll: float = 0.05, configmap_poll: float = 60.0) -> AsyncIterator[tuple[str, SecurityStack]]:
+async def serve(
+    s: SimpleNamespace, tls_poll: float = 0.05, configmap_poll: float = 60.0
+) -> AsyncIterator[tuple[str, SecurityStack]]:
     """Run the echo app behind the security stack on https://127.0.0.1:<port>."""
     registry = CollectorRegistry()
     stack = await build_stack(s, echo_app(registry), registry)

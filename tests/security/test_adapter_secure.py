@@ -8,8 +8,8 @@ import datetime as dt
 import socket
 import ssl
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -72,7 +72,8 @@ class Env:
     def ctx(self, cert: pki.KeyPair | None = None) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=str(self.tmp / "server-ca.crt"))
         if cert is not None:
-            crt, key = self.tmp / f"client-{cert.cert.serial_number}.crt", self.tmp / f"client-{cert.cert.serial_number}.key"
+            serial = cert.cert.serial_number
+            crt, key = self.tmp / f"client-{serial}.crt", self.tmp / f"client-{serial}.key"
             pki.write_pair(cert, crt, key)
             ctx.load_cert_chain(crt, key)
         return ctx
@@ -133,7 +134,7 @@ def test_untrusted_proxy_certs(env: Env, which: str) -> None:
         cert = pki.issue(pki.new_ca("other"), "front-proxy-client", client=True)
     elif which == "expired":
         cert = pki.issue(env.front_proxy_ca, "front-proxy-client", client=True, days=1,
-                         not_before=dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=5))
+                         not_before=dt.datetime.now(dt.UTC) - dt.timedelta(days=5))
     else:
         cert = pki.issue(env.front_proxy_ca, "someone-else", client=True)
     try:
@@ -217,9 +218,9 @@ def test_serving_cert_rotation(env: Env) -> None:
         deadline = time.monotonic() + 10
         seen = None
         while time.monotonic() < deadline:
-            with socket.create_connection(("127.0.0.1", env.port)) as raw:
-                with env.ctx().wrap_socket(raw, server_hostname="127.0.0.1") as s:
-                    seen = s.getpeercert(binary_form=True)
+            with (socket.create_connection(("127.0.0.1", env.port)) as raw,
+                  env.ctx().wrap_socket(raw, server_hostname="127.0.0.1") as s):
+                seen = s.getpeercert(binary_form=True)
             if seen == rotated.cert.public_bytes(Encoding.DER):
                 break
             time.sleep(0.2)

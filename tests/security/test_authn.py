@@ -4,9 +4,9 @@ certificate, x509 client certificates, bearer tokens via TokenReview on KubeSim,
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 
 from adapter.security import pki
 
@@ -210,7 +210,7 @@ async def test_configmap_lookup_failure_is_fatal_unless_tolerated(pkis: PKI, sim
     dead = pkis.path("dead.kubeconfig")
     dead.write_text(Path(sim.kubeconfig_path).read_text().replace(sim.url, "http://127.0.0.1:9"))
     s = settings(pkis, authentication_kubeconfig=str(dead))
-    with pytest.raises(SecurityConfigError, match="extension-apiserver-authentication.*tolerate"):
+    with pytest.raises(SecurityConfigError, match=r"extension-apiserver-authentication.*tolerate"):
         await build_stack(s, None)
     s.authentication_tolerate_lookup_failure = True
     stack = await build_stack(s, None)

@@ -91,7 +91,10 @@ async def test_allow_and_deny_on_exact_attributes(pkis: PKI, sim) -> None:
         assert body["details"] == {"name": "*", "group": CM, "kind": "pods"}
 
         r = await get(url + metric, proxy, _as("someone-else"))
-        assert r.status_code == 403 and 'User "someone-else" cannot get resource "pods/http_requests"' in r.json()["message"]
+        assert (
+            r.status_code == 403
+            and 'User "someone-else" cannot get resource "pods/http_requests"' in r.json()["message"]
+        )
 
 
 async def test_aggregator_discovery_allowed_through_system_authenticated(pkis: PKI, sim) -> None:
@@ -130,8 +133,7 @@ async def test_no_authorization_kubeconfig_is_503(pkis: PKI) -> None:
 async def test_allowed_and_denied_cached_with_separate_ttls(pkis: PKI, sim) -> None:
     sim.allow("alice", "get", "", "/apis")
     proxy = pkis.client_ctx(front_proxy_cert(pkis))
-    s = _s(pkis, sim, authorization_webhook_cache_authorized_ttl=30.0,
-           authorization_webhook_cache_unauthorized_ttl=0.3)
+    s = _s(pkis, sim, authorization_webhook_cache_authorized_ttl=30.0, authorization_webhook_cache_unauthorized_ttl=0.3)
     async with serve(s) as (url, stack):
         assert (await get(f"{url}/apis", proxy, _as("alice"))).status_code == 200
         assert (await get(f"{url}/apis", proxy, _as("bob"))).status_code == 403
@@ -174,7 +176,12 @@ async def test_outcome_counters_on_metrics(pkis: PKI, sim) -> None:
     assert r.status_code == 200
     text = r.text
     assert 'promscaler_adapter_authentication_attempts_total{authenticator="none",result="failure"} 1.0' in text
-    assert 'promscaler_adapter_authentication_attempts_total{authenticator="requestheader",result="success"} 2.0' in text
+    assert (
+        'promscaler_adapter_authentication_attempts_total{authenticator="requestheader",result="success"} 2.0' in text
+    )
     assert 'promscaler_adapter_authorization_decisions_total{decision="denied",source="review"} 1.0' in text
-    assert 'promscaler_adapter_authorization_decisions_total{decision="always-allow-path",source="always-allow-path"}' not in text
+    assert (
+        'promscaler_adapter_authorization_decisions_total{decision="always-allow-path",source="always-allow-path"}'
+        not in text
+    )
     assert 'promscaler_adapter_authorization_decisions_total{decision="allowed",source="always-allow-path"} 1.0' in text

@@ -35,10 +35,9 @@ def _peer(url: str, ctx: ssl.SSLContext) -> tuple[x509.Certificate, str, str]:
     host, port = url.removeprefix("https://").split(":")
     import socket
 
-    with socket.create_connection((host, int(port)), timeout=5) as raw:
-        with ctx.wrap_socket(raw, server_hostname=host) as s:
-            der = s.getpeercert(binary_form=True)
-            return x509.load_der_x509_certificate(der), s.version(), s.cipher()[0]
+    with socket.create_connection((host, int(port)), timeout=5) as raw, ctx.wrap_socket(raw, server_hostname=host) as s:
+        der = s.getpeercert(binary_form=True)
+        return x509.load_der_x509_certificate(der), s.version(), s.cipher()[0]
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -87,7 +86,7 @@ async def test_self_signed_pair_in_cert_dir(pkis: PKI) -> None:
 
 
 async def test_bad_files_are_one_line_errors(pkis: PKI) -> None:
-    with pytest.raises(SecurityConfigError, match="cannot load serving certificate .*nope.crt"):
+    with pytest.raises(SecurityConfigError, match=r"cannot load serving certificate .*nope\.crt"):
         await build_stack(settings(pkis, tls_cert_file=str(pkis.path("nope.crt"))), None)
     with pytest.raises(SecurityConfigError, match="--client-ca-file: cannot read"):
         await build_stack(settings(pkis, client_ca_file=str(pkis.path("missing-ca.crt"))), None)
@@ -140,7 +139,7 @@ async def test_half_written_pair_keeps_previous_cert(pkis: PKI) -> None:
 
 async def test_requestheader_ca_rotation(pkis: PKI) -> None:
     """Replacing the front-proxy CA file: certs of the old CA stop proving anything, the new CA's work."""
-    async with serve(settings(pkis)) as (url, stack):
+    async with serve(settings(pkis)) as (url, _stack):
         hdr = {"X-Remote-User": "admin", "X-Remote-Group": "system:masters"}
         old_proxy = front_proxy_cert(pkis)
         r = await get(f"{url}/apis", pkis.client_ctx(old_proxy), hdr)

@@ -14,7 +14,8 @@ def pod(name: str, app: str = "web", phase: str = "Running", ready: str = "True"
     return {"metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
             "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": cpu}}}]},
             "status": {"phase": phase, "startTime": start,
-                       "conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": "2026-01-01T00:00:20Z"}]}}
+                       "conditions": [{"type": "Ready", "status": ready,
+                                       "lastTransitionTime": "2026-01-01T00:00:20Z"}]}}
 
 
 def usage(name: str, cpu: str, container: str = "app") -> dict[str, Any]:

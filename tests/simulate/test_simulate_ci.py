@@ -41,7 +41,8 @@ TYPOS = [
      "hpa.spec.metrics[0].resource.target.averageUtilisation: unknown field"),
     (["pods", 0, "spec", "containers", 0], "resource", {}, "pods[0].spec.containers[0].resource: unknown field"),
     (["pods", 0, "status"], "startedAt", NOW, "pods[0].status.startedAt: unknown field"),
-    (["metrics", "resource", 0, "containers", 0], "usages", {}, "metrics.resource[0].containers[0].usages: unknown field"),
+    (["metrics", "resource", 0, "containers", 0], "usages", {},
+     "metrics.resource[0].containers[0].usages: unknown field"),
     (["scaleTarget", "status"], "selectors", "app=web", "scaleTarget.status.selectors: unknown field"),
     (["history"], "recomendations", [], "history.recomendations: unknown field"),
     (["config"], "tolerence", 0.2, "config.tolerence: unknown field"),
@@ -65,7 +66,8 @@ def test_pasted_kubernetes_objects_keep_their_api_fields():
     doc = copy.deepcopy(CPU)
     for pod in doc["pods"]:
         pod.update(apiVersion="v1", kind="Pod")
-        pod["metadata"].update(uid="u", resourceVersion="7", annotations={"a": "b"}, ownerReferences=[{"kind": "ReplicaSet"}])
+        pod["metadata"].update(uid="u", resourceVersion="7", annotations={"a": "b"},
+                               ownerReferences=[{"kind": "ReplicaSet"}])
         pod["spec"].update(nodeName="n1", tolerations=[{"operator": "Exists"}])
         pod["spec"]["containers"][0].update(image="nginx", ports=[{"containerPort": 80}])
         pod["status"].update(podIP="10.0.0.1", qosClass="Burstable", containerStatuses=[{"name": "app"}])
@@ -147,7 +149,8 @@ def test_the_short_form_decides_as_its_full_form():
             "pods": pods,
             "metrics": {"resource": [
                 {"metadata": {"name": n, "namespace": "default"}, "timestamp": NOW, "window": "30s",
-                 "containers": [{"name": "app", "usage": {"cpu": v}}]} for n, v in (("web-1", "600m"), ("web-3", "900m"))],
+                 "containers": [{"name": "app", "usage": {"cpu": v}}]} for n, v in (("web-1", "600m"),
+                                                                                    ("web-3", "900m"))],
                 "custom": [{"describedObject": {"kind": "Pod", "name": f"web-{i}", "namespace": "default"},
                             "metricName": "http_requests", "timestamp": NOW, "value": "700m"} for i in (1, 2, 3)]}}
     a, b = _decide_json(short), _decide_json(full)

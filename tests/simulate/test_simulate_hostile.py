@@ -27,7 +27,8 @@ def _set(path: list[Any], value: Any) -> Callable[[dict], None]:
 HOSTILE = [
     (OBJ, _set(["hpa", "spec", "metrics", 0, "object", "describedObject"], "x"),
      "hpa.spec.metrics[0].object.describedObject: must be an object"),
-    (OBJ, _set(["metrics", "custom", 0, "describedObject"], "x"), "metrics.custom[0].describedObject: must be an object"),
+    (OBJ, _set(["metrics", "custom", 0, "describedObject"], "x"),
+     "metrics.custom[0].describedObject: must be an object"),
     (CPU, _set(["pods", 0, "metadata", "labels"], ["app", "web"]), "pods[0].metadata.labels: must be an object"),
     (CPU, _set(["pods", 0, "metadata", "labels"], {"app": 5}), "pods[0].metadata.labels: must map strings to strings"),
     (QUEUE, _set(["hpa", "spec", "metrics", 0, "external", "metric", "selector", "matchLabels"], 1.5),
@@ -43,7 +44,8 @@ HOSTILE = [
      "hpa.spec.metrics[0].pods.target.averageValue: out of range"),
     (CPU, _set(["scaleTarget", "spec", "replicas"], float("inf")), "scaleTarget.spec.replicas: must be an integer"),
     (CPU, _set(["scaleTarget", "spec", "replicas"], 10**400), "scaleTarget.spec.replicas: must be less than or equal"),
-    (CPU, _set(["hpa", "spec", "maxReplicas"], 1e300), "hpa.spec.maxReplicas: must be less than or equal to 2147483647"),
+    (CPU, _set(["hpa", "spec", "maxReplicas"], 1e300),
+     "hpa.spec.maxReplicas: must be less than or equal to 2147483647"),
     (CPU, _set(["config"], {"cpuInitializationPeriod": float("inf")}), "config.cpuInitializationPeriod: out of range"),
     (CPU, _set(["now"], "0001-01-01T00:00:00Z"), "now: out of range"),
     (CPU, _set(["metrics", "resource", 0, "timestamp"], "0001-01-01T00:00:00Z"),
@@ -51,7 +53,8 @@ HOSTILE = [
     (CPU, _set(["pods", 1, "status", "startTime"], "0001-01-01T00:00:00Z"), "pods[1].status.startTime: out of range"),
     (CPU, _set(["history"], {"recommendations": [{"timestamp": "0001-01-01T00:00:00Z", "replicas": 3}]}),
      "history.recommendations[0].timestamp: out of range"),
-    (CPU, _set(["metrics", "resource", 0, "window"], "100000000000000000s"), "metrics.resource[0].window: out of range"),
+    (CPU, _set(["metrics", "resource", 0, "window"], "100000000000000000s"),
+     "metrics.resource[0].window: out of range"),
 ]
 
 

@@ -1,0 +1,43 @@
+"""What the offline commands (simulate, explain, backtest) share on their command lines: usage errors
+as one line (the caller prints it and exits 2, without argparse's exit) and kube-controller-manager's
+HPA settings, by its flag names and defaults."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from autoscaler.decision import ControllerConfig
+from promscaler import flags
+
+__all__ = ["ArgError", "Parser", "add_controller_flags", "controller_config"]
+
+
+class ArgError(Exception):
+    """A usage error: one line naming the flag or argument."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ArgError(message)
+
+
+def add_controller_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("the controller's settings (kube-controller-manager names and defaults)")
+    g.add_argument("--horizontal-pod-autoscaler-tolerance", type=flags.non_negative_float, default=0.1, metavar="RATIO")
+    g.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period", type=flags.duration, default=300.0,
+                   metavar="DURATION")
+    g.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay", type=flags.duration, default=30.0,
+                   metavar="DURATION")
+    g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=flags.duration, default=300.0,
+                   metavar="DURATION")
+
+
+def controller_config(args: argparse.Namespace) -> ControllerConfig:
+    """The settings `add_controller_flags` parsed."""
+    return ControllerConfig(
+        tolerance=float(args.horizontal_pod_autoscaler_tolerance),
+        cpu_initialization_period=float(args.horizontal_pod_autoscaler_cpu_initialization_period),
+        initial_readiness_delay=float(args.horizontal_pod_autoscaler_initial_readiness_delay),
+        downscale_stabilization_window=float(args.horizontal_pod_autoscaler_downscale_stabilization),
+    )
