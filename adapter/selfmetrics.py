@@ -11,7 +11,7 @@ from prometheus_client.registry import Collector
 
 from promscaler.buildinfo import register_build_info
 
-__all__ = ["SelfMetrics", "CONTENT_TYPE_LATEST"]
+__all__ = ["CONTENT_TYPE_LATEST", "SelfMetrics"]
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 

@@ -25,13 +25,13 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx  # noqa: E402
-import uvicorn  # noqa: E402
+import httpx
+import uvicorn
 
-from adapter.security import pki  # noqa: E402
-from adapter.security.serve import build_stack, uvicorn_config  # noqa: E402
-from kubesim.apiserver import KubeSim  # noqa: E402
-from kubesim.net import free_port  # noqa: E402
+from adapter.security import pki
+from adapter.security.serve import build_stack, uvicorn_config
+from kubesim.apiserver import KubeSim
+from kubesim.net import free_port
 
 PATH = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/%2A/http_requests"
 HPA = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"

@@ -20,7 +20,7 @@ from kubesim.fields import Filter
 from promscaler import wire
 from promscaler.status import NotFound, ServiceUnavailable
 
-__all__ = ["Backend", "Aggregator", "PodUsage"]
+__all__ = ["Aggregator", "Backend", "PodUsage"]
 
 Obj = dict[str, Any]
 _FORWARD_HEADERS = ("accept", "content-type", "user-agent")

@@ -9,7 +9,7 @@ from typing import Any
 
 from promscaler.selectors import Selector, SelectorError, parse_selector
 
-__all__ = ["FieldSelector", "parse_field_selector", "get_path", "set_path", "Filter"]
+__all__ = ["FieldSelector", "Filter", "get_path", "parse_field_selector", "set_path"]
 
 
 def get_path(obj: Any, path: str) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["kubeconfig", "write_kubeconfig", "client_configuration", "aio_client_configuration"]
+__all__ = ["aio_client_configuration", "client_configuration", "kubeconfig", "write_kubeconfig"]
 
 
 def kubeconfig(server: str, token: str, namespace: str = "default", name: str = "kubesim") -> dict[str, Any]:

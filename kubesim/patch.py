@@ -8,7 +8,7 @@ from typing import Any
 
 from promscaler.status import BadRequest, Invalid, StatusError
 
-__all__ = ["merge_patch", "strategic_merge_patch", "json_patch", "apply_patch", "MERGE_TYPES", "JSON_PATCH", "UnsupportedMediaType"]
+__all__ = ["JSON_PATCH", "MERGE_TYPES", "UnsupportedMediaType", "apply_patch", "json_patch", "merge_patch", "strategic_merge_patch"]
 
 MERGE_TYPES = ("application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml")
 JSON_PATCH = "application/json-patch+json"

@@ -102,7 +102,7 @@ class PrometheusServer:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self, timeout: float = 60.0) -> "PrometheusServer":
+    def start(self, timeout: float = 60.0) -> PrometheusServer:
         """Start the server (a no-op when it runs already, so `with server.start():` is safe)."""
         if self.running:
             return self
@@ -144,7 +144,7 @@ class PrometheusServer:
         self.stop()
         self._tmp.cleanup()
 
-    def __enter__(self) -> "PrometheusServer":
+    def __enter__(self) -> PrometheusServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

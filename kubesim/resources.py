@@ -12,7 +12,7 @@ from typing import Any
 
 from autoscaler.controller.crd import PRINTER_COLUMNS
 
-__all__ = ["ResourceType", "ScaleSpec", "Registry", "BUILTIN", "METRICS", "crd_types", "HORIZONTAL_AUTOSCALER_CRD"]
+__all__ = ["BUILTIN", "HORIZONTAL_AUTOSCALER_CRD", "METRICS", "Registry", "ResourceType", "ScaleSpec", "crd_types"]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 

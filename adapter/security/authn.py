@@ -24,12 +24,19 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 from cryptography.x509.verification import VerificationError
 
-from adapter.ttlcache import TTLCache
 from adapter.security.tls import CABundle
+from adapter.ttlcache import TTLCache
 
 __all__ = [
-    "UserInfo", "RequestHeaderConfig", "AuthResult", "TokenReviewer", "ReviewUnavailable",
-    "Authenticator", "read_authentication_configmap", "AUTHENTICATED", "ANONYMOUS",
+    "ANONYMOUS",
+    "AUTHENTICATED",
+    "AuthResult",
+    "Authenticator",
+    "RequestHeaderConfig",
+    "ReviewUnavailable",
+    "TokenReviewer",
+    "UserInfo",
+    "read_authentication_configmap",
 ]
 
 log = logging.getLogger("adapter.security.authn")
@@ -46,7 +53,7 @@ class UserInfo:
     groups: tuple[str, ...] = ()
     extra: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def with_group(self, group: str) -> "UserInfo":
+    def with_group(self, group: str) -> UserInfo:
         if group in self.groups:
             return self
         return UserInfo(self.name, self.uid, (*self.groups, group), self.extra)

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapter.security.authn import ReviewUnavailable, UserInfo, short_error
-from adapter.ttlcache import TTLCache
 from adapter.security.requestinfo import RequestInfo
+from adapter.ttlcache import TTLCache
 
-__all__ = ["Decision", "Authorizer", "path_always_allowed", "forbidden_message", "forbidden_status"]
+__all__ = ["Authorizer", "Decision", "forbidden_message", "forbidden_status", "path_always_allowed"]
 
 DEFAULT_ALWAYS_ALLOW_GROUPS = ("system:masters",)
 

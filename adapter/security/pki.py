@@ -18,8 +18,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = [
-    "KeyPair", "new_ca", "issue", "self_signed_serving", "write_pair", "load_pem_certs", "cert_pem",
+    "KeyPair",
+    "cert_pem",
+    "issue",
     "key_pem",
+    "load_pem_certs",
+    "new_ca",
+    "self_signed_serving",
+    "write_pair",
 ]
 
 
@@ -57,7 +63,7 @@ def _name(cn: str, orgs: tuple[str, ...] = ()) -> x509.Name:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def _builder(subject: x509.Name, issuer: KeyPair | None, key: ec.EllipticCurvePrivateKey, start: dt.datetime,

@@ -13,23 +13,37 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import uvicorn
 from prometheus_client import CollectorRegistry
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from adapter.security import kube
-from adapter.security.authn import Authenticator, RequestHeaderConfig, ReviewUnavailable, TokenReviewer, read_authentication_configmap
+from adapter.security.authn import (
+    Authenticator,
+    RequestHeaderConfig,
+    ReviewUnavailable,
+    TokenReviewer,
+    read_authentication_configmap,
+)
 from adapter.security.authz import Authorizer
 from adapter.security.metrics import SecurityMetrics
 from adapter.security.middleware import SecurityMiddleware
 from adapter.security.peer import with_tls_extension
 from adapter.security.tls import CABundle, CertError, ServingTLS, ensure_self_signed, openssl_ciphers, parse_min_version
 
-__all__ = ["SecurityStack", "build_stack", "check_flags", "serve_secure", "uvicorn_config", "SecurityConfigError",
-           "HTTP_PROTOCOL"]
+__all__ = [
+    "HTTP_PROTOCOL",
+    "SecurityConfigError",
+    "SecurityStack",
+    "build_stack",
+    "check_flags",
+    "serve_secure",
+    "uvicorn_config",
+]
 
 log = logging.getLogger("adapter.security")
 

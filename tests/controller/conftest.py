@@ -3,7 +3,6 @@ controllers run in the test's event loop against the sim through the real kubern
 
 from __future__ import annotations
 
-
 from pathlib import Path
 from typing import Any
 

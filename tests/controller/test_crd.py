@@ -5,7 +5,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-import yaml
 
 from autoscaler.controller.crd import build_crd, render, render_chart
 

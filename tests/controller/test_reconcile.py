@@ -9,8 +9,20 @@ import math
 from autoscaler.controller.kube import ApiError
 from autoscaler.decision.model import ControllerConfig
 
-from .conftest import (NS, autoscaler, conditions, deployment, events, eventually, external_metric, pods_metric, replicas,
-                       running, settings, status)
+from .conftest import (
+    NS,
+    autoscaler,
+    conditions,
+    deployment,
+    events,
+    eventually,
+    external_metric,
+    pods_metric,
+    replicas,
+    running,
+    settings,
+    status,
+)
 
 
 def per_pod(total_milli: int):

@@ -23,11 +23,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from .kubesim_objects import pod
 
 from kubesim.apiserver import KubeSim
 from kubesim.net import free_port, wait_http
 from promscaler import wire
+
+from .kubesim_objects import pod
 
 # --- auth reviews ----------------------------------------------------------------------------
 

@@ -11,9 +11,10 @@ from kubernetes import client
 from kubernetes.aio import client as aclient
 from kubernetes.aio.leaderelection import electionconfig, leaderelection
 from kubernetes.aio.leaderelection.resourcelock.leaselock import LeaseLock
-from .kubesim_objects import deployment
 
 from kubesim.apiserver import KubeSim
+
+from .kubesim_objects import deployment
 
 
 def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> None:

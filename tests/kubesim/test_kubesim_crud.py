@@ -10,9 +10,10 @@ import httpx
 import pytest
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
-from .kubesim_objects import deployment, pod
 
 from kubesim.apiserver import KubeSim
+
+from .kubesim_objects import deployment, pod
 
 HAS = ("promscaler.io", "v1alpha1", "horizontalautoscalers")
 

@@ -14,9 +14,10 @@ from kubernetes import client, watch
 from kubernetes.aio import client as aclient
 from kubernetes.aio import watch as awatch
 from kubernetes.client.exceptions import ApiException
-from .kubesim_objects import pod
 
 from kubesim.apiserver import KubeSim
+
+from .kubesim_objects import pod
 
 
 def cm(name: str, ns: str, labels: dict[str, str] | None = None, data: dict[str, str] | None = None) -> dict:

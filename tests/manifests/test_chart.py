@@ -7,7 +7,8 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jsonschema
 import pytest
