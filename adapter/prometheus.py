@@ -142,6 +142,7 @@ class PrometheusClient:
         )
 
     async def aclose(self) -> None:
+        await self.cache.aclose()
         await self.client.aclose()
 
     def _request_headers(self, endpoint: str) -> dict[str, str]:
@@ -197,9 +198,10 @@ class PrometheusClient:
         """Instant query at "now"; NaN and infinite results are dropped."""
         return (await self.query_fresh(expr, ttl))[0]
 
-    async def query_fresh(self, expr: str, ttl: float = 0.0) -> tuple[list[Sample], float]:
-        """`query`, plus the monotonic deadline until which its answer may be served (0: not reusable)."""
-        return await self.cache.lookup(("query", expr), ttl, lambda: self._query(expr))
+    async def query_fresh(self, expr: str, ttl: float = 0.0, refresh: bool = False) -> tuple[list[Sample], float]:
+        """`query`, plus the monotonic deadline until which its answer may be served (0: not reusable);
+        with `refresh`, kept warm in the background while it keeps being asked."""
+        return await self.cache.lookup(("query", expr), ttl, lambda: self._query(expr), refresh)
 
     async def _query(self, expr: str) -> list[Sample]:
         data = await self._call("query", [("query", expr), ("timeout", f"{self.timeout:g}s")])
