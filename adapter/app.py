@@ -137,15 +137,29 @@ def create_app(
     # -- health and self ------------------------------------------------------------------------
     @app.get("/healthz")
     @app.get("/livez")
-    async def healthz():
+    async def healthz(request: Request):
+        if "verbose" in request.query_params:
+            return PlainTextResponse(f"[+]ping ok\n{request.url.path.lstrip('/')} check passed\n")
         return PlainTextResponse("ok")
 
+    withheld = {"last": ""}
+
     @app.get("/readyz")
-    async def readyz():
+    async def readyz(request: Request):
         ok, why = await readiness() if readiness else (True, "")
+        verbose = "verbose" in request.query_params
         if ok:
-            return PlainTextResponse("ok")
-        return PlainTextResponse(f"[-]{why}\nreadyz check failed\n", status_code=503)
+            withheld["last"] = ""
+            return PlainTextResponse("[+]ping ok\n[+]prometheus ok\nreadyz check passed\n" if verbose else "ok")
+        if why != withheld["last"]:  # the detail goes to the log (once per new reason)...
+            withheld["last"] = why
+            log.warning("readyz check failed: %s", why)
+        # ...and to callers authorized for /readyz who ask for it (insecure serving: everyone), as
+        # Kubernetes' healthz withholds a failed check's reason from the others
+        authorized = settings.insecure or request.scope.get("user") is not None
+        reason = why if verbose and authorized else "reason withheld"
+        return PlainTextResponse(f"[+]ping ok\n[-]prometheus failed: {reason}\nreadyz check failed\n",
+                                 status_code=503)
 
     @app.get("/metrics")
     async def self_metrics():

@@ -14,10 +14,12 @@ do the grouping: the metric names (`/api/v1/label/__name__/values?match[]=Q`), t
 (`match[]=Q` narrowed by `L!=""`): 2 + (resource labels) small answers, whatever the number of
 series; the catalogue is the one `/api/v1/series` would give. `--metrics-discovery=series` (and
 any seriesQuery that is not a plain selector, or a backend without these endpoints) uses the exact
-`/api/v1/series` listing. One difference: the label endpoints see every series in the blocks that
-overlap the window, so a name whose series all stopped may stay listed until its block leaves the
-head (~2h), where the series listing drops it after `--metrics-max-age`; asking for it then answers
-404 per object, as for any object without data.
+`/api/v1/series` listing. The label endpoints see every series in the blocks that overlap the
+window (a stopped series stays for up to ~2h), so the names come from one query instead,
+`group by (__name__) (last_over_time(Q[max-age]))`: a metric is listed only while it has samples
+within `--metrics-max-age` (default: the relist interval), as with the series listing. Which
+resource labels a name carries still comes from the index: a name that is fresh for one resource
+keeps its other resources listed while their series are in the index.
 
 Connected to a cluster, the resources rules can name come from its API discovery
 (`fetch_resource_table`), refreshed before each relist: templates then see CRDs installed later,
@@ -239,9 +241,8 @@ class Discovery:
         converters = [r.converter for r in rules.rules if r.series_query == query]
         if with_matcher(query, 'x!=""') is None:
             raise _NotAggregatable("not a plain series selector")
-        names, labels = await asyncio.gather(self.prometheus.label_values("__name__", query, start),
-                                             self.prometheus.labels(query, start))
-        names, labels = _strings(names, "label values"), _strings(labels, "labels")
+        names, labels = await asyncio.gather(self._fresh_names(query, start), self.prometheus.labels(query, start))
+        labels = _strings(labels, "labels")
         resource_labels = [label for label in labels if label != "__name__"
                            and any(c.resource_for_label(label) is not None for c in converters)]
         carrying = await asyncio.gather(*(
@@ -253,6 +254,20 @@ class Discovery:
                 if name in present:
                     present[name][label] = ""
         return list(present.values())
+
+    async def _fresh_names(self, query: str, start: float | None) -> list[str]:
+        """Names with a sample within `--metrics-max-age`. The label endpoints answer from the index
+        (every series of the blocks overlapping the window, start/end notwithstanding: a stopped
+        series stays there for up to ~2h), so freshness is asked as one small query whose answer
+        has one element per name (`last_over_time` reads the last samples, within the window)."""
+        if not self.max_age:
+            return _strings(await self.prometheus.label_values("__name__", query, start), "label values")
+        window = f"{max(1, round(self.max_age * 1000))}ms"
+        samples = await self.prometheus.query(f"group by (__name__) (last_over_time({query}[{window}]))")
+        names = [s.labels.get("__name__") for s in samples]
+        if not all(isinstance(n, str) and n for n in names):
+            raise _NotAggregatable("the backend drops __name__ from last_over_time")
+        return names  # type: ignore[return-value]
 
     async def _relist_loop(self) -> None:
         retry = 1.0

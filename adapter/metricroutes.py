@@ -66,6 +66,15 @@ def _selector(query: dict[str, str], name: str) -> Selector:
         raise BadRequest(f"invalid {name} {raw!r}: {exc}") from None
 
 
+def _check_segments(parts: list[str]) -> None:
+    """Names are UTF-8 text: the server decodes a percent-encoded byte that is not UTF-8 as U+FFFD
+    (and Prometheus rejects that rune in a query), so such a segment, or a control character, is a
+    bad request rather than a name to look up."""
+    for part in parts:
+        if "\ufffd" in part or not part.isprintable():
+            raise BadRequest(f"invalid name {part!r} in the path: names must be printable UTF-8 text")
+
+
 def _check_version(version: str, versions: tuple[str, ...], group: str) -> None:
     if version not in versions:
         raise NotFound(f"the server could not find the requested resource: {group}/{version} is not served")
@@ -124,7 +133,8 @@ class MetricRoutes:
         """A value list: from the answers kept while fresh, else built (every wait inside is bounded
         by the Prometheus and Kubernetes timeouts, themselves within `--request-timeout`)."""
         query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
-        by_labels = group == wire.CUSTOM_GROUP and bool(query.get("labelSelector"))
+        # a `*` answer depends on which objects exist (and match): reusable while they stay the same
+        by_labels = group == wire.CUSTOM_GROUP and (bool(query.get("labelSelector")) or "/*/" in f"/{tail}")
         key = (group, version, tail, raw_query, self.custom.objects_version() if by_labels else 0)
         body = self.answers.get(key)
         if body is None:
@@ -164,6 +174,7 @@ class MetricRoutes:
                              "[namespaces/{namespace}/]{resource}/{name|*}/{metric} or namespaces/{namespace}/metrics/{metric}")
         if not all(parts):
             raise BadRequest(f"malformed path /apis/{wire.CUSTOM_GROUP}/{version}/{rest}: empty segment")
+        _check_segments(parts)
         metric_selector = _selector(query, "metricLabelSelector")
         echo = to_label_selector(metric_selector)
         if name == "*":
@@ -180,6 +191,7 @@ class MetricRoutes:
         if len(parts) != 3 or parts[0] != "namespaces" or not all(parts):
             raise BadRequest(f"malformed path /apis/{wire.EXTERNAL_GROUP}/{version}/{rest}: expected "
                              "namespaces/{namespace}/{metric}")
+        _check_segments(parts)
         selector = _selector(query, "labelSelector")
         values = await self.external.get_external_metric(parts[1], parts[2], selector)
         body = orjson.dumps(wire.external_metric_value_list(

@@ -14,19 +14,20 @@ import math
 import ssl
 import tempfile
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlencode
 
-import orjson
 import httpx
+import orjson
 import yaml
 
 from adapter.querycache import QueryCache
 from adapter.settings import Settings
 
-__all__ = ["PrometheusError", "PrometheusUnavailable", "PrometheusQueryError", "Sample", "PrometheusClient"]
+__all__ = ["PrometheusClient", "PrometheusError", "PrometheusQueryError", "PrometheusUnavailable", "Sample"]
 
 
 class PrometheusError(Exception):
@@ -47,6 +48,34 @@ class Sample(NamedTuple):
     labels: Mapping[str, str]
     timestamp: float
     value: float
+
+
+# Timestamps a sample may carry: those a date can show (year 1 to 9999).
+_MIN_TS, _MAX_TS = -62135596800.0, 253402300799.0
+
+
+def _string_map(labels: Any) -> bool:
+    return isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
+
+
+def _sample(labels: Any, pair: Any) -> Sample | None:
+    """`[timestamp, "value"]` with its labels as a Sample, or None when it is not one (a NaN
+    value is a Sample: the caller leaves it out; a NaN timestamp is not)."""
+    if not _string_map(labels) or not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[1], str):
+        return None
+    ts, raw = pair
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not _MIN_TS <= ts <= _MAX_TS:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return Sample(labels, float(ts), value)
+
+
+def _text(value: Any, limit: int = 300) -> str:
+    """A value from an answer, as one bounded line for a message."""
+    return " ".join(str(value).split())[:limit]
 
 
 class _TokenFile:
@@ -108,6 +137,8 @@ class PrometheusClient:
         self.timeout = min(settings.prometheus_timeout, settings.request_timeout)  # a query never outlives its request
         self.post = settings.prometheus_verb == "POST"
         self.extra_params = dict(settings.prometheus_query_params)
+        self.max_bytes = settings.prometheus_max_response_bytes
+        self.max_series = settings.prometheus_max_series
         self.metrics = metrics
         self.cache = QueryCache()
         auth = _auth_config(settings.prometheus_auth_config) if settings.prometheus_auth_config else {}
@@ -166,33 +197,74 @@ class PrometheusClient:
                 headers = self._request_headers(endpoint)
                 async with asyncio.timeout(self.timeout):  # the whole answer, not each read
                     if self.post and not endpoint.startswith("label/"):  # label values: GET only
-                        resp = await self.client.post(target, content=form.encode(), headers={
+                        request = self.client.build_request("POST", target, content=form.encode(), headers={
                             **headers, "Content-Type": "application/x-www-form-urlencoded"})
                     else:
-                        resp = await self.client.get(f"{target}?{form}", headers=headers)
-                status, content = resp.status_code, resp.content
+                        request = self.client.build_request("GET", f"{target}?{form}", headers=headers)
+                    resp = await self.client.send(request, stream=True)
+                    try:
+                        status, content = resp.status_code, await self._read_bounded(resp)
+                    finally:
+                        await resp.aclose()
             except (httpx.TimeoutException, TimeoutError):
                 outcome = "timeout"
-                raise PrometheusUnavailable(f"Prometheus at {self.base} did not answer within {self.timeout:g}s") from None
-            except (httpx.HTTPError, OSError) as exc:
-                raise PrometheusUnavailable(f"Prometheus at {self.base} is unreachable: {exc or type(exc).__name__}") from None
+                raise PrometheusUnavailable(
+                    f"Prometheus at {self.base} did not answer within {self.timeout:g}s") from None
+            except (httpx.HTTPError, OSError, zlib.error) as exc:
+                raise PrometheusUnavailable(
+                    f"Prometheus at {self.base} is unreachable: {exc or type(exc).__name__}") from None
             try:
                 body = orjson.loads(content)
             except orjson.JSONDecodeError:
                 body = None
             if not isinstance(body, dict):
                 raise PrometheusUnavailable(f"Prometheus at {self.base} answered HTTP {status} without a JSON body")
-            if status in (400, 422) or body.get("errorType") in ("bad_data", "execution"):
+            if status in (400, 422):  # bad_data, execution: the query itself (an error with 200 is no answer)
                 outcome = "bad_query"
-                raise PrometheusQueryError(f"Prometheus rejected the query: {body.get('error', status)}")
+                raise PrometheusQueryError(f"Prometheus rejected the query: {_text(body.get('error', status))}")
             if status >= 300 or body.get("status") != "success":
                 raise PrometheusUnavailable(
-                    f"Prometheus at {self.base} failed: HTTP {status} {body.get('error', '')}".rstrip())
+                    f"Prometheus at {self.base} failed: HTTP {status} {_text(body.get('error', ''))}".rstrip())
             outcome = "success"
             return body.get("data")
         finally:
             if self.metrics is not None:
                 self.metrics.prometheus_query(endpoint, outcome, time.perf_counter() - started)
+
+    async def _read_bounded(self, resp: httpx.Response) -> bytes | bytearray:
+        """The decompressed body, read no further than `--prometheus-max-response-bytes`.
+
+        Decompressed here with a bound on each step (httpx inflates each received chunk whole: a
+        64 KiB gzip chunk can become 64 MiB), so a hostile or runaway answer costs at most the cap."""
+        cap = self.max_bytes
+        encoding = resp.headers.get("content-encoding", "").strip().lower()
+        if encoding in ("", "identity"):
+            inflate = None
+        elif encoding in ("gzip", "x-gzip", "deflate"):
+            inflate = zlib.decompressobj(zlib.MAX_WBITS | (16 if "gzip" in encoding else 0))
+        else:
+            raise PrometheusUnavailable(f"Prometheus at {self.base} answered with Content-Encoding {encoding!r}")
+        body = bytearray()  # grown in place: no second copy of a large answer
+        async for data in resp.aiter_raw():
+            while data:
+                if inflate is None:
+                    out, data = data, b""
+                else:  # at most 1 MiB at a time, and never past the cap
+                    out = inflate.decompress(data, min(cap + 1 - len(body), 1 << 20))
+                    data = inflate.unconsumed_tail
+                if len(body) + len(out) > cap:
+                    raise PrometheusUnavailable(f"the answer of Prometheus at {self.base} is larger than "
+                                                f"--prometheus-max-response-bytes={cap}")
+                body += out
+        if inflate is not None:
+            body += inflate.flush()
+            if len(body) > cap:
+                raise PrometheusUnavailable(f"the answer of Prometheus at {self.base} is larger than "
+                                            f"--prometheus-max-response-bytes={cap}")
+        return body
+
+    def _malformed(self, what: str) -> PrometheusUnavailable:
+        return PrometheusUnavailable(f"Prometheus at {self.base} answered a malformed {what}")
 
     async def query(self, expr: str, ttl: float = 0.0) -> list[Sample]:
         """Instant query at "now"; NaN and infinite results are dropped."""
@@ -205,36 +277,63 @@ class PrometheusClient:
 
     async def _query(self, expr: str) -> list[Sample]:
         data = await self._call("query", [("query", expr), ("timeout", f"{self.timeout:g}s")])
-        kind, result = (data or {}).get("resultType"), (data or {}).get("result")
-        samples: list[Sample] = []
-        if kind == "vector":
-            for item in result or ():
-                ts, raw = item["value"]
-                value = float(raw)
-                if value - value == 0:  # finite: NaN and +-Inf give NaN
-                    samples.append(Sample(item.get("metric") or {}, float(ts), value))
-        elif kind == "scalar" and result:
-            if math.isfinite(value := float(result[1])):
-                samples.append(Sample({}, float(result[0]), value))
-        elif kind == "matrix":
+        if not isinstance(data, dict):
+            raise self._malformed("query answer: no data object")
+        kind, result = data.get("resultType"), data.get("result")
+        if kind == "matrix":
             raise PrometheusQueryError("metricsQuery returned a range vector; it must return an instant vector")
-        return samples
+        if kind == "vector":
+            if not isinstance(result, list):
+                raise self._malformed("query answer: result is not a list")
+            if len(result) > self.max_series:
+                raise PrometheusUnavailable(f"Prometheus answered {len(result)} series, more than "
+                                            f"--prometheus-max-series={self.max_series}")
+            samples: list[Sample] = []
+            for item in result:
+                if not isinstance(item, dict):
+                    raise self._malformed("query answer: a result item is not an object")
+                sample = _sample(item.get("metric") or {}, item.get("value"))
+                if sample is None:
+                    raise self._malformed("sample: expected a metric of string labels and [timestamp, \"value\"]")
+                if sample.value - sample.value == 0:  # finite: NaN and +-Inf give NaN
+                    samples.append(sample)
+            return samples
+        if kind == "scalar":
+            sample = _sample({}, result)
+            if sample is None:
+                raise self._malformed("scalar: expected [timestamp, \"value\"]")
+            return [sample] if math.isfinite(sample.value) else []
+        if kind == "string":
+            raise PrometheusQueryError("metricsQuery returned a string; it must return an instant vector")
+        raise self._malformed(f"query answer: resultType {_text(kind)}")
 
     async def series(self, match: str, start: float | None = None) -> list[dict[str, str]]:
         params = [("match[]", match)]
         if start is not None:
             params.append(("start", f"{start:.3f}"))
-        return list(await self._call("series", params) or [])
+        data = await self._call("series", params)
+        if data is None:
+            return []
+        if not isinstance(data, list) or not all(isinstance(s, dict) and _string_map(s) for s in data):
+            raise self._malformed("series answer: expected a list of label sets")
+        return data
 
     async def labels(self, match: str, start: float | None = None) -> list[str]:
         """Label names present on the series `match` selects (`/api/v1/labels?match[]=`)."""
         params = [("match[]", match)] + ([("start", f"{start:.3f}")] if start is not None else [])
-        return list(await self._call("labels", params) or [])
+        return self._strings(await self._call("labels", params), "labels answer")
 
     async def label_values(self, label: str, match: str, start: float | None = None) -> list[str]:
         """Values of `label` on the series `match` selects (`/api/v1/label/<label>/values?match[]=`)."""
         params = [("match[]", match)] + ([("start", f"{start:.3f}")] if start is not None else [])
-        return list(await self._call(f"label/{label}/values", params) or [])
+        return self._strings(await self._call(f"label/{label}/values", params), "label values answer")
+
+    def _strings(self, data: Any, what: str) -> list[str]:
+        if data is None:
+            return []
+        if not isinstance(data, list) or not all(isinstance(v, str) for v in data):
+            raise self._malformed(f"{what}: expected a list of strings")
+        return data
 
     async def ready(self) -> bool:
         """Cheap reachability probe: the buildinfo endpoint, falling back to a trivial query."""

@@ -8,6 +8,7 @@ The seam of kubernetes-sigs/custom-metrics-apiserver: `CustomMetricsProvider`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
@@ -19,8 +20,17 @@ from adapter.promql import QueryBuildError, external_query, resource_query
 from promscaler.selectors import Selector
 from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavailable
 
-__all__ = ["CachePolicy", "CustomValue", "ExternalValue", "MetricInfo", "LabelLookup", "CustomMetricsProvider",
-           "ExternalMetricsProvider"]
+__all__ = [
+    "CachePolicy",
+    "CustomMetricsProvider",
+    "CustomValue",
+    "ExternalMetricsProvider",
+    "ExternalValue",
+    "LabelLookup",
+    "MetricInfo",
+]
+
+log = logging.getLogger("adapter.provider")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,16 +108,20 @@ class CachePolicy:
 async def _run(prometheus: PrometheusClient, query: str, policy: tuple[float, bool]) -> tuple[list[Sample], float]:
     try:
         return await prometheus.query_fresh(query, *policy)
-    except PrometheusUnavailable as exc:
+    except PrometheusUnavailable as exc:  # one line per failed request, never a traceback
+        log.warning("unable to fetch metrics from Prometheus: %s", exc)
         raise ServiceUnavailable(f"unable to fetch metrics from Prometheus: {exc}") from None
-    except PrometheusQueryError as exc:
-        raise InternalError(f"the rule's metricsQuery failed in Prometheus: {exc} (query: {query})") from None
+    except PrometheusQueryError as exc:  # the query text goes to the log, never to clients
+        log.warning("Prometheus rejected the query %s: %s", query, exc)
+        raise InternalError(f"the rule's metricsQuery failed in Prometheus: {exc}") from None
 
 
 def _not_discovered_yet(discovery: Discovery) -> None:
     """Before the first successful discovery "unknown metric" is not known to be true: say so."""
     if not discovery.synced:
-        raise ServiceUnavailable(f"metrics discovery has not completed yet: {discovery.last_error or 'in progress'}")
+        # the detail (seriesQuery text, Prometheus' error) is in the log, not for clients
+        why = "Prometheus did not answer every seriesQuery" if discovery.last_error else "in progress"
+        raise ServiceUnavailable(f"metrics discovery has not completed yet: {why}")
 
 
 class CustomMetricsProvider:
@@ -177,8 +191,11 @@ class CustomMetricsProvider:
     async def get_metric_by_selector(self, resource_name: str, namespace: str | None, selector: Selector,
                                      metric: str, metric_selector: Selector) -> list[CustomValue]:
         found = self._lookup(resource_name, metric, namespace)
-        if selector.empty():  # names come from Prometheus itself
+        if selector.empty():
+            existing = await self._existing(found.resource, namespace)
             values = await self._query(found, namespace, [], metric_selector)
+            if existing is not None:  # a deleted pod keeps fresh series for a while: not an object any more
+                values = [v for v in values if v.name in existing]
         else:
             if self.labels is None:
                 raise BadRequest("labelSelector with '*' needs the objects' labels from Kubernetes, but the adapter "
@@ -191,6 +208,18 @@ class CustomMetricsProvider:
             # a deleted pod keeps its rate series for a while: answer only for objects that exist now
             values = [v for v in values if v.name in existing]
         return sorted(values, key=lambda v: v.name)
+
+
+    async def _existing(self, resource: Resource, namespace: str | None) -> set[str] | None:
+        """Every object of `resource` (in `namespace`) that exists now, as prometheus-adapter lists
+        them before asking for their values; None without a cluster, or for a resource the watch
+        cache cannot list (then the names come from Prometheus alone)."""
+        if self.labels is None:
+            return None
+        try:
+            return await self.labels.names(resource, namespace if resource.namespaced else None, Selector(()))
+        except BadRequest:
+            return None
 
 
 class ExternalMetricsProvider:

@@ -28,6 +28,8 @@ class Settings:
     prometheus_query_params: tuple[tuple[str, str], ...] = ()
     prometheus_timeout: float = 10.0
     prometheus_verb: str = "GET"
+    prometheus_max_response_bytes: int = 16 << 20
+    prometheus_max_series: int = 50_000
     query_cache_ttl: float | None = None  # None: 1/30 of the rule's rate range (<= 5s), else 1s
     query_refresh_ahead: bool = True
     query_freshness: float | None = None  # None: 1/3 of the rule's rate range (<= 15s), else 5s
@@ -106,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="extra query parameter on every query, e.g. dedup=true, partial_response=false")
     g.add_argument("--prometheus-timeout", type=flags.duration, default=Settings.prometheus_timeout)
     g.add_argument("--prometheus-verb", choices=("GET", "POST"), default="GET")
+    g.add_argument("--prometheus-max-response-bytes", type=flags.positive_int,
+                   default=Settings.prometheus_max_response_bytes,
+                   help="largest Prometheus answer read, decompressed (default 16 MiB); a larger one fails "
+                        "the request with 503 (raise it for --metrics-discovery=series on very large clusters)")
+    g.add_argument("--prometheus-max-series", type=flags.positive_int, default=Settings.prometheus_max_series,
+                   help="most series one metrics query may answer (default 50000); more fails the request with 503")
     g.add_argument("--query-cache-ttl", type=flags.duration, default=None,
                    help="how long a query answer may be reused (0 disables); default: 1/30 of the "
                         "rule's rate range (2s for [1m]), at most 5s, or 1s for rules without a range")
@@ -119,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("rules and discovery")
     g.add_argument("--config", "-c", help="prometheus-adapter rules file")
     g.add_argument("--metrics-relist-interval", type=flags.duration, default=Settings.metrics_relist_interval)
-    g.add_argument("--metrics-max-age", type=flags.duration, default=None)
+    g.add_argument("--metrics-max-age", type=flags.duration, default=None,
+                   help="a metric is listed while it has samples this recent (default: --metrics-relist-interval)")
     g.add_argument("--metrics-discovery", choices=("aggregate", "series"), default=Settings.metrics_discovery,
                    help="aggregate: Prometheus groups series by name and resource labels (cost independent of "
                         "the number of series); series: list every series with /api/v1/series")
@@ -177,7 +186,7 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
         d["log_level"] = "debug"
     d["prometheus_headers"] = tuple(d.pop("prometheus_header"))
     d["prometheus_query_params"] = tuple(d.pop("prometheus_query_param"))
-    if d["prometheus_client_tls_cert_file"] and not d["prometheus_client_tls_key_file"] or (
+    if (d["prometheus_client_tls_cert_file"] and not d["prometheus_client_tls_key_file"]) or (
         d["prometheus_client_tls_key_file"] and not d["prometheus_client_tls_cert_file"]
     ):
         build_parser().error("--prometheus-client-tls-cert-file and --prometheus-client-tls-key-file go together")

@@ -232,7 +232,8 @@ def bench_discovery(prom: PrometheusServer, workdir: Path, scales: list[str], ba
         for mode, flag in (("aggregate", "aggregate"), ("exact", "series")):
             if mode == "exact" and label not in baseline_scales:
                 continue
-            a = Adapter(prom.url, rules, "--metrics-relist-interval", "2s", "--metrics-discovery", flag)
+            a = Adapter(prom.url, rules, "--metrics-relist-interval", "2s", "--metrics-max-age", "1h",
+                        "--metrics-discovery", flag)
             try:
                 deadline = time.monotonic() + 120
                 while total(a.self_metrics(), "promscaler_adapter_relist_duration_seconds_count") < 4:

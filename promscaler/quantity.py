@@ -8,9 +8,9 @@ apimachinery prints, so values round-trip through `kubectl` unchanged.
 from __future__ import annotations
 
 import math
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_DOWN, Decimal, InvalidOperation
 
-__all__ = ["QuantityError", "parse_quantity", "to_milli", "format_quantity", "format_milli"]
+__all__ = ["QuantityError", "format_milli", "format_quantity", "parse_quantity", "to_milli"]
 
 _DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
 _BINARY_SUFFIXES = [(60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki")]
@@ -80,11 +80,14 @@ def format_milli(milli: int, binary: bool = False) -> str:
 
 
 def format_quantity(value: Decimal | int | float, binary: bool = False) -> str:
-    """Canonical apimachinery spelling: `1500m`, `2k`, `1536Mi`.
+    """Canonical apimachinery spelling of a served metric value: `1500m`, `2k`, `1536Mi`.
 
-    Values are rounded up to milli precision first, as adapters serve them
-    (`resource.NewMilliQuantity`). `binary` picks BinarySI when the value is a whole
-    multiple of 1024 (memory), falling back to DecimalSI as apimachinery does.
+    Values are truncated towards zero to milli-units, as prometheus-adapter serves them
+    (`resource.NewMilliQuantity(int64(v*1000))`), once floating-point noise is removed: a float
+    counts as its 15 significant digits (all a double holds for sure), so `2.4999999999999996`
+    is 2.5 (`2500m`), 12/7 is `1714m` and 0.0004 is `0`. Reading a quantity (`to_milli`) rounds
+    up instead, as apimachinery's `MilliValue()` does. `binary` picks BinarySI when the value is
+    a whole multiple of 1024 (memory), falling back to DecimalSI as apimachinery does.
     """
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -97,32 +100,21 @@ def format_quantity(value: Decimal | int | float, binary: bool = False) -> str:
 
 
 def _decimal_milli(value: Decimal | int | float) -> int:
-    """ceil(value * 1000), exactly; a float counts as the decimal its repr() shows."""
-    exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-    return int((exact * 1000).to_integral_value(rounding=ROUND_CEILING))
+    """trunc(value * 1000), exactly; a float counts as its 15 significant digits (noise removed)."""
+    exact = Decimal(f"{value:.15g}") if isinstance(value, float) else Decimal(value)
+    return int((exact * 1000).to_integral_value(rounding=ROUND_DOWN))
 
 
 def _float_milli(value: float) -> int:
     """`_decimal_milli` for a float, without Decimal in the common cases (adapters format one
-    value per served item). Whole numbers are exact; otherwise `ceil(value * 1000.0)` is right
-    whenever `value * 1000.0` is farther from an integer than its rounding error; the rare rest
-    is read off repr()'s digits, or goes to Decimal."""
-    if not -9e15 < value < 9e15:
-        return _decimal_milli(value)
+    value per served item). Rounding to 15 digits moves a value by less than 1e-14 of itself, so
+    when `value * 1000.0` is farther than 1e-13 of itself from every integer, its truncation is
+    the answer; the rare rest (whole numbers, noise next to one) goes to Decimal."""
     m = value * 1000.0
-    floor = math.floor(m)
-    eps = abs(m) * 1e-15 + 1e-12
-    if eps < m - floor < 1.0 - eps:
-        return floor + 1
-    whole = int(value)
-    if whole == value:
-        return whole * 1000
-    r = repr(value)
-    if "e" in r:
+    if not -9e15 < m < 9e15:
         return _decimal_milli(value)
-    negative = r[0] == "-"
-    integral, _, frac = (r[1:] if negative else r).partition(".")
-    milli = int(integral) * 1000 + int(frac[:3].ljust(3, "0"))
-    if negative:
-        return -milli  # rounding up (towards +inf) drops the extra digits of a negative value
-    return milli + 1 if frac[3:].strip("0") else milli
+    whole = int(m)  # towards zero
+    nearest = round(m)
+    if abs(m - nearest) > abs(m) * 1e-13 or (m == nearest and -1e14 < m < 1e14):  # (a whole m of <= 14 digits
+        return whole  # is the 15-digit value itself)
+    return _decimal_milli(value)

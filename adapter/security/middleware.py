@@ -62,9 +62,11 @@ class SecurityMiddleware:
         headers = list(scope.get("headers") or [])
         path = scope.get("path", "")
         if path_always_allowed(path, self.always_allow_paths):
-            # Probes carry no credentials (kubelet): no authentication needed for these paths.
+            # Probes carry no credentials (kubelet): no authentication needed for these paths. A
+            # caller that asks for detail (`?verbose`) gets it only if it may GET the path itself.
             self.metrics.authz.labels("allowed", "always-allow-path").inc()
-            scope = {**scope, "headers": self.authenticator.strip_headers(headers, drop_authorization=True)}
+            scope = {**scope, "headers": self.authenticator.strip_headers(headers, drop_authorization=True),
+                     "user": await self._verbose_user(scope, headers, path)}
             return await self.app(scope, receive, send)
 
         try:
@@ -98,3 +100,21 @@ class SecurityMiddleware:
             "user": result.user,
         }
         return await self.app(scope, receive, send)
+
+    async def _verbose_user(self, scope: dict[str, Any], headers: list[tuple[bytes, bytes]], path: str) -> Any:
+        """The user behind a `?verbose` request to an always-allowed path if authorized for it, else None
+        (the probe is still answered, without detail)."""
+        if b"verbose" not in (scope.get("query_string") or b""):
+            return None
+        try:
+            chain = client_chain(scope)
+        except ValueError:
+            chain = []
+        result = await self.authenticator.authenticate(headers, chain)
+        if result.user is None:
+            return None
+        try:
+            decision = await self.authorizer.authorize(result.user, request_info("GET", path, b""))
+        except ReviewUnavailable:
+            return None
+        return result.user if decision.allowed else None

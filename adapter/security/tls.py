@@ -15,13 +15,15 @@ import datetime as dt
 import logging
 import os
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.x509.oid import ExtendedKeyUsageOID
-from cryptography.x509.verification import ExtensionPolicy, PolicyBuilder, Store, VerificationError
+from cryptography.x509.verification import Criticality, ExtensionPolicy, PolicyBuilder, Store, VerificationError
 
 from adapter.security import pki
 
@@ -110,6 +112,26 @@ def _stat(path: Path | None) -> tuple[int, int, int] | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
+def _must_be_ca(_policy: object, _cert: x509.Certificate, ext: x509.BasicConstraints | None) -> None:
+    if ext is None or not ext.ca:
+        raise ValueError("an issuer's basicConstraints must say CA:TRUE")
+
+
+def _may_sign_certs(_policy: object, _cert: x509.Certificate, ext: x509.KeyUsage | None) -> None:
+    if ext is not None and not ext.key_cert_sign:
+        raise ValueError("an issuer's keyUsage, when present, must include keyCertSign")
+
+
+# What Go's crypto/x509 (kube-apiserver's client-certificate check) asks of an issuer: basic
+# constraints CA:TRUE, and keyCertSign *if* a keyUsage is present. Not the Web PKI's rules (a
+# keyUsage, key identifiers...): a CA made by a plain `openssl req -x509` has no keyUsage.
+_GO_CA_POLICY = (
+    ExtensionPolicy.permit_all()
+    .require_present(x509.BasicConstraints, Criticality.AGNOSTIC, _must_be_ca)
+    .may_be_present(x509.KeyUsage, Criticality.AGNOSTIC, _may_sign_certs)
+)
+
+
 class CABundle:
     """A set of CA certificates from a file (re-read on change) or from PEM set by a watcher.
 
@@ -165,18 +187,11 @@ class CABundle:
         """The leaf of `chain` if it verifies against this bundle for client auth, else raise."""
         if self._store is None or not chain:
             raise VerificationError("no CA or no client certificate")
-        verifier = (
-            PolicyBuilder()
-            .store(self._store)
-            .time(now or dt.datetime.now(dt.timezone.utc))
-            .extension_policies(ca_policy=ExtensionPolicy.webpki_defaults_ca(), ee_policy=ExtensionPolicy.permit_all())
-            .build_client_verifier()
-        )
+        now = now or dt.datetime.now(dt.UTC)
         leaf = chain[0]
-        try:
-            verifier.verify(leaf, chain[1:])
-        except (ValueError, TypeError) as exc:  # unsupported key or signature: not a usable certificate
-            raise VerificationError(f"certificate cannot be verified: {exc}") from None
+        if leaf.version is x509.Version.v1:  # no extensions: no EKU, valid for any use (Go accepts it)
+            return self._verify_v1(leaf, chain[1:], now)
+        self._verify_chain(leaf, chain[1:], now)
         try:
             eku = leaf.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
         except x509.ExtensionNotFound:
@@ -184,6 +199,50 @@ class CABundle:
         if ExtendedKeyUsageOID.CLIENT_AUTH in eku or ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE in eku:
             return leaf
         raise VerificationError("certificate is not valid for client authentication")
+
+    def _verify_chain(self, leaf: x509.Certificate, intermediates: list[x509.Certificate], now: dt.datetime) -> None:
+        assert self._store is not None
+        verifier = (
+            PolicyBuilder()
+            .store(self._store)
+            .time(now)
+            .extension_policies(ca_policy=_GO_CA_POLICY, ee_policy=ExtensionPolicy.permit_all())
+            .build_client_verifier()
+        )
+        try:
+            verifier.verify(leaf, intermediates)
+        except (ValueError, TypeError) as exc:  # unsupported key or signature: not a usable certificate
+            raise VerificationError(f"certificate cannot be verified: {exc}") from None
+
+    def _verify_v1(self, leaf: x509.Certificate, intermediates: list[x509.Certificate],
+                   now: dt.datetime) -> x509.Certificate:
+        """An X.509 v1 leaf (`openssl x509 -req` without an extension file makes one), which the
+        `cryptography` verifier refuses outright: its signature by an issuer that is a CA in this
+        bundle, or by an intermediate that itself verifies to it; and its validity."""
+        if not leaf.not_valid_before_utc <= now <= leaf.not_valid_after_utc:
+            raise VerificationError("certificate has expired or is not yet valid")
+        for issuer in [*self.certs, *intermediates]:
+            if issuer.subject != leaf.issuer:
+                continue
+            try:
+                leaf.verify_directly_issued_by(issuer)
+                _must_be_ca(None, issuer, _extension(issuer, x509.BasicConstraints))
+                _may_sign_certs(None, issuer, _extension(issuer, x509.KeyUsage))
+            except (ValueError, TypeError, InvalidSignature):
+                continue
+            if issuer in self.certs:
+                return leaf
+            rest = [c for c in intermediates if c is not issuer]
+            self._verify_chain(issuer, rest, now)
+            return leaf
+        raise VerificationError("certificate is not signed by a CA of this bundle")
+
+
+def _extension(cert: x509.Certificate, kind: type) -> Any:
+    try:
+        return cert.extensions.get_extension_for_class(kind).value
+    except x509.ExtensionNotFound:
+        return None
 
 
 def ensure_self_signed(cert_dir: str | Path, host: str = "localhost", alternate_dns: list[str] | None = None) -> tuple[Path, Path]:

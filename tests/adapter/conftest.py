@@ -65,7 +65,7 @@ class PromQL:
 
 
 def approx(quantity: str, expected: float) -> bool:
-    """An adapter quantity equals a Prometheus value (quantities are rounded up to milli-units)."""
+    """An adapter quantity equals a Prometheus value (quantities are truncated to milli-units)."""
     from promscaler.quantity import parse_quantity
 
     return abs(float(parse_quantity(quantity)) - expected) < 0.0011

@@ -125,7 +125,8 @@ def rules_file(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def adapter(prom, sim, rules_file) -> Iterator[AdapterProcess]:
     a = AdapterProcess("--prometheus-url", prom.url, "--config", rules_file, "--kubeconfig", sim.kubeconfig_path,
-                       "--query-cache-ttl", "0", "--metrics-relist-interval", "1s").wait_ready()
+                       "--query-cache-ttl", "0", "--metrics-relist-interval", "1s",
+                       "--metrics-max-age", "1m").wait_ready()  # samples every 15s
     yield a
     a.stop()
 

@@ -85,6 +85,30 @@ def test_watch_keeps_the_cache_current(adapter_k8s, sim):
     assert wait_until({"web-1", "web-2", "web-3"}) == {"web-1", "web-2", "web-3"}
 
 
+def test_wildcard_without_selector_answers_only_existing_pods(adapter_k8s, sim, promql):
+    # prometheus-adapter lists the objects first: a deleted pod's fresh series is not an answer
+    def served() -> dict[str, str]:
+        resp = adapter_k8s.get(PATH)
+        assert resp.status_code == 200, resp.text
+        return {i["describedObject"]["name"]: i["value"] for i in resp.json()["items"]}
+
+    def wait_until(expected: set[str]) -> set[str]:
+        deadline = time.monotonic() + 10
+        while (got := set(served())) != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return got
+
+    expected = promql.by(RATE, "pod")
+    assert {"web-1", "web-2", "web-3", "web-old"} <= set(expected)
+    got = served()
+    assert set(got) == {"web-1", "web-2", "web-3"} and all(approx(got[p], expected[p]) for p in got)
+    sim.delete("v1", "Pod", "web", "web-3")
+    assert wait_until({"web-1", "web-2"}) == {"web-1", "web-2"}  # the watch, not a stale answer
+    sim.apply(pod("web", "web-3", app="web", track="canary"))
+    assert wait_until({"web-1", "web-2", "web-3"}) == {"web-1", "web-2", "web-3"}
+    shop = adapter_k8s.get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/pods/*/http_requests").json()
+    assert [i["describedObject"]["name"] for i in shop["items"]] == ["shop-1"]
+
 async def test_label_cache_relists_after_410(sim, caplog):
     caplog.set_level(logging.INFO, logger="adapter.kube")
     cache = LabelCache(kclient.ApiClient(configuration=sim.aio_client_configuration()))

@@ -47,8 +47,10 @@ def test_down_at_start_then_up_then_frozen_then_down_then_back():
     try:
         # 1. Prometheus absent at start: the adapter serves, but is not ready and says why
         adapter.wait_listening()
-        ready = adapter.get("/readyz")
+        ready = adapter.get("/readyz?verbose")  # insecure serving: anyone may see the detail
         assert ready.status_code == 503 and "discovery has not succeeded" in ready.text
+        ready = adapter.get("/readyz")
+        assert ready.status_code == 503 and "reason withheld" in ready.text and prom.url not in ready.text
         assert unavailable(adapter.get(VALUE))  # not "404 unknown metric": it could not ask
         assert adapter.get("/healthz").status_code == 200
 
@@ -70,7 +72,7 @@ def test_down_at_start_then_up_then_frozen_then_down_then_back():
         prom.stop()
         assert unavailable(adapter.get(VALUE))
         assert wait_for(lambda: adapter.get("/readyz").status_code == 503)
-        assert "unreachable" in adapter.get("/readyz").text
+        assert "unreachable" in adapter.get("/readyz?verbose").text
         listed = adapter.get("/apis/custom.metrics.k8s.io/v1beta2").json()["resources"]
         assert any(r["name"] == "pods/http_requests" for r in listed)
 

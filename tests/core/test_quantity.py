@@ -54,12 +54,28 @@ def test_format(value, binary, canonical):
     assert format_quantity(value, binary=binary) == canonical
 
 
-def test_milli_rounds_up_like_apimachinery():
+def test_reading_rounds_up_like_apimachinery():
     # MilliValue() rounds up: 1/3 of a unit is 334m, never 333m.
     assert to_milli("0.3333") == 334
-    assert format_quantity(1 / 3) == "334m"
+    assert to_milli("-0.0005") == 0
     assert to_milli("2") == 2000
     assert format_milli(1500) == "1500m"
+
+
+@pytest.mark.parametrize("value, served", [
+    (2.4999999999999996, "2500m"),  # noise: prometheus-adapter's plain int64(v*1000) would serve 2499m
+    (12 / 7, "1714m"),              # 1.7142857...: truncated, as NewMilliQuantity(int64(v*1000)) does
+    (1 / 3, "333m"),
+    (0.0004, "0"),                  # below a milli-unit: 0, not 1m
+    (0.0009999, "0"),
+    (0.1 + 0.2, "300m"),
+    (-12 / 7, "-1714m"),            # int64() truncates towards zero
+    (-0.0004, "0"),
+    (5.0, "5"),
+    (1.9999999999, "1999m"),        # 11 digits: a real value, not noise
+])
+def test_served_values_truncate_like_prometheus_adapter(value, served):
+    assert format_quantity(value) == served
 
 
 @given(st.integers(min_value=-(10**15), max_value=10**15))
@@ -73,7 +89,7 @@ def test_milli_round_trip(milli):
                  st.integers(-10**7, 10**7).map(lambda i: i / 1000),
                  st.integers(-10**9, 10**9).map(float)))
 def test_float_fast_path_equals_decimal(value):
-    # format_quantity's float shortcut must round exactly as the Decimal reading of repr() does.
+    # format_quantity's float shortcut must truncate exactly as the Decimal reading of 15 digits does.
     assert _float_milli(value) == _decimal_milli(value), value
 
 

@@ -115,7 +115,8 @@ def world() -> Iterator[tuple[KubeSim, Exporter]]:
         adapter = None
         try:
             adapter = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules), "--kubeconfig",
-                                     sim.kubeconfig_path, "--metrics-relist-interval", "1s").wait_ready()
+                                     sim.kubeconfig_path, "--metrics-relist-interval", "1s",
+                                     "--metrics-max-age", "30s").wait_ready()  # 1s scrapes: no flapping
             sim.set_aggregated_api("custom.metrics.k8s.io", adapter.url)
             sim.set_aggregated_api("external.metrics.k8s.io", adapter.url)
             yield sim, exporter

@@ -276,33 +276,37 @@ async def test_routes_keep_a_body_until_its_values_expire(routes):
         assert await get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/a/hits") == by_name
         assert provider.calls == 3
 
-        provider.version += 1  # objects changed: only labelSelector answers depend on them
-        assert await get(star) == first and provider.calls == 3
+        provider.version += 1  # objects changed: `*` answers depend on them (which exist), by-name ones do not
+        assert await get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/a/hits") == by_name
+        assert provider.calls == 3
+        first = await get(star)
+        assert provider.calls == 4  # rebuilt
+        assert await get(star) == first and provider.calls == 4
 
         clock.now = 1029.9
-        assert await get(star) == first and provider.calls == 3
+        assert await get(star) == first and provider.calls == 4
         clock.now = 1030.0  # the values' deadline: rebuilt
         second = await get(star)
-        assert second != first and provider.calls == 4
+        assert second != first and provider.calls == 5
 
         # the body lives as long as its least fresh value
         provider.fresh = {"a": 1031.0, "b": 1050.0}
         clock.now = 1030.5
         third = await get(star + "?x=1")
-        assert await get(star + "?x=1") == third and provider.calls == 5
+        assert await get(star + "?x=1") == third and provider.calls == 6
         clock.now = 1031.0
         await get(star + "?x=1")
-        assert provider.calls == 6
+        assert provider.calls == 7
 
         # values not reusable (ttl 0) and empty answers are never kept
         provider.fresh = {"a": 0.0, "b": 1100.0}
         await get(star + "?x=2")
         await get(star + "?x=2")
-        assert provider.calls == 8
+        assert provider.calls == 9
         provider.fresh, provider.selected = {"a": 1100.0, "b": 1100.0}, []
         await get(star + "?x=3")
         await get(star + "?x=3")
-        assert provider.calls == 10
+        assert provider.calls == 11
 
 
 async def test_routes_rebuild_label_selector_answers_when_objects_change(routes):

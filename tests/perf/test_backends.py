@@ -68,7 +68,7 @@ def test_wrong_password_is_not_ready_and_says_why(guarded_prometheus, rules_file
     adapter = AdapterProcess("--prometheus-url", guarded_prometheus.url, "--prometheus-auth-config", auth,
                              "--config", str(rules_file)).wait_listening()  # serving, but not ready
     try:
-        resp = adapter.get("/readyz")
+        resp = adapter.get("/readyz?verbose")  # insecure serving: anyone may see the detail
         assert resp.status_code == 503 and "401" in resp.text
         assert adapter.get(PATH).status_code == 503  # "I could not ask", never an empty answer
     finally:
@@ -178,7 +178,7 @@ def test_tls_with_a_private_ca(prometheus, rules_file, tmp_path):
         untrusted = AdapterProcess("--prometheus-url", url, "--prometheus-token-file", str(token),
                                    "--config", str(rules_file)).wait_listening()  # system CAs do not know it
         try:
-            resp = untrusted.get("/readyz")
+            resp = untrusted.get("/readyz?verbose")
             assert resp.status_code == 503 and "certificate" in resp.text.lower()
         finally:
             untrusted.stop()

@@ -75,6 +75,10 @@ class CountingClient:
         self.calls.append("label_values")
         return await self.inner.label_values(label, match, start)
 
+    async def query(self, expr, ttl=0.0):
+        self.calls.append("query")
+        return await self.inner.query(expr, ttl)
+
 
 async def test_calls_per_query_and_fallback_to_the_exact_listing(prometheus):
     rules = compile_rules(parse_rules(
@@ -85,8 +89,8 @@ async def test_calls_per_query_and_fallback_to_the_exact_listing(prometheus):
         counting = CountingClient(inner)
         d = Discovery(rules, counting, relist_interval=60, max_age=3600, aggregate=True)
         assert await d.relist()
-        # names + label names + one per resource label (namespace, pod): no series listing
-        assert sorted(counting.calls) == ["label_values"] * 3 + ["labels"]
+        # fresh names (one query) + label names + one per resource label (namespace, pod): no series listing
+        assert sorted(counting.calls) == ["label_values"] * 2 + ["labels", "query"]
         assert set(d.catalogue.custom) == {("pods", "app_requests_total"), ("namespaces", "app_requests_total")}
 
         failing = CountingClient(inner, labels_fail=True)  # a backend without the label endpoints

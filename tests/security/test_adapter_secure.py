@@ -226,3 +226,42 @@ def test_serving_cert_rotation(env: Env) -> None:
         else:
             raise AssertionError("the adapter kept serving the old certificate")
         assert kept.get(env.url + "/livez").status_code == 200  # the old connection was not dropped
+
+
+def test_probes_withhold_backend_detail_from_the_unauthorized(tmp_path, sim_for_probes) -> None:
+    with socket.socket() as s:  # a port nothing listens on: Prometheus is unreachable
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    e = Env(tmp_path, sim_for_probes, dead)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                r = e.get("/readyz", e.ctx())
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, e.adapter.stderr()
+                time.sleep(0.1)
+        assert r.status_code == 503 and "reason withheld" in r.text and "readyz check failed" in r.text
+        sim_for_probes.tokens["probe-reader"] = {"username": "probe-reader", "groups": []}
+        sim_for_probes.tokens["nobody"] = {"username": "nobody", "groups": []}
+        sim_for_probes.allow("probe-reader", "get", "", "/readyz")
+        for who, headers in (("anonymous", None), ("unauthorized", {"Authorization": "Bearer nobody"}),
+                             ("bad token", {"Authorization": "Bearer nope"})):
+            r = e.get("/readyz?verbose", e.ctx(), headers)
+            assert r.status_code == 503 and "reason withheld" in r.text, who
+            assert dead not in r.text and "seriesQuery" not in r.text and "127.0.0.1" not in r.text, who
+        r = e.get("/readyz?verbose", e.ctx(), {"Authorization": "Bearer probe-reader"})
+        assert r.status_code == 503 and "reason withheld" not in r.text and "discovery has not succeeded" in r.text
+        assert e.get("/livez", e.ctx()).text == "ok"
+        assert "discovery has not succeeded" in e.adapter.stderr()  # the operator's copy
+    finally:
+        e.stop()
+
+
+@pytest.fixture
+def sim_for_probes():
+    from kubesim.apiserver import KubeSim
+
+    with KubeSim() as sim:
+        yield sim

@@ -1,0 +1,66 @@
+"""Discovery forgets series that stopped: a metric is listed only while it has samples within
+`--metrics-max-age`, in both discovery modes, against a real Prometheus whose index still holds
+the stopped series (they share a block with fresh ones)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from kubesim.prometheus import PrometheusServer, start_backfilled
+
+from .conftest import AdapterProcess
+
+RULES = """
+rules:
+- seriesQuery: '{__name__=~"app_.*",namespace!="",pod!=""}'
+  resources: {template: "<<.Resource>>"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+externalRules:
+- seriesQuery: '{__name__=~"queue_.*",queue!=""}'
+  resources: {namespaced: false}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+"""
+
+
+def _openmetrics(now: int) -> str:
+    lines = []
+    for name, labels, until in (
+        ("app_fresh", 'namespace="a",pod="p"', now + 1800),
+        ("app_stopped", 'namespace="a",pod="q"', now - 300),     # stopped 5 minutes ago
+        ("queue_fresh", 'queue="x"', now + 1800),
+        ("queue_stopped", 'queue="y"', now - 300),
+    ):
+        lines.append(f"# TYPE {name} gauge")
+        lines += [f"{name}{{{labels}}} 1 {t}" for t in range(now - 1200, until, 15)]
+    return "\n".join([*lines, "# EOF"]) + "\n"
+
+
+@pytest.fixture(scope="module")
+def prom() -> Iterator[PrometheusServer]:
+    server = start_backfilled(_openmetrics(int(time.time())))
+    yield server
+    server.close()
+
+
+def test_the_index_still_has_the_stopped_series(prom):
+    names = httpx.get(f"{prom.url}/api/v1/label/__name__/values",
+                      params={"match[]": '{namespace="a"}', "start": time.time() - 60, "end": time.time()}).json()
+    assert set(names["data"]) == {"app_fresh", "app_stopped"}  # what made the aggregate mode keep them
+
+
+@pytest.mark.parametrize("mode", ["aggregate", "series"])
+@pytest.mark.parametrize("max_age, stopped_listed", [("60s", False), ("15m", True)])
+def test_stopped_series_leave_discovery_after_max_age(prom, tmp_path, mode, max_age, stopped_listed):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(RULES)
+    with AdapterProcess("--prometheus-url", prom.url, "--config", str(rules), "--metrics-discovery", mode,
+                        "--metrics-max-age", max_age).wait_ready() as a:
+        custom = {r["name"] for r in a.get("/apis/custom.metrics.k8s.io/v1beta1").json()["resources"]}
+        external = {r["name"] for r in a.get("/apis/external.metrics.k8s.io/v1beta1").json()["resources"]}
+    assert {"pods/app_fresh", "namespaces/app_fresh"} <= custom and "queue_fresh" in external
+    assert ("pods/app_stopped" in custom) is stopped_listed
+    assert ("queue_stopped" in external) is stopped_listed
