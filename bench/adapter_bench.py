@@ -500,7 +500,12 @@ def markdown(r: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer rounds, shorter load, no 100k/200k series baseline")
+    p.add_argument("--only", default="", help="comma-separated figures to run alone (overhead, overhead_tls, hpa, "
+                   "startup, load, discovery, selector): prints their JSON, no table")
     args = p.parse_args(argv)
+    only = set(filter(None, args.only.split(",")))
+    if only:
+        return _only(only, args.quick)
     rounds, load_seconds = (100, 5) if args.quick else (500, 15)
     baseline_scales = ["10k"] if args.quick else ["10k", "100k", "200k"]
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -546,6 +551,28 @@ def main(argv: list[str] | None = None) -> int:
     print(md)
     print(f"total {result['duration_s']:.0f}s; wrote {RESULTS / 'adapter.json'} and {RESULTS / 'adapter.md'}")
     return 0 if all(met is not False for *_, met in rows(result)) else 1
+
+
+def _only(only: set[str], quick: bool) -> int:
+    rounds, load_seconds = (100, 5) if quick else (500, 15)
+    with tempfile.TemporaryDirectory(prefix="adapter-bench-") as tmp:
+        workdir = Path(tmp)
+        rules = workdir / "rules.yaml"
+        rules.write_text(data.QUERY_RULES)
+        prom = start_prometheus(workdir)
+        try:
+            runs = {"overhead": lambda: bench_overhead(prom, rules, rounds),
+                    "overhead_tls": lambda: bench_overhead_tls(prom, rules, workdir, rounds),
+                    "hpa": lambda: bench_hpa_pattern(prom, rules, 10 if quick else 20),
+                    "startup": lambda: bench_startup(prom, workdir, 3 if quick else 7),
+                    "load": lambda: bench_load(prom, rules, load_seconds),
+                    "discovery": lambda: bench_discovery(prom, workdir, list(data.DISCOVERY_SCALES), ["10k"]),
+                    "selector": lambda: bench_selector(prom, rules, max(5, rounds // 20))}
+            for name in only:
+                print(name, json.dumps(runs[name]()))
+        finally:
+            prom.close()
+    return 0
 
 
 if __name__ == "__main__":
