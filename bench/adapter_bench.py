@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -259,47 +260,71 @@ def bench_discovery(prom: PrometheusServer, workdir: Path, scales: list[str], ba
     return out
 
 
-def bench_overhead_tls(prom: PrometheusServer, rules: Path, workdir: Path, rounds: int) -> dict:
-    """One pod, uncached, as the aggregator asks: TLS to the adapter's secure port, a front-proxy
-    client certificate with X-Remote-User/Group, SubjectAccessReview through KubeSim (cached after
-    the first request), interleaved with the same PromQL sent to Prometheus directly."""
-    import ssl  # noqa: PLC0415
+_HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 
+
+@contextlib.contextmanager
+def _tls_adapter(prom: PrometheusServer, rules: Path, workdir: Path, resources: list[str], *args: str):
+    """The adapter on its secure port as the aggregator reaches it: a serving certificate, a
+    front-proxy CA and allowed name, reviews through KubeSim allowing the HPA `resources`. Yields
+    (adapter, TLS options for a client: ca, cert, key, front-proxy headers)."""
     from adapter.security import pki  # noqa: PLC0415
     from kubesim.apiserver import KubeSim  # noqa: PLC0415
 
-    hpa = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
     ca, fp_ca = pki.new_ca("server-ca"), pki.new_ca("front-proxy-ca")
     pki.write_pair(pki.issue(ca, "adapter", ips=["127.0.0.1"], server=True), workdir / "tls.crt", workdir / "tls.key")
     (workdir / "ca.crt").write_bytes(ca.cert_pem)
     (workdir / "fp-ca.crt").write_bytes(fp_ca.cert_pem)
     pki.write_pair(pki.issue(fp_ca, "front-proxy-client", client=True), workdir / "fp.crt", workdir / "fp.key")
     with KubeSim() as sim:
-        sim.allow(hpa, "get", "custom.metrics.k8s.io", "pods/bench_requests")
+        for resource in resources:
+            sim.allow(_HPA_USER, "get", "custom.metrics.k8s.io", resource)
         kubeconfig = str(sim.kubeconfig_path)
         a = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules), "--log-level", "warning",
-                           "--query-cache-ttl", "0",
                            "--tls-cert-file", str(workdir / "tls.crt"),
                            "--tls-private-key-file", str(workdir / "tls.key"),
                            "--requestheader-client-ca-file", str(workdir / "fp-ca.crt"),
                            "--requestheader-allowed-names", "front-proxy-client",
                            "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-                           "--anonymous-auth=false", secure=True).wait_ready(120)
+                           "--anonymous-auth=false", *args, secure=True).wait_ready(120)
         try:
-            ctx = ssl.create_default_context(cafile=str(workdir / "ca.crt"))
-            ctx.load_cert_chain(workdir / "fp.crt", workdir / "fp.key")
-            one = data.pod_name(7)
-            adapter_url = a.url + f"{CUSTOM}/namespaces/{data.NAMESPACE}/pods/{one}/bench_requests"
-            direct_url = (prom.url + "/api/v1/query", {"query": data.direct_query(data.NAMESPACE, [one])})
-            headers = {"Accept-Encoding": "identity", "X-Remote-User": hpa, "X-Remote-Group": "system:serviceaccounts"}
-            with httpx.Client(timeout=30, verify=ctx, headers=headers) as client:
-                urls = [(adapter_url, {}), direct_url]
-                timed_gets(client, urls, max(5, rounds // 10))  # warm-up: connections, the SAR cache
-                ad, di = timed_gets(client, urls, rounds)
+            yield a, {"ca": str(workdir / "ca.crt"), "cert": str(workdir / "fp.crt"), "key": str(workdir / "fp.key"),
+                      "headers": {"X-Remote-User": _HPA_USER, "X-Remote-Group": "system:serviceaccounts"}}
         finally:
             a.stop()
+
+
+def bench_overhead_tls(prom: PrometheusServer, rules: Path, workdir: Path, rounds: int) -> dict:
+    """One pod, uncached, as the aggregator asks: TLS to the adapter's secure port, a front-proxy
+    client certificate with X-Remote-User/Group, SubjectAccessReview through KubeSim (cached after
+    the first request), interleaved with the same PromQL sent to Prometheus directly."""
+    import ssl  # noqa: PLC0415
+
+    with _tls_adapter(prom, rules, workdir, ["pods/bench_requests"], "--query-cache-ttl", "0") as (a, tls):
+        ctx = ssl.create_default_context(cafile=tls["ca"])
+        ctx.load_cert_chain(tls["cert"], tls["key"])
+        one = data.pod_name(7)
+        adapter_url = a.url + f"{CUSTOM}/namespaces/{data.NAMESPACE}/pods/{one}/bench_requests"
+        direct_url = (prom.url + "/api/v1/query", {"query": data.direct_query(data.NAMESPACE, [one])})
+        headers = {"Accept-Encoding": "identity", **tls["headers"]}
+        with httpx.Client(timeout=30, verify=ctx, headers=headers) as client:
+            urls = [(adapter_url, {}), direct_url]
+            timed_gets(client, urls, max(5, rounds // 10))  # warm-up: connections, the SAR cache
+            ad, di = timed_gets(client, urls, rounds)
     s_a, s_d = summary(ad), summary(di)
     return {"adapter": s_a, "direct": s_d, "p50_ratio": round(s_a["p50_ms"] / s_d["p50_ms"], 3)}
+
+
+def bench_load_tls(prom: PrometheusServer, rules: Path, workdir: Path, seconds: float) -> dict:
+    """The load figure in TLS mode: 50 keep-alive clients with the front-proxy certificate and
+    headers (this project's aiohttp load generator: wrk sends no client certificate)."""
+    resources = [f"pods/bench_load_{m:02d}" for m in range(data.LOAD_METRICS)]
+    with _tls_adapter(prom, rules, workdir, resources) as (a, tls):
+        paths = [f"{CUSTOM}/namespaces/{data.LOAD_NAMESPACE}/pods/*/{r.partition('/')[2]}" for r in resources]
+        run_load(a.url, paths, 2, 50, tls)  # warm-up: connections, the SAR cache
+        result = run_load(a.url, paths, seconds, 50, tls)
+    return {**{k: (round(v, 3) if isinstance(v, float) else v) for k, v in result.items()}, "connections": 50,
+            "distinct_metrics": data.LOAD_METRICS}
 
 
 def bench_hpa_pattern(prom: PrometheusServer, rules: Path, periods: int) -> dict:
@@ -462,6 +487,10 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
     out.append(("load: 50 clients, 20 metrics: requests/s", f"{ld['rps']:,.0f}", ">= 2,000", ld["rps"] >= 2000))
     out.append(("load: p99 latency", f"{ld['p99_ms']:.1f} ms (p50 {ld['p50_ms']:.1f} ms)", "< 50 ms",
                 ld["p99_ms"] < 50))
+    lt = r["load_tls"]
+    out.append(("load in TLS mode (front-proxy certificate + headers, aiohttp client): requests/s, p99",
+                f"{lt['rps']:,.0f}, p99 {lt['p99_ms']:.1f} ms (p50 {lt['p50_ms']:.1f} ms, non-2xx {lt['non_2xx']})",
+                ">= 5,000 req/s at p99 < 50 ms", lt["rps"] >= 5000 and lt["p99_ms"] < 50 and lt["non_2xx"] == 0))
     out.append(("load: queries that reached Prometheus",
                 f"{ld['queries_reached_prometheus']:.0f} for {ld['requests']:,} requests in {ld['duration_s']:.0f}s",
                 f"<= {ld['max_allowed_queries']} (one per metric per {ld['freshness_s']:g}s)",
@@ -535,6 +564,9 @@ def main(argv: list[str] | None = None) -> int:
             log("2/4 load")
             result["load"] = bench_load(prom, rules, load_seconds)
             log(f"   {result['load']}")
+            log("load, TLS + front-proxy")
+            result["load_tls"] = bench_load_tls(prom, rules, workdir, load_seconds)
+            log(f"   {result['load_tls']}")
             log("3/4 discovery")
             result["discovery"] = bench_discovery(prom, workdir, list(data.DISCOVERY_SCALES), baseline_scales)
             log("4/4 label-selector lookups")
@@ -566,6 +598,7 @@ def _only(only: set[str], quick: bool) -> int:
                     "hpa": lambda: bench_hpa_pattern(prom, rules, 10 if quick else 20),
                     "startup": lambda: bench_startup(prom, workdir, 3 if quick else 7),
                     "load": lambda: bench_load(prom, rules, load_seconds),
+                    "load_tls": lambda: bench_load_tls(prom, rules, workdir, load_seconds),
                     "discovery": lambda: bench_discovery(prom, workdir, list(data.DISCOVERY_SCALES), ["10k"]),
                     "selector": lambda: bench_selector(prom, rules, max(5, rounds // 20))}
             for name in only:
