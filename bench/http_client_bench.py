@@ -9,7 +9,6 @@ bench/results/http_client.json: p50/p99 per client and the ratio to httpx (today
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
 import sys
@@ -26,8 +25,8 @@ QUERY = "/api/v1/query?query=" + "sum%28up%29"
 
 
 async def _clients(base: str) -> dict[str, tuple[Callable[[], Awaitable[bytes]], Callable[[], Awaitable[None]]]]:
-    import aiohttp  # noqa: PLC0415
-    import httpcore  # noqa: PLC0415
+    import aiohttp
+    import httpcore
 
     hx = httpx.AsyncClient(base_url=base, verify=False, limits=httpx.Limits(max_keepalive_connections=32))
     hdr = {"Accept-Encoding": "identity", "Accept": "application/json"}
@@ -53,13 +52,14 @@ async def _clients(base: str) -> dict[str, tuple[Callable[[], Awaitable[bytes]],
         async with pool.stream("GET", url, headers=list(hdr.items())) as r:
             return b"".join([c async for c in r.aiter_stream()])
 
-    return {"httpx": (via_httpx, hx.aclose), "aiohttp": (via_aiohttp, ah.close), "httpcore": (via_httpcore, pool.aclose)}
+    return {"httpx": (via_httpx, hx.aclose), "aiohttp": (via_aiohttp, ah.close),
+            "httpcore": (via_httpcore, pool.aclose)}
 
 
 async def _run(base: str, rounds: int) -> dict:
     clients = await _clients(base)
     times: dict[str, list[float]] = {name: [] for name in clients}
-    for name, (get, _) in clients.items():  # warm-up: connections
+    for get, _ in clients.values():  # warm-up: connections
         for _ in range(20):
             await get()
     for i in range(rounds):
@@ -85,9 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=2000)
     p.add_argument("--prometheus-url", default="", help="an existing Prometheus (else one is started, empty)")
     args = p.parse_args(argv)
-    import uvloop  # noqa: PLC0415
+    import uvloop
 
-    from kubesim.prometheus import PrometheusServer  # noqa: PLC0415
+    from kubesim.prometheus import PrometheusServer
 
     prom = None
     base = args.prometheus_url
