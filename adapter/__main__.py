@@ -12,7 +12,7 @@ from adapter.app import create_app
 from adapter.discovery import Discovery, ResourceDiscoveryError, fetch_resource_table
 from adapter.naming import BUILTIN_TABLE, compile_rules
 from adapter.prometheus import PrometheusClient
-from adapter.provider import CustomMetricsProvider, ExternalMetricsProvider
+from adapter.provider import CachePolicy, CustomMetricsProvider, ExternalMetricsProvider
 from adapter.resourcemetrics import ResourceMetricsProvider, compile_resource_rules
 from adapter.rules import RuleError, RulesConfig, load_rules
 from adapter.selfmetrics import SelfMetrics
@@ -74,10 +74,9 @@ async def run(settings: Settings, config: RulesConfig) -> int:
                 return _fail(f"Prometheus is unavailable: {discovery.last_error}")
             log.warning("Prometheus is unavailable, starting anyway (not ready until it answers): %s",
                         discovery.last_error)
-        custom = None if settings.disable_custom_metrics else CustomMetricsProvider(
-            discovery, prometheus, labels, settings.query_cache_ttl)
-        external = None if settings.disable_external_metrics else ExternalMetricsProvider(
-            discovery, prometheus, settings.query_cache_ttl)
+        cache = CachePolicy(settings.query_cache_ttl, settings.query_refresh_ahead, settings.query_freshness)
+        custom = None if settings.disable_custom_metrics else CustomMetricsProvider(discovery, prometheus, labels, cache)
+        external = None if settings.disable_external_metrics else ExternalMetricsProvider(discovery, prometheus, cache)
         resource = None
         if resource_rules is not None:
             if labels is None:

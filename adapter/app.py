@@ -14,10 +14,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import orjson
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
 
 from adapter.metricroutes import MetricRoutes, log_failure
 from adapter.openapi import openapi_v2, openapi_v3_document, openapi_v3_index
@@ -27,7 +28,7 @@ from adapter.resourceroutes import ResourceRoutes
 from adapter.selfmetrics import CONTENT_TYPE_LATEST, SelfMetrics
 from adapter.settings import Settings
 from promscaler import wire
-from promscaler.status import BadRequest, MethodNotAllowed, NotFound, StatusError, status_body
+from promscaler.status import MethodNotAllowed, NotFound, StatusError, status_body
 
 __all__ = ["JSONBytes", "create_app"]
 
@@ -73,8 +74,9 @@ class _RequestMetrics:
             self.metrics.request(path, code, time.perf_counter() - started)
 
 
-class _App(FastAPI):
-    """FastAPI, except that the metrics API groups' hot paths skip its per-request machinery."""
+class _App(Starlette):
+    """Starlette (FastAPI's base without its ~0.3 s of import-time pydantic models: start-up), except
+    that the metrics API groups' hot paths skip its per-request machinery."""
 
     hot: Any = None
     resource: Any = None  # metrics.k8s.io (adapter.resourceroutes), when resourceRules are served
@@ -99,12 +101,12 @@ def create_app(
     on_startup: Callable[[], Awaitable[None]] | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
     resource: ResourceMetricsProvider | None = None,
-) -> FastAPI:
+) -> Starlette:
     """The ASGI app; `custom`/`external`/`resource` None disables that API group."""
     metrics = metrics or SelfMetrics()
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI):
+    async def lifespan(_app: Starlette):
         if on_startup:
             await on_startup()
         try:
@@ -113,22 +115,19 @@ def create_app(
             if on_shutdown:
                 await on_shutdown()
 
-    app = _App(openapi_url=None, docs_url=None, redoc_url=None, lifespan=lifespan, default_response_class=JSONBytes)
-    app.state.settings, app.state.metrics = settings, metrics
+    routes: list[Route] = []
+
+    def get(path: str) -> Callable:
+        def add(endpoint: Callable) -> Callable:
+            routes.append(Route(path, endpoint, methods=["GET"]))
+            return endpoint
+        return add
 
     # -- errors --------------------------------------------------------------------------------
-    @app.exception_handler(StatusError)
     async def _status(req: Request, exc: StatusError):
         log_failure(req.method, req.url.path, req.url.query, exc)
         return _status_response(exc)
 
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(req: Request, exc: RequestValidationError):
-        bad = BadRequest(f"invalid request: {exc.errors()[0].get('msg', 'bad parameters')}")
-        log_failure(req.method, req.url.path, req.url.query, bad)
-        return _status_response(bad)
-
-    @app.exception_handler(StarletteHTTPException)
     async def _http(req: Request, exc: StarletteHTTPException):
         if exc.status_code == 405:
             return _status_response(MethodNotAllowed(f"method {req.method} is not supported on {req.url.path}"))
@@ -137,15 +136,14 @@ def create_app(
         return JSONBytes(status_body(exc.status_code, "BadRequest" if exc.status_code < 500 else "InternalError",
                                      str(exc.detail)), status_code=exc.status_code)
 
-    @app.exception_handler(Exception)
     async def _unexpected(req: Request, exc: Exception):
         log.error("unexpected error serving %s: %s", req.url.path, exc, exc_info=exc)
         return JSONBytes(status_body(500, "InternalError", f"internal error serving {req.url.path}: "
                                      f"{type(exc).__name__}"), status_code=500)
 
     # -- health and self ------------------------------------------------------------------------
-    @app.get("/healthz")
-    @app.get("/livez")
+    @get("/healthz")
+    @get("/livez")
     async def healthz(request: Request):
         if "verbose" in request.query_params:
             return PlainTextResponse(f"[+]ping ok\n{request.url.path.lstrip('/')} check passed\n")
@@ -153,7 +151,7 @@ def create_app(
 
     withheld = {"last": ""}
 
-    @app.get("/readyz")
+    @get("/readyz")
     async def readyz(request: Request):
         ok, why = await readiness() if readiness else (True, "")
         verbose = "verbose" in request.query_params
@@ -170,23 +168,24 @@ def create_app(
         return PlainTextResponse(f"[+]ping ok\n[-]prometheus failed: {reason}\nreadyz check failed\n",
                                  status_code=503)
 
-    @app.get("/metrics")
-    async def self_metrics():
+    @get("/metrics")
+    async def self_metrics(_req: Request):
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/openapi/v2")
-    async def openapi2():
-        return openapi_v2(custom is not None, external is not None)
+    @get("/openapi/v2")
+    async def openapi2(_req: Request):
+        return JSONBytes(openapi_v2(custom is not None, external is not None))
 
-    @app.get("/openapi/v3")
-    async def openapi3():
-        return openapi_v3_index(custom is not None, external is not None)
+    @get("/openapi/v3")
+    async def openapi3(_req: Request):
+        return JSONBytes(openapi_v3_index(custom is not None, external is not None))
 
-    @app.get("/openapi/v3/apis/{group}/{version}")
-    async def openapi3_doc(group: str, version: str):
+    @get("/openapi/v3/apis/{group}/{version}")
+    async def openapi3_doc(req: Request):
+        group, version = req.path_params["group"], req.path_params["version"]
         if (group == wire.CUSTOM_GROUP and custom and version in wire.CUSTOM_VERSIONS) or (
                 group == wire.EXTERNAL_GROUP and external and version in wire.EXTERNAL_VERSIONS):
-            return openapi_v3_document(group, version)
+            return JSONBytes(openapi_v3_document(group, version))
         raise NotFound(f"no OpenAPI document for {group}/{version}")
 
     # -- discovery -----------------------------------------------------------------------------
@@ -195,27 +194,29 @@ def create_app(
         groups.append(wire.api_group(wire.CUSTOM_GROUP, wire.CUSTOM_VERSIONS))
     if external is not None:
         groups.append(wire.api_group(wire.EXTERNAL_GROUP, wire.EXTERNAL_VERSIONS))
-
     if resource is not None:
         groups.append(wire.api_group(wire.RESOURCE_GROUP, wire.RESOURCE_VERSIONS))  # answered by ResourceRoutes
 
-    @app.get("/apis")
-    async def apis():
+    @get("/apis")
+    async def apis(_req: Request):
         # Never the aggregated-discovery type, whatever Accept says: clients then fall back to these documents.
-        return wire.api_group_list(groups)
+        return JSONBytes(wire.api_group_list(groups))
 
     if custom is not None:
-        @app.get(f"/apis/{wire.CUSTOM_GROUP}")
-        async def custom_group():
-            return groups[0]
+        @get(f"/apis/{wire.CUSTOM_GROUP}")
+        async def custom_group(_req: Request):
+            return JSONBytes(groups[0])
 
     if external is not None:
         external_doc = groups[1 if custom is not None else 0]
 
-        @app.get(f"/apis/{wire.EXTERNAL_GROUP}")
-        async def external_group():
-            return external_doc
+        @get(f"/apis/{wire.EXTERNAL_GROUP}")
+        async def external_group(_req: Request):
+            return JSONBytes(external_doc)
 
+    handlers: dict[Any, Any] = {StatusError: _status, StarletteHTTPException: _http, Exception: _unexpected}
+    app = _App(routes=routes, lifespan=lifespan, exception_handlers=handlers)
+    app.state.settings, app.state.metrics = settings, metrics
     app.add_middleware(_RequestMetrics, metrics=metrics)
     # below the group documents: raw ASGI (adapter.metricroutes), ahead of Starlette's middleware stack
     app.hot = _RequestMetrics(MetricRoutes(app.fallback, custom, external), metrics)

@@ -1,9 +1,9 @@
 """The hot paths as raw ASGI: the metric values the HPA polls and the version documents.
 
 `/apis/custom.metrics.k8s.io/{version}[/...]` and `/apis/external.metrics.k8s.io/{version}[/...]`
-are answered here without FastAPI's per-request machinery (dependency solving, exit stacks and
-`jsonable_encoder` over every item, ~3x the cost of the work itself at 1,000 pods, issue 7); every
-other path goes on to the FastAPI app. Same answers and errors as routes would give: orjson
+are answered here without a framework's per-request machinery (FastAPI's dependency solving, exit
+stacks and `jsonable_encoder` over every item were ~3x the cost of the work itself at 1,000 pods,
+issue 7); every other path goes on to the Starlette app. Same answers and errors as routes would give: orjson
 bodies, `metav1.Status` errors with their codes, 405 for other methods.
 
 A serialized answer is kept for exactly as long as the Prometheus answer it was built from may

@@ -23,6 +23,7 @@ from promscaler.selectors import Selector
 from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavailable
 
 __all__ = [
+    "CachePolicy",
     "CustomMetricsProvider",
     "CustomValue",
     "ExternalMetricsProvider",
@@ -80,10 +81,37 @@ def cache_ttl(setting: float | None, rule: CompiledRule) -> float:
     return 1.0
 
 
-async def _run(prometheus: PrometheusClient, query: str, ttl: float, rule: CompiledRule) -> tuple[list[Sample], float]:
+def freshness_bound(setting: float | None, rule: CompiledRule) -> float:
+    """The oldest a kept-warm answer may be: the flag, else a third of the rate range (<= 15s), else 5s.
+
+    A third of the range changes a rate by at most a third of its own smoothing; a rule without a
+    range reads a gauge whose samples are already up to a scrape interval old."""
+    if setting is not None:
+        return setting
+    if rule.window_seconds:
+        return min(rule.window_seconds / 3.0, 15.0)
+    return 5.0
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """How long each rule's answers are reused, and whether they are kept warm (refresh-ahead)."""
+
+    ttl: float | None = None  # --query-cache-ttl
+    refresh_ahead: bool = False  # --query-refresh-ahead
+    freshness: float | None = None  # --query-freshness
+
+    def for_rule(self, rule: CompiledRule) -> tuple[float, bool]:
+        if self.refresh_ahead and self.ttl != 0:
+            return freshness_bound(self.freshness if self.freshness is not None else self.ttl, rule), True
+        return cache_ttl(self.ttl, rule), False
+
+
+async def _run(prometheus: PrometheusClient, query: str, policy: tuple[float, bool],
+               rule: CompiledRule) -> tuple[list[Sample], float]:
     started = time.perf_counter()
     try:
-        samples, fresh_until = await prometheus.query_fresh(query, ttl)
+        samples, fresh_until = await prometheus.query_fresh(query, *policy)
         vlog(log, 6, "%s: %d series in %.1f ms: %s", rule.rule.path, len(samples),
              (time.perf_counter() - started) * 1000, query)
         return samples, fresh_until
@@ -107,11 +135,11 @@ def _not_discovered_yet(discovery: Discovery) -> None:
 
 class CustomMetricsProvider:
     def __init__(self, discovery: Discovery, prometheus: PrometheusClient, labels: LabelLookup | None = None,
-                 query_cache_ttl: float | None = None) -> None:
+                 cache: CachePolicy = CachePolicy()) -> None:
         self.discovery = discovery
         self.prometheus = prometheus
         self.labels = labels
-        self.query_cache_ttl = query_cache_ttl
+        self.cache = cache
 
     def list_all_metrics(self) -> list[MetricInfo]:
         return [MetricInfo(m.resource, m.metric) for m in self.discovery.catalogue.custom.values()]
@@ -147,7 +175,7 @@ class CustomMetricsProvider:
                                    names, metric_selector)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
-        samples, fresh_until = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule), rule)
+        samples, fresh_until = await _run(self.prometheus, query, self.cache.for_rule(rule), rule)
         out = []
         ns, metric, window = namespace if res.namespaced else None, found.metric, rule.window_seconds
         for labels, ts, value in samples:
@@ -204,11 +232,10 @@ class CustomMetricsProvider:
 
 
 class ExternalMetricsProvider:
-    def __init__(self, discovery: Discovery, prometheus: PrometheusClient,
-                 query_cache_ttl: float | None = None) -> None:
+    def __init__(self, discovery: Discovery, prometheus: PrometheusClient, cache: CachePolicy = CachePolicy()) -> None:
         self.discovery = discovery
         self.prometheus = prometheus
-        self.query_cache_ttl = query_cache_ttl
+        self.cache = cache
 
     def list_all_external_metrics(self) -> list[str]:
         return list(self.discovery.catalogue.external)
@@ -229,7 +256,7 @@ class ExternalMetricsProvider:
             query = external_query(rule, found.series, ns_label, namespace, selector)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
-        samples, fresh_until = await _run(self.prometheus, query, cache_ttl(self.query_cache_ttl, rule), rule)
+        samples, fresh_until = await _run(self.prometheus, query, self.cache.for_rule(rule), rule)
         return [
             ExternalValue(
                 metric,

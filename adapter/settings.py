@@ -35,6 +35,8 @@ class Settings:
     prometheus_max_response_bytes: int = 16 << 20
     prometheus_max_series: int = 50_000
     query_cache_ttl: float | None = None  # None: 1/30 of the rule's rate range (<= 5s), else 1s
+    query_refresh_ahead: bool = True
+    query_freshness: float | None = None  # None: 1/3 of the rule's rate range (<= 15s), else 5s
     # rules and discovery
     config: str | None = None
     metrics_relist_interval: float = 60.0
@@ -129,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--query-cache-ttl", type=flags.duration, default=None,
                    help="how long a query answer may be reused (0 disables); default: 1/30 of the "
                         "rule's rate range (2s for [1m]), at most 5s, or 1s for rules without a range")
+    g.add_argument("--query-refresh-ahead", **b, default=Settings.query_refresh_ahead,
+                   help="keep the answers of recently asked metric queries warm: re-query Prometheus in the "
+                        "background shortly before they stop being fresh, while somebody asked within two "
+                        "periods (default true)")
+    g.add_argument("--query-freshness", type=flags.duration, default=None,
+                   help="with --query-refresh-ahead, the oldest an answer may be; default: a third of the rule's "
+                        "rate range (20s for [1m] -> 15s cap), at most 15s, or 5s for rules without a range")
     g = p.add_argument_group("rules and discovery")
     g.add_argument("--config", "-c", help="prometheus-adapter rules file (required)")
     g.add_argument("--metrics-relist-interval", type=flags.duration, default=Settings.metrics_relist_interval,

@@ -35,9 +35,13 @@ end
 """
 
 
-def run_load(base_url: str, paths: list[str], seconds: float, connections: int) -> dict:
-    """Drive `connections` keep-alive clients over `paths` for `seconds`; returns the summary."""
-    if shutil.which("wrk"):
+def run_load(base_url: str, paths: list[str], seconds: float, connections: int,
+             tls: dict | None = None) -> dict:
+    """Drive `connections` keep-alive clients over `paths` for `seconds`; returns the summary.
+
+    `tls` ({"ca", "cert", "key", "headers"}): HTTPS with a client certificate and extra headers
+    (the aggregator's front-proxy identity), which wrk cannot send: this module's own client."""
+    if shutil.which("wrk") and tls is None:
         with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
             f.write(_WRK_SCRIPT % {"paths": ", ".join(json.dumps(p) for p in paths)})
             script = f.name
@@ -49,10 +53,11 @@ def run_load(base_url: str, paths: list[str], seconds: float, connections: int) 
         result = _result(out.stdout, out.stderr)
         result["client"] = "wrk"
     else:
-        out = subprocess.run([sys.executable, __file__, base_url, str(seconds), str(connections), *paths],
-                             capture_output=True, text=True, timeout=seconds + 60)
+        out = subprocess.run([sys.executable, __file__, json.dumps(tls or {}), base_url, str(seconds), str(connections),
+                              *paths], capture_output=True, text=True, timeout=seconds + 60)
         result = _result(out.stdout, out.stderr)
-        result["client"] = "aiohttp (install Debian package wrk for a lighter client)"
+        result["client"] = ("aiohttp, TLS with a client certificate (wrk sends none)" if tls else
+                            "aiohttp (install Debian package wrk for a lighter client)")
     result["rps"] = result["requests"] / result["duration_s"] if result["duration_s"] else 0.0
     return result
 
@@ -64,8 +69,15 @@ def _result(stdout: str, stderr: str) -> dict:
     raise RuntimeError(f"load generator failed: {stderr.strip()[-500:] or stdout.strip()[-500:]}")
 
 
-async def _python_load(base_url: str, seconds: float, connections: int, paths: list[str]) -> dict:
-    import aiohttp
+async def _python_load(base_url: str, seconds: float, connections: int, paths: list[str], tls: dict) -> dict:
+    import ssl  # noqa: PLC0415
+
+    import aiohttp  # noqa: PLC0415  (only in the fallback process)
+
+    ctx: ssl.SSLContext | bool = True
+    if tls:
+        ctx = ssl.create_default_context(cafile=tls["ca"])
+        ctx.load_cert_chain(tls["cert"], tls["key"])
 
     latencies: list[float] = []
     non_2xx = errors = 0
@@ -87,7 +99,8 @@ async def _python_load(base_url: str, seconds: float, connections: int, paths: l
             latencies.append(time.perf_counter() - started)
 
     started = time.perf_counter()
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections)) as session:
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections, ssl=ctx),
+                                     headers=(tls or {}).get("headers")) as session:
         await asyncio.gather(*(worker(session, k) for k in range(connections)))
     duration = time.perf_counter() - started
     latencies.sort()
@@ -101,5 +114,10 @@ async def _python_load(base_url: str, seconds: float, connections: int, paths: l
 
 
 if __name__ == "__main__":
-    url, secs, conns, *ps = sys.argv[1:]
-    print("RESULT " + json.dumps(asyncio.run(_python_load(url, float(secs), int(conns), ps))))
+    opts, url, secs, conns, *ps = sys.argv[1:]
+    try:
+        import uvloop
+        run = uvloop.run
+    except ImportError:
+        run = asyncio.run
+    print("RESULT " + json.dumps(run(_python_load(url, float(secs), int(conns), ps, json.loads(opts)))))

@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 from decimal import ROUND_CEILING, ROUND_DOWN, Decimal, InvalidOperation
 
-from kubernetes.utils.quantity import parse_quantity as _client_parse
-
 __all__ = ["QuantityError", "format_milli", "format_quantity", "parse_quantity", "to_milli"]
 
 _DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
@@ -20,6 +18,14 @@ _BINARY_SUFFIXES = [(60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), 
 
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
+
+
+def _client_parse(text: str) -> Decimal:
+    # Imported on first use: the `kubernetes` package costs ~120 ms to import, and the adapter
+    # serves (and starts) without parsing a quantity.
+    from kubernetes.utils.quantity import parse_quantity  # noqa: PLC0415
+
+    return Decimal(parse_quantity(text))
 
 
 def parse_quantity(value: str | int | float | Decimal) -> Decimal:

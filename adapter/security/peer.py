@@ -15,7 +15,7 @@ from typing import Any
 
 from cryptography import x509
 
-__all__ = ["with_tls_extension", "tls_info", "client_chain"]
+__all__ = ["client_chain", "tls_info", "with_tls_extension"]
 
 
 def tls_info(transport: asyncio.BaseTransport) -> dict[str, Any] | None:
@@ -41,7 +41,7 @@ def tls_info(transport: asyncio.BaseTransport) -> dict[str, Any] | None:
         "client_cert_chain": [ssl.DER_cert_to_PEM_cert(d) for d in chain_der],
         "client_cert_name": None,
         "client_cert_error": None,
-        "tls_version": {"TLSv1.2": 0x0303, "TLSv1.3": 0x0304}.get(sslobj.version() or "", None),
+        "tls_version": {"TLSv1.2": 0x0303, "TLSv1.3": 0x0304}.get(sslobj.version() or ""),
         "cipher_suite": None,
         "cipher_name": cipher[0] if cipher else None,
     }
@@ -51,14 +51,19 @@ def client_chain(scope: dict[str, Any]) -> list[x509.Certificate]:
     """The client's certificates from the scope (leaf first); empty without TLS or a cert."""
     info = scope.get("extensions", {}).get("tls") or {}
     pems = info.get("client_cert_chain") or []
-    return [x509.load_pem_x509_certificate(p.encode()) for p in pems]
+    parsed = info.get("promscaler.parsed_chain")  # one dict per connection: parsed once per connection
+    if parsed is None or parsed[0] is not pems:
+        parsed = (pems, [x509.load_pem_x509_certificate(p.encode()) for p in pems])
+        if info:
+            info["promscaler.parsed_chain"] = parsed
+    return list(parsed[1])
 
 
 class _TLSScopeApp:
     def __init__(self, app: Any, info: dict[str, Any]) -> None:
         self.app, self.info = app, info
 
-    async def __call__(self, scope, receive, send):  # noqa: ANN001
+    async def __call__(self, scope, receive, send):
         if scope["type"] in ("http", "websocket"):
             scope.setdefault("extensions", {})["tls"] = self.info
         return await self.app(scope, receive, send)
@@ -68,7 +73,7 @@ def with_tls_extension(protocol_cls: type) -> type:
     """A subclass of a uvicorn HTTP protocol class that adds the TLS extension to each scope."""
 
     class TLSExtensionProtocol(protocol_cls):  # type: ignore[misc, valid-type]
-        def connection_made(self, transport):  # noqa: ANN001
+        def connection_made(self, transport):
             super().connection_made(transport)
             info = tls_info(transport)
             if info is not None:

@@ -28,8 +28,14 @@ from cryptography.x509.verification import Criticality, ExtensionPolicy, PolicyB
 from adapter.security import pki
 
 __all__ = [
-    "TLS_VERSIONS", "CIPHER_SUITES", "parse_min_version", "openssl_ciphers", "CABundle",
-    "ServingTLS", "CertError", "ensure_self_signed",
+    "CIPHER_SUITES",
+    "TLS_VERSIONS",
+    "CABundle",
+    "CertError",
+    "ServingTLS",
+    "ensure_self_signed",
+    "openssl_ciphers",
+    "parse_min_version",
 ]
 
 log = logging.getLogger("adapter.security.tls")
@@ -147,6 +153,9 @@ class CABundle:
         self.pem = b""
         self.certs: list[x509.Certificate] = []
         self._store: Store | None = None
+        # chains that verified, until the earliest expiry in them (at most a minute): the verifier
+        # costs ~0.25 ms, once per request otherwise; cleared when the bundle changes
+        self._verified: dict[tuple[x509.Certificate, ...], tuple[x509.Certificate, dt.datetime]] = {}
         if self.path is not None:
             self.refresh(strict=True)
         elif pem:
@@ -165,6 +174,7 @@ class CABundle:
             raise CertError(f"{self.name}: cannot parse CA bundle: {exc}") from None
         self.pem, self.certs = pem, certs
         self._store = Store(certs) if certs else None
+        self._verified = {}
         return True
 
     def refresh(self, strict: bool = False) -> bool:
@@ -187,7 +197,21 @@ class CABundle:
         """The leaf of `chain` if it verifies against this bundle for client auth, else raise."""
         if self._store is None or not chain:
             raise VerificationError("no CA or no client certificate")
-        now = now or dt.datetime.now(dt.UTC)
+        if now is not None:  # a given time: verified afresh
+            return self._verify_client(chain, now)
+        now = dt.datetime.now(dt.UTC)
+        key = tuple(chain)
+        hit = self._verified.get(key)
+        if hit is not None and now < hit[1]:
+            return hit[0]
+        leaf = self._verify_client(chain, now)
+        if len(self._verified) >= 1024:
+            self._verified.clear()
+        until = min([now + dt.timedelta(minutes=1), *(c.not_valid_after_utc for c in chain)])
+        self._verified[key] = (leaf, until)
+        return leaf
+
+    def _verify_client(self, chain: list[x509.Certificate], now: dt.datetime) -> x509.Certificate:
         leaf = chain[0]
         if leaf.version is x509.Version.v1:  # no extensions: no EKU, valid for any use (Go accepts it)
             return self._verify_v1(leaf, chain[1:], now)
@@ -245,7 +269,8 @@ def _extension(cert: x509.Certificate, kind: type) -> Any:
         return None
 
 
-def ensure_self_signed(cert_dir: str | Path, host: str = "localhost", alternate_dns: list[str] | None = None) -> tuple[Path, Path]:
+def ensure_self_signed(cert_dir: str | Path, host: str = "localhost",
+                       alternate_dns: list[str] | None = None) -> tuple[Path, Path]:
     """`--cert-dir` without `--tls-cert-file`: reuse or create apiserver.crt/.key there."""
     cert_dir = Path(cert_dir)
     cert, key = cert_dir / "apiserver.crt", cert_dir / "apiserver.key"

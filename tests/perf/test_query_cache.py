@@ -102,7 +102,7 @@ async def test_fifty_clients_one_prometheus_query(prometheus, rules_file):
     """Through the real adapter: 50 concurrent clients on one metric -> one query reaches Prometheus;
     after the freshness period the next request asks again."""
     adapter = AdapterProcess("--prometheus-url", prometheus.url, "--config", str(rules_file),
-                             "--query-cache-ttl", "2s").wait_ready()
+                             "--query-cache-ttl", "2s", "--query-refresh-ahead=false").wait_ready()
     path = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/*/requests"
     try:
         expected = direct(prometheus.url, 'sum(rate(app_requests_total{namespace="web",pod!=""}[1m])) by (pod)')

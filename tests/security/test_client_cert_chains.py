@@ -101,6 +101,34 @@ def test_another_ca_is_rejected():
         CABundle("client CA", pem=pki.cert_pem(ca)).verify_client([leaf])
 
 
+def test_a_verified_chain_is_forgotten_when_the_ca_changes():
+    """Verified chains are remembered (verification costs ~0.25 ms per request), but never across a
+    change of the CA bundle: a rotated-out CA stops authenticating at once."""
+    ca_key, new_key = _key(), _key()
+    ca, new_ca = _cert("ca", ca_key, ca=True), _cert("ca2", new_key, ca=True)
+    leaf = _cert("alice", _key(), (ca, ca_key), eku=CLIENT)
+    bundle = CABundle("client CA", pem=pki.cert_pem(ca))
+    assert bundle.verify_client([leaf]) == leaf
+    assert bundle.verify_client([leaf]) == leaf  # remembered
+    assert bundle.set_pem(pki.cert_pem(new_ca))
+    with pytest.raises(VerificationError):
+        bundle.verify_client([leaf])
+
+
+def test_a_remembered_chain_is_not_kept_past_its_expiry():
+    ca_key = _key()
+    ca = _cert("ca", ca_key, ca=True)
+    # valid for 30 s more: remembered for at most that long, not the minute
+    start = dt.datetime.now(dt.UTC) - dt.timedelta(days=1) + dt.timedelta(seconds=30)
+    leaf = _cert("alice", _key(), (ca, ca_key), eku=CLIENT, start=start, days=1)
+    bundle = CABundle("client CA", pem=pki.cert_pem(ca))
+    assert bundle.verify_client([leaf]) == leaf
+    (until,) = [until for _, until in bundle._verified.values()]
+    assert until == leaf.not_valid_after_utc
+    with pytest.raises(VerificationError):  # a given time past expiry is checked afresh
+        bundle.verify_client([leaf], now=leaf.not_valid_after_utc + dt.timedelta(seconds=1))
+
+
 def _openssl(tmp: Path, *args: str) -> None:
     subprocess.run(["openssl", *args], cwd=tmp, check=True, capture_output=True, timeout=60)
 

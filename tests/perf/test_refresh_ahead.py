@@ -1,0 +1,133 @@
+"""Refresh-ahead: a query asked again and again (the HPA's pattern) is answered from memory, never
+older than its freshness bound, with one Prometheus query per period; a query nobody asks any more
+stops being refreshed after two periods."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+
+from adapter.naming import compile_rules
+from adapter.provider import CachePolicy, freshness_bound
+from adapter.querycache import QueryCache, refresh_lead
+from adapter.rules import parse_rules
+from tests.support import eventually
+
+from .conftest import AdapterProcess, direct
+from .test_query_cache import _prometheus_query_count
+
+TTL = 1.0  # the shortest period refresh-ahead keeps warm
+
+
+class Backend:
+    """A fetch that counts its calls and answers when it was sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[float] = []
+
+    async def fetch(self) -> float:
+        self.sent.append(time.monotonic())
+        return self.sent[-1]
+
+
+async def test_asked_again_and_again_is_answered_from_memory_never_older_than_the_bound():
+    cache, backend = QueryCache(), Backend()
+    try:
+        ages = []
+        end = time.monotonic() + 4 * TTL
+        while time.monotonic() < end:
+            sent_at, _ = await cache.lookup("q", TTL, backend.fetch, refresh=True)
+            ages.append(time.monotonic() - sent_at)
+            await asyncio.sleep(0.1)
+        assert cache.misses == 1  # only the first request waited on Prometheus
+        assert cache.refreshes >= 3  # the rest came from background refreshes
+        assert max(ages) <= TTL  # never older than the freshness bound
+        period = TTL - refresh_lead(TTL)
+        gaps = [b - a for a, b in zip(backend.sent, backend.sent[1:], strict=False)]
+        assert min(gaps) >= period * 0.9  # at most one query per period
+    finally:
+        await cache.aclose()
+
+
+async def test_a_query_nobody_asks_for_stops_being_refreshed():
+    cache, backend = QueryCache(), Backend()
+    try:
+        await cache.lookup("q", TTL, backend.fetch, refresh=True)
+        last_ask = time.monotonic()
+        assert cache.warm == 1
+        await eventually(lambda: cache.warm == 0, timeout=15)
+        period = TTL - refresh_lead(TTL)
+        # refreshes only while the last request is at most two periods old
+        assert all(t - last_ask <= 2 * period + 0.5 for t in backend.sent[1:])
+        count = len(backend.sent)
+        await asyncio.sleep(2 * TTL)  # long enough for a refresh that should not happen
+        assert len(backend.sent) == count
+    finally:
+        await cache.aclose()
+
+
+async def test_failures_are_not_refreshed_and_the_next_request_asks_again():
+    cache, calls = QueryCache(), []
+
+    async def failing() -> None:
+        calls.append(1)
+        raise RuntimeError("Prometheus said no")
+
+    try:
+        with pytest.raises(RuntimeError):
+            await cache.lookup("q", TTL, failing, refresh=True)
+        assert cache.warm == 0
+        with pytest.raises(RuntimeError):
+            await cache.lookup("q", TTL, failing, refresh=True)
+        assert len(calls) == 2
+    finally:
+        await cache.aclose()
+
+
+async def test_without_refresh_nothing_happens_in_the_background():
+    cache, backend = QueryCache(), Backend()
+    await cache.lookup("q", TTL, backend.fetch)
+    await asyncio.sleep(1.5 * TTL)
+    assert len(backend.sent) == 1 and cache.warm == 0 and cache.refreshes == 0
+
+
+@pytest.mark.parametrize("query,freshness,expected", [
+    ("sum(rate(x[1m])) by (pod)", None, 15.0),   # a third of 60 s is 20 s: capped at 15 s
+    ("sum(rate(x[30s])) by (pod)", None, 10.0),  # a third of the rate range
+    ("sum(x) by (pod)", None, 5.0),              # no range
+    ("sum(rate(x[1m])) by (pod)", 4.0, 4.0),     # the flag wins
+])
+def test_default_freshness_bound(query, freshness, expected):
+    rules = compile_rules(parse_rules(
+        "rules:\n- seriesQuery: x\n  resources: {template: '<<.Resource>>'}\n  metricsQuery: '%s'\n" % query))
+    assert freshness_bound(freshness, rules.rules[0]) == expected
+    assert CachePolicy(refresh_ahead=True, freshness=freshness).for_rule(rules.rules[0]) == (expected, True)
+    assert CachePolicy(ttl=0, refresh_ahead=True).for_rule(rules.rules[0]) == (0.0, False)  # caching off
+
+
+async def test_hpa_pattern_through_the_real_adapter(prometheus, rules_file):
+    """Several autoscalers asking one metric every half second for a few periods: every answer is
+    Prometheus' current value, and Prometheus receives about one query per refresh period."""
+    adapter = AdapterProcess("--prometheus-url", prometheus.url, "--config", str(rules_file),
+                             "--query-freshness", "2s").wait_ready()
+    path = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/*/requests"
+    try:
+        expected = direct(prometheus.url, 'sum(rate(app_requests_total{namespace="web",pod!=""}[1m])) by (pod)')
+        before = _prometheus_query_count(prometheus.url)
+        started = time.monotonic()
+        async with httpx.AsyncClient(base_url=adapter.url, timeout=15) as client:
+            for _ in range(16):
+                answers = await asyncio.gather(*(client.get(path) for _ in range(3)))
+                for r in answers:
+                    assert r.status_code == 200
+                    assert {i["describedObject"]["name"] for i in r.json()["items"]} == set(expected)
+                await asyncio.sleep(0.5)
+        elapsed = time.monotonic() - started
+        sent = _prometheus_query_count(prometheus.url) - before
+        period = 2.0 - refresh_lead(2.0)
+        assert 1 <= sent <= elapsed / period + 2  # one per period (plus the first and one in flight)
+    finally:
+        adapter.stop()
