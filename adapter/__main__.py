@@ -75,7 +75,8 @@ async def run(settings: Settings, config: RulesConfig) -> int:
             log.warning("Prometheus is unavailable, starting anyway (not ready until it answers): %s",
                         discovery.last_error)
         cache = CachePolicy(settings.query_cache_ttl, settings.query_refresh_ahead, settings.query_freshness)
-        custom = None if settings.disable_custom_metrics else CustomMetricsProvider(discovery, prometheus, labels, cache)
+        custom = (None if settings.disable_custom_metrics
+                  else CustomMetricsProvider(discovery, prometheus, labels, cache))
         external = None if settings.disable_external_metrics else ExternalMetricsProvider(discovery, prometheus, cache)
         resource = None
         if resource_rules is not None:

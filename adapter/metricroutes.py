@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qsl
 
 import orjson
@@ -96,8 +96,9 @@ class MetricRoutes:
 
     CUSTOM = f"/apis/{wire.CUSTOM_GROUP}/"
     EXTERNAL = f"/apis/{wire.EXTERNAL_GROUP}/"
-    _ROUTES = {(g, values): _Route(f"/apis/{g}/{{version}}" + ("/{rest:path}" if values else ""))
-               for g in (wire.CUSTOM_GROUP, wire.EXTERNAL_GROUP) for values in (False, True)}
+    _ROUTES: ClassVar[dict[tuple[str, bool], _Route]] = {
+        (g, values): _Route(f"/apis/{g}/{{version}}" + ("/{rest:path}" if values else ""))
+        for g in (wire.CUSTOM_GROUP, wire.EXTERNAL_GROUP) for values in (False, True)}
 
     def __init__(self, app, custom: CustomMetricsProvider | None, external: ExternalMetricsProvider | None,
                  max_answers: int = 1024) -> None:
@@ -115,11 +116,11 @@ class MetricRoutes:
         if scope["type"] != "http" or not self.claims(path):
             return await self.app(scope, receive, send)
         if path.startswith(self.CUSTOM):
-            group, rest, provider = wire.CUSTOM_GROUP, path[len(self.CUSTOM):], self.custom
+            group, rest, served = wire.CUSTOM_GROUP, path[len(self.CUSTOM):], self.custom is not None
         else:
-            group, rest, provider = wire.EXTERNAL_GROUP, path[len(self.EXTERNAL):], self.external
+            group, rest, served = wire.EXTERNAL_GROUP, path[len(self.EXTERNAL):], self.external is not None
         version, slash, tail = rest.partition("/")
-        if provider is None or not version:
+        if not served or not version:
             return await self.app(scope, receive, send)
         scope["route"] = self._ROUTES[group, bool(slash)]
         code = 200
@@ -141,13 +142,23 @@ class MetricRoutes:
                     "headers": [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
 
+    def _custom(self) -> CustomMetricsProvider:
+        if self.custom is None:  # __call__ hands a group's paths over only while it is served
+            raise NotFound(f"{wire.CUSTOM_GROUP} is not served")
+        return self.custom
+
+    def _external(self) -> ExternalMetricsProvider:
+        if self.external is None:
+            raise NotFound(f"{wire.EXTERNAL_GROUP} is not served")
+        return self.external
+
     async def _values(self, group: str, version: str, tail: str, raw_query: bytes) -> bytes:
         """A value list: from the answers kept while fresh, else built (every wait inside is bounded
         by the Prometheus and Kubernetes timeouts, themselves within `--request-timeout`)."""
         query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
         # a `*` answer depends on which objects exist (and match): reusable while they stay the same
         by_labels = group == wire.CUSTOM_GROUP and (bool(query.get("labelSelector")) or "/*/" in f"/{tail}")
-        key = (group, version, tail, raw_query, self.custom.objects_version() if by_labels else 0)
+        key = (group, version, tail, raw_query, self._custom().objects_version() if by_labels else 0)
         body = self.answers.get(key)
         if body is None:
             if group == wire.CUSTOM_GROUP:
@@ -164,11 +175,11 @@ class MetricRoutes:
             _check_version(version, wire.CUSTOM_VERSIONS, group)
             resources = sorted(
                 (wire.api_resource(f"{m.resource.api_name}/{m.metric}", "MetricValueList", m.resource.namespaced)
-                 for m in self.custom.list_all_metrics()), key=lambda r: r["name"])
+                 for m in self._custom().list_all_metrics()), key=lambda r: r["name"])
         else:
             _check_version(version, wire.EXTERNAL_VERSIONS, group)
             resources = [wire.api_resource(m, "ExternalMetricValueList", True)
-                         for m in sorted(self.external.list_all_external_metrics())]
+                         for m in sorted(self._external().list_all_external_metrics())]
         return orjson.dumps(wire.api_resource_list(f"{group}/{version}", resources))
 
     # -- values --------------------------------------------------------------------------------
@@ -183,7 +194,8 @@ class MetricRoutes:
             namespace, resource, name, metric = None, parts[0], parts[1], parts[2]
         else:
             raise BadRequest(f"malformed path /apis/{wire.CUSTOM_GROUP}/{version}/{rest}: expected "
-                             "[namespaces/{namespace}/]{resource}/{name|*}/{metric} or namespaces/{namespace}/metrics/{metric}")
+                             "[namespaces/{namespace}/]{resource}/{name|*}/{metric} "
+                             "or namespaces/{namespace}/metrics/{metric}")
         if not all(parts):
             raise BadRequest(f"malformed path /apis/{wire.CUSTOM_GROUP}/{version}/{rest}: empty segment")
         _check_segments(parts)
@@ -191,9 +203,9 @@ class MetricRoutes:
         echo = to_label_selector(metric_selector)
         if name == "*":
             selector = _selector(query, "labelSelector")
-            values = await self.custom.get_metric_by_selector(resource, namespace, selector, metric, metric_selector)
+            values = await self._custom().get_metric_by_selector(resource, namespace, selector, metric, metric_selector)
         else:
-            values = [await self.custom.get_metric_by_name(resource, namespace, name, metric, metric_selector)]
+            values = [await self._custom().get_metric_by_name(resource, namespace, name, metric, metric_selector)]
         body = orjson.dumps(wire.metric_value_list(version, _custom_items(version, values, echo)))
         return body, min((v.fresh_until for v in values), default=0.0)
 
@@ -205,7 +217,7 @@ class MetricRoutes:
                              "namespaces/{namespace}/{metric}")
         _check_segments(parts)
         selector = _selector(query, "labelSelector")
-        values = await self.external.get_external_metric(parts[1], parts[2], selector)
+        values = await self._external().get_external_metric(parts[1], parts[2], selector)
         body = orjson.dumps(wire.external_metric_value_list(
             wire.external_metric_value(v.metric, v.labels, format_quantity(v.value), timestamp(v.timestamp),
                                        v.window_seconds) for v in values))

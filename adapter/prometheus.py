@@ -115,9 +115,8 @@ def _auth_config(path: str) -> dict[str, Any]:
         if src.get(file_key):
             return src[file_key]
         if src.get(data_key):
-            f = tempfile.NamedTemporaryFile("wb", prefix="promscaler-auth-", delete=False)
-            f.write(base64.b64decode(src[data_key]))
-            f.close()
+            with tempfile.NamedTemporaryFile("wb", prefix="promscaler-auth-", delete=False) as f:
+                f.write(base64.b64decode(src[data_key]))
             return f.name
         return None
 
@@ -148,9 +147,9 @@ class PrometheusClient:
         self.max_bytes = settings.prometheus_max_response_bytes
         self.max_series = settings.prometheus_max_series
         self.metrics = metrics
+        self.cache = QueryCache()
         if metrics is not None:
             metrics.watch_cache(lambda: (self.cache.hits, self.cache.coalesced, self.cache.misses))
-        self.cache = QueryCache()
         auth = _auth_config(settings.prometheus_auth_config) if settings.prometheus_auth_config else {}
         ca = settings.prometheus_ca_file or auth.get("ca")
         cert = settings.prometheus_client_tls_cert_file or auth.get("cert")

@@ -120,7 +120,7 @@ def timed_gets(client: httpx.Client, urls: list[tuple[str, dict]], rounds: int) 
 def async_client_gets(url: str, params: dict, rounds: int) -> list[float]:
     """Sequential GETs from an asyncio process through an `aiohttp.ClientSession` (the adapter's own
     client stack): what the adapter's second hop costs before it does any work of its own; ms."""
-    import aiohttp  # noqa: PLC0415
+    import aiohttp
 
     async def run() -> list[float]:
         out = []
@@ -137,7 +137,7 @@ def async_client_gets(url: str, params: dict, rounds: int) -> list[float]:
         return out
 
     try:
-        import uvloop  # noqa: PLC0415  (as the adapter runs)
+        import uvloop
         return uvloop.run(run())
     except ImportError:
         return asyncio.run(run())
@@ -158,7 +158,8 @@ def start_prometheus(workdir: Path) -> PrometheusServer:
     if out.returncode != 0:
         raise RuntimeError(f"promtool backfill failed: {out.stderr.strip()[-1000:]}")
     om.unlink()
-    log(f"generated {lines:,} OpenMetrics lines in {gen:.1f}s, backfilled in {time.perf_counter() - started - gen:.1f}s")
+    backfill = time.perf_counter() - started - gen
+    log(f"generated {lines:,} OpenMetrics lines in {gen:.1f}s, backfilled in {backfill:.1f}s")
     return prom.start(timeout=120)
 
 
@@ -272,8 +273,8 @@ def _tls_adapter(prom: PrometheusServer, rules: Path, workdir: Path, resources: 
     """The adapter on its secure port as the aggregator reaches it: a serving certificate, a
     front-proxy CA and allowed name, reviews through KubeSim allowing the HPA `resources`. Yields
     (adapter, TLS options for a client: ca, cert, key, front-proxy headers)."""
-    from adapter.security import pki  # noqa: PLC0415
-    from kubesim.apiserver import KubeSim  # noqa: PLC0415
+    from adapter.security import pki
+    from kubesim.apiserver import KubeSim
 
     ca, fp_ca = pki.new_ca("server-ca"), pki.new_ca("front-proxy-ca")
     pki.write_pair(pki.issue(ca, "adapter", ips=["127.0.0.1"], server=True), workdir / "tls.crt", workdir / "tls.key")
@@ -302,7 +303,7 @@ def bench_overhead_tls(prom: PrometheusServer, rules: Path, workdir: Path, round
     """One pod, uncached, as the aggregator asks: TLS to the adapter's secure port, a front-proxy
     client certificate with X-Remote-User/Group, SubjectAccessReview through KubeSim (cached after
     the first request), interleaved with the same PromQL sent to Prometheus directly."""
-    import ssl  # noqa: PLC0415
+    import ssl
 
     with _tls_adapter(prom, rules, workdir, ["pods/bench_requests"], "--query-cache-ttl", "0") as (a, tls):
         ctx = ssl.create_default_context(cafile=tls["ca"])
@@ -357,7 +358,7 @@ def bench_hpa_pattern(prom: PrometheusServer, rules: Path, periods: int) -> dict
             elapsed = time.monotonic() - started
             # the direct queries reached Prometheus too: count only the adapter's
             reached = prometheus_queries(prom) - prom_before - len(direct_ms)
-        from adapter.querycache import refresh_lead  # noqa: PLC0415
+        from adapter.querycache import refresh_lead
 
         period = freshness - refresh_lead(freshness)
         allowed = metrics * (math.floor(elapsed / period) + 2)
@@ -412,7 +413,7 @@ class _CountingASGI:
 
 
 def bench_selector(prom: PrometheusServer, rules: Path, rounds: int) -> dict:
-    from kubesim.apiserver import KubeSim  # noqa: PLC0415
+    from kubesim.apiserver import KubeSim
 
     sim = KubeSim(ready_delay=0, bookmark_interval=60)
     counter = sim.app = _CountingASGI(sim.app)
@@ -435,7 +436,7 @@ def bench_selector(prom: PrometheusServer, rules: Path, rounds: int) -> dict:
             try:
                 base = f"{a.url}{CUSTOM}/namespaces/{data.SELECTOR_NAMESPACE}/pods/*/bench_sel_inflight"
 
-                def urls(tag: str) -> list[tuple[str, dict]]:
+                def urls(tag: str, base: str = base, mode: str = mode) -> list[tuple[str, dict]]:
                     return [(base, {"labelSelector": f"app={data.selector_app(k)},tier=web",
                                     **({"nocache": tag} if mode == "lookup" else {})})
                             for k in range(data.SELECTOR_APPS)]
@@ -448,7 +449,8 @@ def bench_selector(prom: PrometheusServer, rules: Path, rounds: int) -> dict:
                             raise RuntimeError(f"{params}: {n} items, expected {expected}")
                     calls_before = counter.count
                     if mode == "lookup":
-                        ms = [x for r in range(rounds) for series in timed_gets(client, urls(str(r)), 1) for x in series]
+                        ms = [x for r in range(rounds)
+                              for series in timed_gets(client, urls(str(r)), 1) for x in series]
                     else:
                         ms = [x for series in timed_gets(client, urls(""), rounds) for x in series]
                     out[mode] = {**summary(ms), "kubernetes_api_calls_during_measurement": counter.count - calls_before}
@@ -471,19 +473,22 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
         out.append((f"overhead, {what}: adapter p50 / direct p50 (uncached)",
                     f"{x['adapter']['p50_ms']:.2f} / {x['direct']['p50_ms']:.2f} ms = {x['p50_ratio']:.2f}x "
                     f"(p99 {x['adapter']['p99_ms']:.2f} / {x['direct']['p99_ms']:.2f} ms; "
-                    f"adapter answering from its cache, no Prometheus work: p50 {x['adapter_from_cache']['p50_ms']:.2f} ms; "
+                    "adapter answering from its cache, no Prometheus work: "
+                    f"p50 {x['adapter_from_cache']['p50_ms']:.2f} ms; "
                     f"the direct query from an asyncio aiohttp client, the adapter's second hop alone: "
                     f"p50 {x['direct_from_async_client']['p50_ms']:.2f} ms)",
                     f"< {reference[key]}x (prometheus-adapter's)", x["p50_ratio"] < reference[key]))
     t = r["overhead_tls"]
     out.append(("one pod, uncached, TLS + front-proxy authentication: adapter p50 / direct p50",
                 f"{t['adapter']['p50_ms']:.2f} / {t['direct']['p50_ms']:.2f} ms = {t['p50_ratio']:.2f}x "
-                f"(p99 {t['adapter']['p99_ms']:.2f} / {t['direct']['p99_ms']:.2f} ms)", "<= 2.5x (prometheus-adapter: 3.4x)",
+                f"(p99 {t['adapter']['p99_ms']:.2f} / {t['direct']['p99_ms']:.2f} ms)",
+                "<= 2.5x (prometheus-adapter: 3.4x)",
                 t["p50_ratio"] <= 2.5))
     h = r["hpa"]
     out.append(("HPA pattern (each metric asked once per sync period, refresh-ahead): adapter p50 / direct p50",
                 f"{h['adapter']['p50_ms']:.2f} / {h['direct']['p50_ms']:.2f} ms = {h['p50_ratio']:.2f}x "
-                f"(p99 {h['adapter']['p99_ms']:.2f} / {h['direct']['p99_ms']:.2f} ms)", "<= 1.0x", h["p50_ratio"] <= 1.0))
+                f"(p99 {h['adapter']['p99_ms']:.2f} / {h['direct']['p99_ms']:.2f} ms)",
+                "<= 1.0x", h["p50_ratio"] <= 1.0))
     out.append(("HPA pattern: queries that reached Prometheus",
                 f"{h['queries_reached_prometheus']:.0f} for {h['metrics']} metrics in {h['duration_s']:.0f}s",
                 f"<= {h['max_allowed_queries']} (one per metric per refresh period)",
@@ -506,7 +511,8 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
     for label, row in d.items():
         agg = row["aggregate"]
         base = row.get("exact")
-        base_txt = f"; exact /api/v1/series: {base['relist_mean_s']:.2f} s, {base['peak_rss_mb']:.0f} MB" if base else ""
+        base_txt = (f"; exact /api/v1/series: {base['relist_mean_s']:.2f} s, {base['peak_rss_mb']:.0f} MB"
+                    if base else "")
         same = row.get("same_catalogue_as_exact")
         met = agg["relist_mean_s"] < 2 and agg["peak_rss_mb"] < 150 and same is not False
         out.append((f"discovery, {row['series']:,} series: relist / adapter peak RSS",
@@ -555,7 +561,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             log(f"Prometheus ready at {prom.url}")
             result: dict = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+                            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
+                                       f"Python {platform.python_version()}",
                             "quick": args.quick}
             log("1/4 overhead")
             result["overhead"] = bench_overhead(prom, rules, rounds)

@@ -70,9 +70,9 @@ def _result(stdout: str, stderr: str) -> dict:
 
 
 async def _python_load(base_url: str, seconds: float, connections: int, paths: list[str], tls: dict) -> dict:
-    import ssl  # noqa: PLC0415
+    import ssl
 
-    import aiohttp  # noqa: PLC0415  (only in the fallback process)
+    import aiohttp
 
     ctx: ssl.SSLContext | bool = True
     if tls:

@@ -23,7 +23,7 @@ class QuantityError(ValueError):
 def _client_parse(text: str) -> Decimal:
     # Imported on first use: the `kubernetes` package costs ~120 ms to import, and the adapter
     # serves (and starts) without parsing a quantity.
-    from kubernetes.utils.quantity import parse_quantity  # noqa: PLC0415
+    from kubernetes.utils.quantity import parse_quantity
 
     return Decimal(parse_quantity(text))
 

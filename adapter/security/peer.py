@@ -72,7 +72,9 @@ class _TLSScopeApp:
 def with_tls_extension(protocol_cls: type) -> type:
     """A subclass of a uvicorn HTTP protocol class that adds the TLS extension to each scope."""
 
-    class TLSExtensionProtocol(protocol_cls):  # type: ignore[misc, valid-type]
+    class TLSExtensionProtocol(protocol_cls):
+        app: Any  # the ASGI app uvicorn's protocol serves
+
         def connection_made(self, transport):
             super().connection_made(transport)
             info = tls_info(transport)

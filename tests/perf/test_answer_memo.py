@@ -21,6 +21,7 @@ from kubesim.apiserver import KubeSim
 from promscaler.quantity import parse_quantity
 from promscaler.selectors import parse_selector
 from tests.support import eventually
+
 from .conftest import AdapterProcess, Clock, direct
 
 QUERIES = "promscaler_adapter_prometheus_query_duration_seconds_count"
@@ -155,7 +156,7 @@ def pod(ns: str, name: str, **labels: str) -> dict:
 def status_update(sim: KubeSim, ns: str, name: str) -> int:
     """Change only the pod's status; returns the resourceVersion of the write."""
     obj = sim.get("v1", "Pod", ns, name)
-    obj["status"]["podIP"] = "10.0.0.%d" % (int(obj["status"]["podIP"].rsplit(".", 1)[1]) % 250 + 1)
+    obj["status"]["podIP"] = f"10.0.0.{int(obj['status']['podIP'].rsplit('.', 1)[1]) % 250 + 1}"
     stored = sim.apply(obj)
     assert stored["metadata"]["labels"] == obj["metadata"]["labels"]
     return int(stored["metadata"]["resourceVersion"])
@@ -310,7 +311,7 @@ async def test_routes_keep_a_body_until_its_values_expire(routes):
 
 
 async def test_routes_rebuild_label_selector_answers_when_objects_change(routes):
-    r, provider, clock = routes
+    r, provider, _clock = routes
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=r), base_url="http://t") as c:
         path = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/*/hits?labelSelector=app%3Dweb"
         first = (await c.get(path)).content

@@ -8,6 +8,7 @@ import json
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 from urllib.parse import parse_qs, urlparse
 
 import bcrypt
@@ -79,8 +80,8 @@ class _TokenProxy(BaseHTTPRequestHandler):
     """A reverse proxy that wants `Authorization: Bearer TOKEN` (as a Thanos/Mimir gateway would)
     and records what it forwards."""
 
-    upstream = ""
-    seen: list[dict] = []
+    upstream: ClassVar[str] = ""
+    seen: ClassVar[list[dict]] = []
 
     def _forward(self, method: str) -> None:
         url = urlparse(self.path)
@@ -99,10 +100,10 @@ class _TokenProxy(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self._forward("GET")
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         self._forward("POST")
 
     def log_message(self, *args):
@@ -133,7 +134,8 @@ def test_bearer_token_timeout_and_extra_params(token_proxy, prometheus, rules_fi
     token.write_text(TOKEN + "\n")
     _TokenProxy.seen = []
     adapter = AdapterProcess("--prometheus-url", token_proxy, "--prometheus-token-file", str(token),
-                             "--prometheus-query-param", "dedup=true", "--prometheus-query-param", "partial_response=false",
+                             "--prometheus-query-param", "dedup=true",
+                             "--prometheus-query-param", "partial_response=false",
                              "--prometheus-timeout", "7s", "--prometheus-verb", verb, "--config", str(rules_file),
                              "--query-cache-ttl", "0").wait_ready()
     try:

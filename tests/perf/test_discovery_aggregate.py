@@ -10,6 +10,7 @@ from adapter.naming import compile_rules
 from adapter.prometheus import PrometheusClient, PrometheusQueryError
 from adapter.rules import parse_rules
 from adapter.settings import parse_settings
+
 from .conftest import RULES, AdapterProcess
 
 

@@ -42,7 +42,8 @@ labels_st = st.dictionaries(st.sampled_from(["app", "tier", "track", "shard"]), 
                             max_size=4)
 objects_st = st.lists(st.tuples(st.sampled_from(["web", "shop", ""]), st.integers(0, 30), labels_st), max_size=40)
 requirement_st = st.one_of(
-    st.builds(lambda k, v: Requirement(k, Operator.EQUALS, (v,)), st.sampled_from(["app", "tier"]), st.sampled_from("abcz")),
+    st.builds(lambda k, v: Requirement(k, Operator.EQUALS, (v,)),
+              st.sampled_from(["app", "tier"]), st.sampled_from("abcz")),
     st.builds(lambda k, vs: Requirement(k, Operator.IN, tuple(sorted(set(vs)))), st.sampled_from(["app", "shard"]),
               st.lists(st.sampled_from("abcz"), min_size=1, max_size=3)),
     st.builds(lambda k, vs: Requirement(k, Operator.NOT_IN, tuple(sorted(set(vs)))), st.sampled_from(["track", "app"]),

@@ -12,8 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from adapter.naming import compile_rules
 from adapter.provider import cache_ttl
 from adapter.querycache import QueryCache
-from adapter.ttlcache import TTLCache
 from adapter.rules import parse_rules
+from adapter.ttlcache import TTLCache
+
 from .conftest import AdapterProcess, Clock, direct
 
 
@@ -88,7 +89,7 @@ async def test_cache_stays_bounded():
 ])
 def test_default_freshness(query, flag, expected):
     rules = compile_rules(parse_rules(
-        "rules:\n- seriesQuery: x\n  resources: {template: '<<.Resource>>'}\n  metricsQuery: '%s'\n" % query))
+        "rules:\n- seriesQuery: x\n  resources: {template: '<<.Resource>>'}\n  metricsQuery: '" + query + "'\n"))
     assert cache_ttl(flag, rules.rules[0]) == expected
 
 

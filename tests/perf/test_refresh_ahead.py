@@ -102,7 +102,7 @@ async def test_without_refresh_nothing_happens_in_the_background():
 ])
 def test_default_freshness_bound(query, freshness, expected):
     rules = compile_rules(parse_rules(
-        "rules:\n- seriesQuery: x\n  resources: {template: '<<.Resource>>'}\n  metricsQuery: '%s'\n" % query))
+        "rules:\n- seriesQuery: x\n  resources: {template: '<<.Resource>>'}\n  metricsQuery: '" + query + "'\n"))
     assert freshness_bound(freshness, rules.rules[0]) == expected
     assert CachePolicy(refresh_ahead=True, freshness=freshness).for_rule(rules.rules[0]) == (expected, True)
     assert CachePolicy(ttl=0, refresh_ahead=True).for_rule(rules.rules[0]) == (0.0, False)  # caching off
