@@ -5,10 +5,11 @@ HPA settings, by its flag names and defaults."""
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from autoscaler.decision import ControllerConfig
 from promscaler import flags
+from promscaler.logs import HelpFormatter, add_version_flag
 
 __all__ = ["ArgError", "Parser", "add_controller_flags", "controller_config"]
 
@@ -18,19 +19,27 @@ class ArgError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
+    """Every flag's help shows its default, and `--version`, as on `run` and the adapter."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+        add_version_flag(self, "promscaler-autoscaler")
+
     def error(self, message: str) -> NoReturn:
         raise ArgError(message)
 
 
 def add_controller_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("the controller's settings (kube-controller-manager names and defaults)")
-    g.add_argument("--horizontal-pod-autoscaler-tolerance", type=flags.non_negative_float, default=0.1, metavar="RATIO")
+    g.add_argument("--horizontal-pod-autoscaler-tolerance", type=flags.non_negative_float, default=0.1, metavar="RATIO",
+                   help="minimum change in the desired-to-actual metric ratio to scale")
     g.add_argument("--horizontal-pod-autoscaler-cpu-initialization-period", type=flags.duration, default=300.0,
-                   metavar="DURATION")
+                   metavar="DURATION", help="after pod start, CPU samples may be skipped")
     g.add_argument("--horizontal-pod-autoscaler-initial-readiness-delay", type=flags.duration, default=30.0,
-                   metavar="DURATION")
+                   metavar="DURATION", help="after pod start, readiness changes count as initial readiness")
     g.add_argument("--horizontal-pod-autoscaler-downscale-stabilization", type=flags.duration, default=300.0,
-                   metavar="DURATION")
+                   metavar="DURATION", help="scale-down looks back this far and takes the highest recommendation")
 
 
 def controller_config(args: argparse.Namespace) -> ControllerConfig:

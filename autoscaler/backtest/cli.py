@@ -50,12 +50,14 @@ def parse_when(text: str, now: datetime) -> datetime:
         raise ValueError(f"not a time: {text!r} (RFC 3339, Unix seconds, now or now-7d)") from None
 
 def _parser() -> argparse.ArgumentParser:
-    p = Parser(prog="autoscaler backtest",
+    p = Parser(prog="promscaler-autoscaler backtest",
                description="What would these autoscaler specs have done over this history?")
     p.add_argument("specs", nargs="+", metavar="SPEC.yaml", help="HorizontalPodAutoscaler or HorizontalAutoscaler YAML")
-    p.add_argument("--prometheus-url", required=True)
-    p.add_argument("--from", dest="start", required=True, metavar="TIME", help="RFC 3339, Unix seconds, now-7d")
-    p.add_argument("--to", dest="end", default="now", metavar="TIME")
+    p.add_argument("--prometheus-url", required=True,
+                   help="the Prometheus (or compatible) server with the history (required)")
+    p.add_argument("--from", dest="start", required=True, metavar="TIME",
+                   help="start of the replay: RFC 3339, Unix seconds, now-7d (required)")
+    p.add_argument("--to", dest="end", default="now", metavar="TIME", help="end of the replay, as --from")
     p.add_argument("--step", type=flags.duration, default=15.0, metavar="DURATION",
                    help="decision interval: the controller's sync period (default 15s)")
     p.add_argument("--rules", metavar="RULES.yaml", help="the adapter's rules file: each metric's PromQL comes from it")
@@ -70,8 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pod-requests", type=flags.key_value, action="append", default=[], metavar="RESOURCE=QUANTITY",
                    help="each simulated pod's requests, for Utilization targets (cpu=500m)")
     p.add_argument("--report", default="backtest-report", metavar="DIR", help="where the PNG and summary.json go")
-    p.add_argument("--no-png", action="store_true")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-png", action="store_true", help="write summary.json only")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar while fetching history")
     add_controller_flags(p)
     return p
 

@@ -18,6 +18,7 @@ import yaml
 
 from autoscaler.commandline import ArgError, Parser, add_controller_flags, controller_config
 from autoscaler.decision import ControllerConfig, Decision, DecisionInput, History, MetricFailure, decide
+from autoscaler.simulate.shorten import short_form
 
 from .capture import scenario
 from .compare import Difference, assumptions, compare
@@ -27,16 +28,19 @@ __all__ = ["explain", "main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = Parser(prog="autoscaler explain",
+    p = Parser(prog="promscaler-autoscaler explain",
                description="Why does this autoscaler scale (or not) right now? Read live, as the controller reads.")
     p.add_argument("name", metavar="NAME")
-    p.add_argument("-n", "--namespace", default="default")
+    p.add_argument("-n", "--namespace", default="default", help="the autoscaler's namespace")
     p.add_argument("--kind", choices=sorted(KINDS), default="horizontalautoscaler",
                    help="a promscaler HorizontalAutoscaler (default) or a native autoscaling/v2 HPA")
-    p.add_argument("--kubeconfig", help="kubeconfig file; in-cluster service account config when omitted")
-    p.add_argument("--context", help="kubeconfig context")
-    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
-    p.add_argument("--capture", metavar="FILE", help="write this moment as a simulate scenario (with expect:)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else the in-cluster service "
+                                        "account, else ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context (default: the kubeconfig's current context)")
+    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text",
+                   help="text for people; json and yaml carry the same content for programs")
+    p.add_argument("--capture", metavar="FILE",
+                   help="write this moment as a simulate scenario (with expect:) (default: none)")
     add_controller_flags(p)
     return p
 
@@ -137,7 +141,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     if args.capture:
         try:
             with open(args.capture, "w", encoding="utf-8") as f:
-                yaml.safe_dump(scenario(m, d, config), f, sort_keys=False)
+                # the short form (pods by count, values per metric) when it decides the same
+                yaml.safe_dump(short_form(scenario(m, d, config)), f, sort_keys=False)
         except OSError as exc:
             print(f"autoscaler explain: --capture {args.capture}: {exc.strerror or exc}", file=err)
             return 1

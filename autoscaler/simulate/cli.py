@@ -26,7 +26,7 @@ __all__ = ["main"]
 
 def _parser() -> argparse.ArgumentParser:
     p = Parser(
-        prog="autoscaler simulate",
+        prog="promscaler-autoscaler simulate",
         description="What would the Kubernetes HPA controller do with this autoscaler, these pods and metrics?",
     )
     p.add_argument("files", nargs="+", metavar="SCENARIO", help="scenario file(s), YAML or JSON; '-' for stdin")

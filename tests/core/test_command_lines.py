@@ -23,6 +23,9 @@ PROGRAMS = {
     "adapter": ["-m", "adapter"],
     "run": ["-m", "autoscaler", "run"],
     "demo": ["-m", "autoscaler", "demo"],
+    "simulate": ["-m", "autoscaler", "simulate"],
+    "explain": ["-m", "autoscaler", "explain"],
+    "backtest": ["-m", "autoscaler", "backtest"],
 }
 # RFC 3339 with milliseconds and a zone (Z or +hh:mm)
 RFC3339_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d)$")
@@ -56,7 +59,7 @@ def test_every_flag_has_help_showing_its_default(program):
     assert out.returncode == 0, out.stderr
     options = _options(out.stdout)
     assert {"--version", "--help"} <= set(options)
-    if program != "demo":
+    if program in ("adapter", "run"):
         assert {"--v", "--log-format", "--kubeconfig"} <= set(options)
     missing = {flag: text for flag, text in options.items()
                if flag not in ("--help", "--version")
