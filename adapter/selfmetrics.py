@@ -66,7 +66,7 @@ class SelfMetrics:
             self.prom_errors.labels(kind)  # every kind present from the start: rate() sees the first error
         self._request_children: dict[tuple[str, int], tuple] = {}
         self._rule_children: dict[str, Histogram] = {}
-        self._query_children: dict[tuple[str, str], object] = {}
+        self._query_children: dict[tuple[str, str], Histogram] = {}
         self.config_reloads = Counter("promscaler_adapter_config_reloads_total", "Rules file reloads by result",
                                       ["result"], registry=r)
         for result in ("success", "invalid"):

@@ -124,12 +124,12 @@ async def measure(kubeconfig: str, count: int, period: float, rounds: int, qps: 
     requests = 0
     send = kube._send
 
-    async def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+    async def counted(*args, **kwargs):
         nonlocal requests
         requests += 1
         return await send(*args, **kwargs)
 
-    async def timed(key):  # type: ignore[no-untyped-def]
+    async def timed(key):
         try:
             return await sync(key)
         finally:
@@ -164,7 +164,8 @@ async def measure(kubeconfig: str, count: int, period: float, rounds: int, qps: 
         last[key] = wall
     # an autoscaler not synced since the first pass has waited the whole window: that is its period so far
     starved = [wall2 - t for k, t in last.items() if wall2 - t > period]
-    errors = sum(1 for s in controller.telemetry.errors.collect()[0].samples if s.name.endswith("_total") and s.value)
+    errors = sum(1 for family in controller.telemetry.errors.collect() for s in family.samples
+                 if s.name.endswith("_total") and s.value > 0)
     limited = kube.limiter.waited if kube.limiter else 0
     stop.set()
     await task
@@ -214,6 +215,7 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     child = subprocess.Popen([sys.executable, __file__, "--serve", "--autoscalers", str(args.autoscalers)],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert child.stdout is not None  # stdout=PIPE
     try:
         info = json.loads(child.stdout.readline())
         from autoscaler.controller.controller import Settings

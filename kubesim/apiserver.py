@@ -100,9 +100,9 @@ class KubeSim:
         return sock
 
     def _make_server(self) -> _Server:
-        tls = {"ssl_certfile": self._tls[0], "ssl_keyfile": self._tls[1]} if self._tls else {}
+        certfile, keyfile = self._tls if self._tls else (None, None)
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=2, loop="asyncio", **tls)
+                                timeout_graceful_shutdown=2, loop="asyncio", ssl_certfile=certfile, ssl_keyfile=keyfile)
         return _Server(config)
 
     async def _serve(self, sock: socket.socket) -> None:

@@ -23,6 +23,7 @@ from urllib.parse import unquote
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 from cryptography.x509.verification import VerificationError
+from kubernetes.aio.client.models import V1TokenReview, V1TokenReviewSpec
 
 from adapter.security.tls import CABundle
 from adapter.ttlcache import TTLCache
@@ -132,7 +133,7 @@ class TokenReviewer:
         hit = self.cache.get(key)
         if hit is not None:
             return hit
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+        body = V1TokenReview(api_version="authentication.k8s.io/v1", kind="TokenReview", spec=V1TokenReviewSpec(token=token))
         self.calls += 1
         try:
             resp = await self._api.create_token_review(body, _request_timeout=self._timeout)

@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from kubernetes.aio.client.models import V1SubjectAccessReview
+
 from adapter.security.authn import ReviewUnavailable, UserInfo, short_error
 from adapter.security.requestinfo import RequestInfo
 from adapter.ttlcache import TTLCache
@@ -87,7 +89,8 @@ class Authorizer:
             return Decision(hit.allowed, hit.reason, "cache")
         if self._api is None:
             raise ReviewUnavailable("no authorization kubeconfig: cannot ask for a SubjectAccessReview")
-        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+        body = V1SubjectAccessReview.model_validate(
+            {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec})
         self.calls += 1
         try:
             resp = await self._api.create_subject_access_review(body, _request_timeout=self.timeout)

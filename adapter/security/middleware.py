@@ -8,6 +8,7 @@ the Authorization header. Failures are `metav1.Status` bodies: 401 Unauthorized,
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -24,7 +25,7 @@ __all__ = ["SecurityMiddleware"]
 log = logging.getLogger("adapter.security")
 
 
-async def _send_status(send: Any, body: dict[str, Any], extra_headers: list[tuple[bytes, bytes]] = (),
+async def _send_status(send: Any, body: dict[str, Any], extra_headers: Sequence[tuple[bytes, bytes]] = (),
                        websocket: bool = False) -> None:
     if websocket:  # no HTTP response on a websocket handshake: refuse it (policy violation)
         await send({"type": "websocket.close", "code": 1008})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,7 +92,7 @@ def _builder(subject: x509.Name, issuer: KeyPair | None, key: ec.EllipticCurvePr
     )
     if issuer is not None:
         builder = builder.add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer.cert.public_key()), critical=False)
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer.key.public_key()), critical=False)
     return builder
 
 
@@ -149,7 +150,7 @@ def self_signed_serving(host: str, alternate_dns: list[str] | None = None, alter
     return ca, serving
 
 
-def write_pair(pair: KeyPair, cert_path: Path, key_path: Path, chain: list[x509.Certificate] = ()) -> None:
+def write_pair(pair: KeyPair, cert_path: Path, key_path: Path, chain: Sequence[x509.Certificate] = ()) -> None:
     """Write cert (+ chain) and key atomically (rename), the key readable by the owner only."""
     for path, data, mode in (
         (cert_path, pair.cert_pem + b"".join(cert_pem(c) for c in chain), 0o644),
