@@ -39,3 +39,10 @@ async def eventually(check: Callable[[], Any], timeout: float = 15.0, interval: 
             return value
         await asyncio.sleep(interval)
     raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
+
+
+async def more_syncs(controller: Controller, n: int = 3, timeout: float = 15.0) -> None:
+    """Wait until `controller` has completed `n` more syncs: "nothing changes" is then checked after
+    the controller has decided again, however fast or slow the machine."""
+    target = controller.syncs + n
+    await eventually(lambda: controller.syncs >= target, timeout)

@@ -14,7 +14,7 @@ from autoscaler.decision.model import ControllerConfig
 from kubesim.apiserver import KubeSim
 from promscaler.selectors import parse_selector
 
-from ..support import eventually, running  # noqa: F401  (used by the tests through this module)
+from ..support import eventually, more_syncs, running  # noqa: F401  (used by the tests through this module)
 from .fakemetrics import FakeMetrics
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 import httpx
 
 from autoscaler.controller.controller import Controller
 from autoscaler.controller.kube import Kube, load_configuration
 
-from .conftest import NS, autoscaler, deployment, eventually, pods_metric, replicas, settings, status
+from .conftest import NS, autoscaler, deployment, eventually, more_syncs, pods_metric, replicas, settings, status
 from .test_reconcile import per_pod
 
 LEASE = dict(leader_elect=True, lease_duration=2.0, renew_deadline=1.5, retry_period=0.2, lease_name="promscaler-test")
@@ -27,7 +28,7 @@ async def test_two_instances_elect_one_leader_and_the_other_takes_over(sim, fake
     tasks = [asyncio.create_task(c.run(s)) for c, s in zip(controllers, stops, strict=True)]
     try:
         leader = await eventually(lambda: next((c for c in controllers if c.is_leader), None))
-        await asyncio.sleep(1.0)  # a few retry periods: still exactly one leader, only it syncs
+        await more_syncs(leader)  # a few sync periods (several retry periods): still one leader, only it syncs
         standby = next(c for c in controllers if c is not leader)
         assert leader.is_leader and not standby.is_leader
         assert leader.syncs > 0 and standby.syncs == 0
@@ -53,6 +54,18 @@ async def test_two_instances_elect_one_leader_and_the_other_takes_over(sim, fake
             await k.close()
 
 
+def lease_renewals(sim) -> Callable[[], set[str]]:
+    """A poll that collects the distinct renewTimes of the test lease seen so far."""
+    seen: set[str] = set()
+
+    def poll() -> set[str]:
+        lease = sim.get("coordination.k8s.io/v1", "Lease", NS, "promscaler-test") or {}
+        seen.add(str((lease.get("spec") or {}).get("renewTime")))
+        return seen
+
+    return poll
+
+
 async def test_a_partitioned_leader_steps_down_and_the_standby_takes_over_after_the_lease_expires(sim, fake):
     kubes = [Kube(await load_configuration(sim.kubeconfig_path)) for _ in range(2)]
     lease = {**LEASE, "lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.3}
@@ -62,7 +75,9 @@ async def test_a_partitioned_leader_steps_down_and_the_standby_takes_over_after_
     try:
         await eventually(lambda: controllers[0].is_leader)
         tasks.append(asyncio.create_task(controllers[1].run(stops[1])))
-        await asyncio.sleep(0.5)
+        renewed = lease_renewals(sim)
+        # the leader renews twice (two retry periods of the standby's tries): the standby stays standby
+        await eventually(lambda: len(renewed()) >= 3, timeout=10)
         assert not controllers[1].is_leader
         loop = asyncio.get_running_loop()
         cut = loop.time()
@@ -98,7 +113,7 @@ async def test_health_ready_and_metrics_endpoints(sim, fake):
     sim.apply(deployment("web", 2))
     fake.pods[(NS, "http_requests")] = per_pod(2000)
     sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
-    async with serving(sim) as (controller, client):
+    async with serving(sim) as (_controller, client):
         assert (await client.get("/healthz")).text == "ok"
         assert (await client.get("/readyz")).status_code == 200
         await eventually(lambda: replicas(sim, "web") == 4)
@@ -124,8 +139,9 @@ async def test_native_hpa_dry_run_writes_nothing_and_exports_both_decisions(sim,
 
         await eventually(lambda: controller.syncs >= 3)
         text = await exported()
-        assert 'promscaler_autoscaler_shadow_desired_replicas{name="web",namespace="default",source="promscaler"} 4.0' in text
-        assert 'promscaler_autoscaler_shadow_desired_replicas{name="web",namespace="default",source="cluster"} 3.0' in text
+        desired = 'promscaler_autoscaler_shadow_desired_replicas{name="web",namespace="default",source='
+        assert desired + '"promscaler"} 4.0' in text
+        assert desired + '"cluster"} 3.0' in text
         assert 'promscaler_autoscaler_shadow_disagreement{name="web",namespace="default"} 1.0' in text
     after = sim.get("autoscaling/v2", "HorizontalPodAutoscaler", NS, "web")
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]  # not even status

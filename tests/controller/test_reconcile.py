@@ -17,6 +17,7 @@ from .conftest import (
     events,
     eventually,
     external_metric,
+    more_syncs,
     pods_metric,
     replicas,
     running,
@@ -34,10 +35,10 @@ async def test_scales_up_through_scale_and_writes_status_conditions_events(sim, 
     sim.apply(deployment("web", 2))
     fake.pods[(NS, "http_requests")] = per_pod(2000)  # 1 req/s per pod at 2 replicas; target 500m -> 4
     sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
-    async with running(sim, settings()):
+    async with running(sim, settings()) as controller:
         await eventually(lambda: replicas(sim, "web") == 4)
         st = await eventually(lambda: (s := status(sim, "web")).get("currentReplicas") == 4 and s)
-        await asyncio.sleep(1.0)  # several more sync periods: at 500m per pod it must stay at 4
+        await more_syncs(controller)  # several more syncs: at 500m per pod it must stay at 4
         assert replicas(sim, "web") == 4
     st = status(sim, "web")
     assert st["desiredReplicas"] == 4 and st["currentReplicas"] == 4
@@ -74,10 +75,10 @@ async def test_a_failing_metric_blocks_scale_down_but_not_scale_up(sim, fake):
     fake.failing.add("queue_messages_ready")
     metrics = [pods_metric("http_requests", "500m"), external_metric("queue_messages_ready", "30", {"queue": "tasks"})]
     sim.apply(autoscaler("web", "web", metrics))
-    async with running(sim, settings()):
+    async with running(sim, settings()) as controller:
         await eventually(lambda: any(e[1] == "FailedGetExternalMetric" for e in events(sim, "web")))
         await eventually(lambda: status(sim, "web").get("desiredReplicas") == 4)
-        await asyncio.sleep(0.8)
+        await more_syncs(controller)
         assert replicas(sim, "web") == 4  # no scale-down while one metric is unknown
         assert conditions(sim, "web")["ScalingActive"][0] == "False"
         fake.pods[(NS, "http_requests")] = "1"  # now wants 8: scale-up proceeds despite the failure
@@ -126,9 +127,9 @@ async def test_dry_run_decides_and_reports_but_never_writes_scale(sim, fake):
     sim.apply(deployment("web", 2))
     fake.pods[(NS, "http_requests")] = per_pod(2000)
     sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
-    async with running(sim, settings(dry_run=True)):
+    async with running(sim, settings(dry_run=True)) as controller:
         await eventually(lambda: status(sim, "web").get("desiredReplicas") == 4)
-        await asyncio.sleep(0.8)
+        await more_syncs(controller)
     assert replicas(sim, "web") == 2
     assert status(sim, "web")["currentReplicas"] == 2
     assert not [e for e in events(sim, "web") if e[1] == "SuccessfulRescale"]
@@ -151,15 +152,15 @@ async def test_controller_flags_reach_the_decision(sim, fake):
     fake.pods[(NS, "http_requests")] = per_pod(1400)  # 700m per pod at 2 replicas
     sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
     cfg = ControllerConfig(tolerance=0.5, downscale_stabilization_window=0.0)
-    async with running(sim, settings(config=cfg)):
+    async with running(sim, settings(config=cfg)) as controller:
         await eventually(lambda: status(sim, "web").get("desiredReplicas") == 2)
-        await asyncio.sleep(0.6)
+        await more_syncs(controller)
         assert replicas(sim, "web") == 2
         # 3.2x at 2 pods -> 7 wanted, legacy scale-up limit max(2*2, 4) = 4; at 4 pods 1.6x -> 7;
         # at 7 pods 0.91x is within tolerance: it stays.
         fake.pods[(NS, "http_requests")] = per_pod(3200)
         await eventually(lambda: replicas(sim, "web") == 7)
-        await asyncio.sleep(0.6)
+        await more_syncs(controller)
         assert replicas(sim, "web") == 7
     sizes = [e[2].split(";")[0] for e in events(sim, "web") if e[1] == "SuccessfulRescale"]
     assert sorted(sizes) == ["New size: 4", "New size: 7"]
@@ -184,14 +185,19 @@ async def test_native_hpas_are_reconciled_when_enabled(sim, fake):
     sim.apply(deployment("web", 2))
     fake.pods[(NS, "http_requests")] = per_pod(2000)
     sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")], kind="HorizontalPodAutoscaler"))
-    async with running(sim, settings()):  # not enabled: native HPAs are left alone
-        await asyncio.sleep(0.8)
+    sim.apply(deployment("api", 2))  # a HorizontalAutoscaler beside it: its syncs show the controller at work
+    sim.apply(autoscaler("api", "api", [pods_metric("http_requests", "500m")]))
+    async with running(sim, settings()) as controller:  # not enabled: native HPAs are left alone
+        await eventually(lambda: replicas(sim, "api") == 4)
+        await more_syncs(controller)
         assert replicas(sim, "web") == 2
+        assert not sim.get("autoscaling/v2", "HorizontalPodAutoscaler", NS, "web").get("status")
     async with running(sim, settings(reconcile_native_hpas=True)):
         await eventually(lambda: replicas(sim, "web") == 4)
         hpa_status = lambda: (sim.get("autoscaling/v2", "HorizontalPodAutoscaler", NS, "web").get("status") or {})  # noqa: E731
         await eventually(lambda: hpa_status().get("currentReplicas") == 4)
-    event = next(e for e in sim.list("v1", "Event", NS) if e["reason"] == "SuccessfulRescale")
+    event = next(e for e in sim.list("v1", "Event", NS)
+                 if e["reason"] == "SuccessfulRescale" and e["involvedObject"]["name"] == "web")
     assert event["involvedObject"]["kind"] == "HorizontalPodAutoscaler"
 
 
@@ -200,9 +206,9 @@ async def test_namespace_flag_restricts_what_is_watched(sim, fake):
         sim.apply(deployment("web", 2, ns=ns))
         fake.pods[(ns, "http_requests")] = per_pod(2000)
         sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")], ns=ns))
-    async with running(sim, settings(namespace="other")):
+    async with running(sim, settings(namespace="other")) as controller:
         await eventually(lambda: replicas(sim, "web", "other") == 4)
-        await asyncio.sleep(0.6)
+        await more_syncs(controller)
     assert replicas(sim, "web", NS) == 2 and not status(sim, "web", NS)
 
 
