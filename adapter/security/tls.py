@@ -304,6 +304,7 @@ class ServingTLS:
         self.context = self._build()
         self.context.sni_callback = self._select
         self.reloads = 0
+        self.checks = 0  # polls of the files: how a test knows a change had its chance to be seen
 
     def _file_stats(self) -> tuple:
         return (_stat(self.cert_file), _stat(self.key_file))
@@ -336,6 +337,7 @@ class ServingTLS:
 
     def check(self) -> bool:
         """Reload if any file changed; True when a new context is in use. Bad files keep the old one."""
+        self.checks += 1
         changed = [b.name for b in self.client_cas if _safe_refresh(b)]
         stats = self._file_stats()
         if stats != self._stats:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 import pytest
 
@@ -34,6 +32,11 @@ def replicas(sim, name: str) -> int:
     return sim.get("apps/v1", "Deployment", NS, name)["spec"]["replicas"]
 
 
+def syncs(c) -> float:
+    """Syncs the controller has completed (its reconcile histogram's count)."""
+    return c.telemetry.registry.get_sample_value("promscaler_autoscaler_reconcile_duration_seconds_count") or 0.0
+
+
 def current_average(sim, name: str) -> float | None:
     status = (sim.get("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, name) or {}).get("status") or {}
     for m in status.get("currentMetrics") or []:
@@ -50,7 +53,7 @@ async def test_web_scaled_on_per_pod_request_rate_until_near_target(world):
     metric = {"type": "Pods",
               "pods": {"metric": {"name": "http_requests"}, "target": {"type": "AverageValue", "averageValue": "1"}}}
     sim.apply(autoscaler("web", metric))
-    async with controller(sim):
+    async with controller(sim) as c:
         await eventually(lambda: replicas(sim, "web") >= 4)
 
         def settled() -> bool:
@@ -58,8 +61,9 @@ async def test_web_scaled_on_per_pod_request_rate_until_near_target(world):
             return replicas(sim, "web") == 4 and avg is not None and abs(avg - 1.0) <= 0.1
 
         await eventually(settled)
-        await asyncio.sleep(3)  # several more syncs: it stays at the size that puts each pod at its target
-        assert replicas(sim, "web") == 4
+        synced = syncs(c)
+        await eventually(lambda: syncs(c) >= synced + 3)  # several more syncs: it stays at the size that
+        assert replicas(sim, "web") == 4                  # puts each pod at its target
 
         def prometheus_agrees() -> list[float] | None:  # asked of Prometheus directly, once the window has filled
             rates = _per_pod_rates(world, "web")

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -143,6 +143,20 @@ async def serve(
 async def get(url: str, ctx: ssl.SSLContext, headers: dict[str, Any] | list | None = None) -> httpx.Response:
     async with httpx.AsyncClient(verify=ctx, timeout=10) as c:
         return await c.get(url, headers=headers)
+
+
+async def until_not(code: int, request: Callable[[], Awaitable[httpx.Response]],
+                    timeout: float = 15.0) -> httpx.Response:
+    """Repeat `request` until it answers something other than `code` (a cached answer expiring), with
+    a deadline; the first other answer is returned for the test to check."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        r = await request()
+        if r.status_code != code:
+            return r
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"still HTTP {code} after {timeout}s")
+        await asyncio.sleep(0.05)
 
 
 # A refused client certificate surfaces on the client as a failed handshake (TLS 1.2) or, with

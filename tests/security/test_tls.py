@@ -12,6 +12,7 @@ from cryptography import x509
 
 from adapter.security import pki, tls
 from adapter.security.serve import SecurityConfigError, build_stack
+from tests.support import eventually
 
 from .conftest import PKI, REJECTED, front_proxy_cert, get, serve, settings
 
@@ -131,7 +132,8 @@ async def test_half_written_pair_keeps_previous_cert(pkis: PKI) -> None:
         before, _, _ = await asyncio.to_thread(_peer, url, pkis.client_ctx())
         other = pki.issue(pkis.server_ca, "x", dns=["localhost"], ips=["127.0.0.1"], server=True)
         pkis.path("serving.crt").write_bytes(other.cert_pem)  # key not rotated yet: a mismatched pair
-        await asyncio.sleep(0.3)
+        polls = stack.tls.checks
+        await eventually(lambda: stack.tls.checks >= polls + 2)  # the poller has seen the half-written pair
         after, _, _ = await asyncio.to_thread(_peer, url, pkis.client_ctx())
         assert after == before
         assert stack.tls.reloads == 0
