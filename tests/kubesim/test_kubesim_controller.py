@@ -13,7 +13,9 @@ from kubernetes.aio.leaderelection import electionconfig, leaderelection
 from kubernetes.aio.leaderelection.resourcelock.leaselock import LeaseLock
 
 from kubesim.apiserver import KubeSim
+from kubesim.store import now
 
+from ..support import eventually
 from .kubesim_objects import deployment
 
 
@@ -66,7 +68,8 @@ def test_scale_down_deletes_the_newest_pods(sim: KubeSim, ns: str, apps: client.
     sim.apply(deployment("web", replicas=2, namespace=ns))
     wait_for(lambda: len(sim.list("v1", "Pod", ns)) == 2)
     oldest = {p["metadata"]["name"] for p in sim.list("v1", "Pod", ns)}
-    time.sleep(1.05)  # creationTimestamp has seconds precision
+    newest_stamp = max(p["metadata"]["creationTimestamp"] for p in sim.list("v1", "Pod", ns))
+    wait_for(lambda: now() > newest_stamp)  # creationTimestamp has seconds precision: new pods must be younger
     apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": 4}})
     wait_for(lambda: len(sim.list("v1", "Pod", ns)) == 4)
     apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": 2}})
@@ -160,11 +163,22 @@ async def test_leader_election_with_leases(sim: KubeSim, ns: str) -> None:
                 onstopped_leading=stopped))
 
         first = asyncio.create_task(candidate("a").run())
-        await asyncio.sleep(0.5)
+        await eventually(lambda: leading == ["a"])
         second = asyncio.create_task(candidate("b").run())
-        await asyncio.sleep(2.5)  # longer than the lease: "a" keeps renewing it
+        leases = aclient.CoordinationV1Api(api)
+
+        async def renewed_past_a_lease_duration() -> bool:
+            spec = (await leases.read_namespaced_lease("promscaler", ns)).spec
+            return (spec.renew_time - spec.acquire_time).total_seconds() > spec.lease_duration_seconds
+
+        # longer than the lease while "b" tries: "a" keeps renewing it
+        for _ in range(100):
+            if await renewed_past_a_lease_duration():
+                break
+            await asyncio.sleep(0.1)
+        assert await renewed_past_a_lease_duration()
         assert leading == ["a"]
-        lease = await aclient.CoordinationV1Api(api).read_namespaced_lease("promscaler", ns)
+        lease = await leases.read_namespaced_lease("promscaler", ns)
         assert lease.spec.holder_identity == "a"
         first.cancel()  # the leader dies without releasing
         for _ in range(100):
