@@ -152,6 +152,11 @@ async def controller(sim: KubeSim, **overrides: Any) -> AsyncIterator[Controller
         yield c
 
 
+def syncs(c: Controller) -> float:
+    """Syncs the controller has completed (its reconcile histogram's count)."""
+    return c.telemetry.registry.get_sample_value("promscaler_autoscaler_reconcile_duration_seconds_count") or 0.0
+
+
 async def eventually(check: Callable[[], Any], timeout: float = 45.0, interval: float = 0.2) -> Any:
     """End-to-end conditions take longer: scrapes, rate windows and sync periods add up."""
     return await support.eventually(check, timeout, interval)

@@ -4,7 +4,6 @@ scraped by a real Prometheus -> the adapter's metrics.k8s.io (prometheus-adapter
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 
@@ -14,7 +13,7 @@ import pytest
 from autoscaler.decision.model import ControllerConfig
 from kubesim.apiserver import KubeSim
 
-from .conftest import NS, Exporter, aggregated_world, controller, eventually
+from .conftest import NS, Exporter, aggregated_world, controller, eventually, syncs
 
 pytestmark = pytest.mark.e2e
 
@@ -99,7 +98,7 @@ async def test_cpu_utilization_scales_a_deployment_from_prometheus_numbers(cpu_w
                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "cpu"},
                         "minReplicas": 1, "maxReplicas": 10, "metrics": metrics}})
     config = ControllerConfig(downscale_stabilization_window=5.0, cpu_initialization_period=300.0)
-    async with controller(sim, config=config):
+    async with controller(sim, config=config) as ctl:
         await eventually(lambda: replicas(sim, "cpu") >= 6, timeout=90)
 
         def settled() -> bool:
@@ -107,8 +106,9 @@ async def test_cpu_utilization_scales_a_deployment_from_prometheus_numbers(cpu_w
             return replicas(sim, "cpu") == 6 and all(v is not None and abs(v - 50) <= 5 for v in (u, c))
 
         await eventually(settled, timeout=60)
-        await asyncio.sleep(3)  # several more syncs: it stays where each pod is at its target
-        assert replicas(sim, "cpu") == 6
+        synced = syncs(ctl)
+        await eventually(lambda: syncs(ctl) >= synced + 3)  # several more syncs: it stays where each pod
+        assert replicas(sim, "cpu") == 6                    # is at its target
 
         def prometheus_agrees() -> bool:  # the per-pod rates, asked of Prometheus directly
             pods = exporter.ready_pods("cpu")

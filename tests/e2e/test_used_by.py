@@ -7,7 +7,7 @@ import pytest
 
 from promscaler.quantity import parse_quantity
 
-from .conftest import NS, controller, eventually
+from .conftest import NS, controller, eventually, syncs
 
 pytestmark = pytest.mark.e2e
 
@@ -30,11 +30,6 @@ def autoscaler(name: str, metric: dict, max_replicas: int = 10) -> dict:
 
 def replicas(sim, name: str) -> int:
     return sim.get("apps/v1", "Deployment", NS, name)["spec"]["replicas"]
-
-
-def syncs(c) -> float:
-    """Syncs the controller has completed (its reconcile histogram's count)."""
-    return c.telemetry.registry.get_sample_value("promscaler_autoscaler_reconcile_duration_seconds_count") or 0.0
 
 
 def current_average(sim, name: str) -> float | None:
