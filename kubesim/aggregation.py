@@ -98,7 +98,7 @@ class Aggregator:
         if user is not None:  # what kube-aggregator asserts to the backend (trusted via the front-proxy cert)
             headers.append(("X-Remote-User", user["username"]))
             # One header per group, as kube-aggregator sends them; never comma-joined.
-            groups = list(user.get("groups", [])) + ["system:authenticated"]
+            groups = [*user.get("groups", []), "system:authenticated"]
             headers += [("X-Remote-Group", g) for g in dict.fromkeys(groups)]
         raw = request.scope.get("raw_path")  # keep the caller's escaping
         url = b.url + (raw.decode("latin-1") if raw else request.url.path)

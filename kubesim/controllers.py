@@ -205,7 +205,7 @@ class WorkloadController:
         pods = self._owned_pods(obj["metadata"]["uid"])
         if len(pods) < want:
             taken = {p["metadata"]["name"] for p in pods}
-            for i in range(want - len(pods)):
+            for _ in range(want - len(pods)):
                 pods.append(self._create_pod(t, obj, taken))
         elif len(pods) > want:
             for pod in self._victims(kind, pods, len(pods) - want):

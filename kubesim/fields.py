@@ -4,7 +4,7 @@ lookups they and the scale subresource need."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from promscaler.selectors import Selector, SelectorError, parse_selector
@@ -74,7 +74,7 @@ class Filter:
     """What a list or watch asks for: a namespace (or all), labels and fields."""
 
     namespace: str | None = None
-    labels: Selector = Selector()
+    labels: Selector = field(default_factory=Selector)
     fields: FieldSelector = FieldSelector()
 
     @classmethod

@@ -124,21 +124,19 @@ class PrometheusServer:
             web_path = self.dir / "web.yml"
             web_path.write_text(yaml.safe_dump(self.web_config))
             args.append(f"--web.config.file={web_path}")
-        self._log = open(self.dir / "prometheus.log", "wb")
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=self.dir)
+        with open(self.dir / "prometheus.log", "wb") as log:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=self.dir)
         try:
             wait_http(f"{self.url}/-/ready", timeout=timeout, ok=lambda r: r.status_code in (200, 401))
         except TimeoutError:
             self.stop()
-            raise RuntimeError(f"prometheus did not start: {(self.dir / 'prometheus.log').read_text()[-2000:]}")
+            raise RuntimeError(f"prometheus did not start: {(self.dir / 'prometheus.log').read_text()[-2000:]}") from None
         return self
 
     def stop(self) -> None:
         if self.proc:
             stop_process(self.proc, timeout=15)
         self.proc = None
-        if getattr(self, "_log", None):
-            self._log.close()
 
     def close(self) -> None:
         self.stop()

@@ -65,7 +65,7 @@ class AuthPolicy:
             status["error"] = "invalid bearer token"
         else:
             status["user"] = {"username": user["username"], "uid": user.get("uid", user["username"]),
-                              "groups": list(user.get("groups", [])) + ["system:authenticated"]}
+                              "groups": [*user.get("groups", []), "system:authenticated"]}
             status["audiences"] = body["spec"].get("audiences") or []
         return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "metadata": {},
                 "spec": body["spec"], "status": status}

@@ -59,11 +59,10 @@ def request_info(method: str, path: str, query_string: bytes | str = b"") -> Req
         verb, parts = parts[0], parts[1:]
 
     namespace = ""
-    if parts[0] == "namespaces":
-        if len(parts) > 1:
-            namespace = parts[1]
-            if len(parts) > 2 and parts[2] not in _NAMESPACE_SUBRESOURCES:
-                parts = parts[2:]
+    if parts[0] == "namespaces" and len(parts) > 1:
+        namespace = parts[1]
+        if len(parts) > 2 and parts[2] not in _NAMESPACE_SUBRESOURCES:
+            parts = parts[2:]
 
     resource = name = subresource = ""
     if len(parts) >= 3 and verb not in _SPECIAL_VERBS_NO_SUBRESOURCES:

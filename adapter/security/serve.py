@@ -248,10 +248,8 @@ async def serve_secure(
     stack.start_background()
     watcher = asyncio.create_task(watch_started())
     try:
-        try:
+        with contextlib.suppress(SystemExit):  # uvicorn exits when it cannot bind
             await server.serve()
-        except SystemExit:  # uvicorn exits when it cannot bind
-            pass
     finally:
         watcher.cancel()
         await stack.aclose()

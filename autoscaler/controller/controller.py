@@ -48,7 +48,7 @@ class Settings:
 
     sync_period: float = 15.0
     workers: int = 20
-    config: ControllerConfig = ControllerConfig()
+    config: ControllerConfig = field(default_factory=ControllerConfig)
     dry_run: bool = False
     reconcile_native_hpas: bool = False
     namespace: str | None = None

@@ -79,7 +79,7 @@ class Reconciler:
     metrics: MetricsClient
     events: EventRecorder
     observer: Observer
-    config: ControllerConfig = ControllerConfig()
+    config: ControllerConfig = field(default_factory=ControllerConfig)
     dry_run: bool = False
     status_retries: int = 5
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)

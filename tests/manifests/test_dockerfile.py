@@ -86,7 +86,8 @@ def test_context_builds_the_package(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", script], cwd=ctx, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     [sdist] = dist.glob("*.tar.gz")
-    names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     for module in ("adapter/__main__.py", "adapter/security/serve.py", "autoscaler/__main__.py",
                    "apiservice/certs.py", "promscaler/status.py"):
         assert module in names, module
