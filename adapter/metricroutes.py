@@ -91,6 +91,23 @@ def log_failure(method: str, path: str, query: str, exc: StatusError) -> None:
         log.warning("%s: %d %s: %s", where, exc.code, exc.reason, exc.message)
 
 
+def error_answer(path: str, exc: Exception) -> tuple[int, bytes]:
+    """The code and metav1.Status body of a failed request: a StatusError as it says, anything
+    else a logged 500 naming only its type (never a traceback to the client)."""
+    if isinstance(exc, StatusError):
+        return exc.code, orjson.dumps(exc.to_status())
+    log.error("unexpected error serving %s: %s", path, exc, exc_info=exc)
+    return 500, orjson.dumps(status_body(500, "InternalError",
+                                         f"internal error serving {path}: {type(exc).__name__}"))
+
+
+async def send_json(send: Any, code: int, body: bytes) -> None:
+    """A whole JSON answer over raw ASGI (the metrics routes bypass FastAPI on the hot path)."""
+    await send({"type": "http.response.start", "status": code,
+                "headers": [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 class MetricRoutes:
     """ASGI middleware answering the two metrics API groups below their group documents."""
 
@@ -131,16 +148,11 @@ class MetricRoutes:
                 body = self._resources(group, version)
             else:
                 body = await self._values(group, version, tail, scope["query_string"])
-        except StatusError as exc:
-            code, body = exc.code, orjson.dumps(exc.to_status())
-            log_failure(scope["method"], path, scope["query_string"].decode("latin-1"), exc)
-        except Exception as exc:  # never a traceback to the client
-            log.error("unexpected error serving %s: %s", path, exc, exc_info=exc)
-            code, body = 500, orjson.dumps(status_body(500, "InternalError", f"internal error serving {path}: "
-                                                                             f"{type(exc).__name__}"))
-        await send({"type": "http.response.start", "status": code,
-                    "headers": [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        except Exception as exc:
+            code, body = error_answer(path, exc)
+            if isinstance(exc, StatusError):
+                log_failure(scope["method"], path, scope["query_string"].decode("latin-1"), exc)
+        await send_json(send, code, body)
 
     def _custom(self) -> CustomMetricsProvider:
         if self.custom is None:  # __call__ hands a group's paths over only while it is served

@@ -22,19 +22,18 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from adapter.metricroutes import timestamp
+from adapter.metricroutes import error_answer, send_json, timestamp
 from adapter.resourcemetrics import ResourceMetricsProvider
 from adapter.ttlcache import TTLCache
 from promscaler import wire
 from promscaler.quantity import format_milli
 from promscaler.selectors import Selector, SelectorError, parse_selector
-from promscaler.status import BadRequest, MethodNotAllowed, NotFound, StatusError, status_body
+from promscaler.status import BadRequest, MethodNotAllowed, NotFound
 from promscaler.times import go_duration
 
 __all__ = ["ResourceRoutes"]
 
 log = logging.getLogger("adapter.app")
-_JSON_HEADERS = [(b"content-type", b"application/json")]
 _GROUP = f"/apis/{wire.RESOURCE_GROUP}"
 
 
@@ -95,15 +94,9 @@ class ResourceRoutes:
         code = 200
         try:
             body = await self._answer(scope, path)
-        except StatusError as exc:
-            code, body = exc.code, orjson.dumps(exc.to_status())
-        except Exception as exc:  # never a traceback to the client
-            log.error("unexpected error serving %s: %s", path, exc, exc_info=exc)
-            code, body = 500, orjson.dumps(status_body(500, "InternalError", f"internal error serving {path}: "
-                                                                             f"{type(exc).__name__}"))
-        await send({"type": "http.response.start", "status": code,
-                    "headers": [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        except Exception as exc:
+            code, body = error_answer(path, exc)
+        await send_json(send, code, body)
 
     async def _answer(self, scope, path: str) -> bytes:
         parts = path[len(_GROUP):].strip("/").split("/") if path != _GROUP else []
