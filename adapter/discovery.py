@@ -309,10 +309,10 @@ class Discovery:
             return _strings(await self.prometheus.label_values("__name__", query, start), "label values")
         window = f"{max(1, round(self.max_age * 1000))}ms"
         samples = await self.prometheus.query(f"group by (__name__) (last_over_time({query}[{window}]))")
-        names = [s.labels.get("__name__") for s in samples]
-        if not all(isinstance(n, str) and n for n in names):
+        names = [s.labels.get("__name__") or "" for s in samples]
+        if not all(names):
             raise _NotAggregatable("the backend drops __name__ from last_over_time")
-        return names  # type: ignore[return-value]
+        return names
 
     async def _relist_loop(self) -> None:
         retry = 1.0

@@ -34,9 +34,17 @@ from promscaler.times import DurationError, parse_duration
 __all__ = ["NODES", "PODS", "RUNNING_PODS", "NodeUsage", "ObjectCache", "PodUsage", "ResourceMetricsProvider",
            "ResourceQuery", "ResourceRules", "compile_resource_rules"]
 
-PODS = BUILTIN_TABLE.by_api_name("pods")
-NODES = BUILTIN_TABLE.by_api_name("nodes")
-assert PODS is not None and NODES is not None
+
+
+def _builtin(api_name: str) -> Resource:
+    found = BUILTIN_TABLE.by_api_name(api_name)
+    if found is None:
+        raise LookupError(f"{api_name} is missing from the built-in resource table")
+    return found
+
+
+PODS = _builtin("pods")
+NODES = _builtin("nodes")
 RUNNING_PODS = "status.phase=Running"  # the field selector of prometheus-adapter's pod informer
 _FIELDS = ("Series", "LabelMatchers", "LabelValuesByName", "GroupBy", "GroupBySlice")
 _EVERYTHING = Selector()
@@ -235,13 +243,13 @@ class ResourceMetricsProvider:
 
     def start(self) -> None:
         """Start the two informers now, so that the first request finds them synced."""
-        self.objects.start(PODS, field_selector=RUNNING_PODS)  # type: ignore[arg-type]
-        self.objects.start(NODES)  # type: ignore[arg-type]
+        self.objects.start(PODS, field_selector=RUNNING_PODS)
+        self.objects.start(NODES)
 
     async def versions(self) -> tuple[int, int]:
         """Changes whenever the running pods or the nodes (or their labels) do."""
-        pods = await self.objects.index(PODS, RUNNING_PODS)  # type: ignore[arg-type]
-        nodes = await self.objects.index(NODES)  # type: ignore[arg-type]
+        pods = await self.objects.index(PODS, RUNNING_PODS)
+        nodes = await self.objects.index(NODES)
         return pods.version, nodes.version
 
     async def _both(self, cpu_query: str, memory_query: str) -> tuple[list[Sample], list[Sample], float]:
@@ -262,7 +270,7 @@ class ResourceMetricsProvider:
         """Usage of the running pods asked for, by (namespace, name), and until when the answer
         may be reused; a pod with no CPU or no memory answer is left out (404 when asked by name)."""
         check_field_selector(fields)
-        index = await self.objects.index(PODS, RUNNING_PODS)  # type: ignore[arg-type]
+        index = await self.objects.index(PODS, RUNNING_PODS)
         if name is not None:
             assert namespace is not None
             pod_labels = index.items.get((namespace, name))
@@ -306,7 +314,7 @@ class ResourceMetricsProvider:
     async def nodes(self, name: str | None, labels: Selector = _EVERYTHING, fields: Selector = _EVERYTHING
                     ) -> tuple[list[NodeUsage], float]:
         check_field_selector(fields)
-        index = await self.objects.index(NODES)  # type: ignore[arg-type]
+        index = await self.objects.index(NODES)
         if name is not None:
             node_labels = index.items.get(("", name))
             selected = [(("", name), node_labels)] if node_labels is not None else []
