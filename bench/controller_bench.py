@@ -69,13 +69,22 @@ def serve(count: int) -> None:
         selector = request.query_params.get("labelSelector", "")
         names = pods_by_selector.get((ns, selector))
         if names is None:  # steady state: pods do not change, so compute once
-            names = pods_by_selector[(ns, selector)] = [p["metadata"]["name"] for p in sim.list("v1", "Pod", ns, selector)]
+            names = pods_by_selector[(ns, selector)] = [
+                p["metadata"]["name"] for p in sim.list("v1", "Pod", ns, selector)
+            ]
         ts = format_time(datetime.now(UTC))
-        return wire.metric_value_list(version, [
-            wire.custom_metric_value(version, wire.object_reference("Pod", n, ns), metric, "500m", ts, 60) for n in names])
+        return wire.metric_value_list(
+            version,
+            [
+                wire.custom_metric_value(version, wire.object_reference("Pod", n, ns), metric, "500m", ts, 60)
+                for n in names
+            ],
+        )
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off")
+    )
     threading.Thread(target=server.run, daemon=True).start()
     wait_http(f"http://127.0.0.1:{port}/apis/custom.metrics.k8s.io")
     sim.set_aggregated_api("custom.metrics.k8s.io", f"http://127.0.0.1:{port}")
@@ -83,14 +92,42 @@ def serve(count: int) -> None:
     for i in range(count):
         ns, name = f"bench-{i % NS_COUNT}", f"app-{i}"
         labels = {"app": name}
-        sim.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
-                   "spec": {"replicas": 2, "selector": {"matchLabels": labels},
-                            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "app"}]}}}})
-        sim.apply({"apiVersion": "promscaler.io/v1alpha1", "kind": "HorizontalAutoscaler", "metadata": {"name": name, "namespace": ns},
-                   "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-                            "minReplicas": 1, "maxReplicas": 10,
-                            "metrics": [{"type": "Pods", "pods": {"metric": {"name": "http_requests"},
-                                                                  "target": {"type": "AverageValue", "averageValue": "500m"}}}]}})
+        sim.apply(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"containers": [{"name": "app", "image": "app"}]},
+                    },
+                },
+            }
+        )
+        sim.apply(
+            {
+                "apiVersion": "promscaler.io/v1alpha1",
+                "kind": "HorizontalAutoscaler",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                    "minReplicas": 1,
+                    "maxReplicas": 10,
+                    "metrics": [
+                        {
+                            "type": "Pods",
+                            "pods": {
+                                "metric": {"name": "http_requests"},
+                                "target": {"type": "AverageValue", "averageValue": "500m"},
+                            },
+                        }
+                    ],
+                },
+            }
+        )
     deadline = time.monotonic() + 120
     while len(sim.list("v1", "Pod")) < 2 * count and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -87,7 +87,9 @@ async def main(n: int) -> dict:
             authorization_webhook_cache_authorized_ttl=600.0,
         )
         plain_port, tls_port = free_port(), free_port()
-        plain = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=plain_port, log_level="error", lifespan="off"))
+        plain = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=plain_port, log_level="error", lifespan="off")
+        )
         stack = await build_stack(settings, app)
         secure = uvicorn.Server(uvicorn_config(stack, "127.0.0.1", tls_port, log_level="error", lifespan="off"))
         tasks = [await _run(plain), await _run(secure)]

@@ -211,8 +211,12 @@ class KubeSim:
         obj = self.cluster.store.get(self.cluster.type(api_version, kind), namespace or "", name)
         return copy(obj) if obj is not None else None
 
-    def list(self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
-        items, _ = self.cluster.list(self.cluster.type(api_version, kind), Filter.parse(namespace, label_selector, None))
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[Obj]:
+        items, _ = self.cluster.list(
+            self.cluster.type(api_version, kind), Filter.parse(namespace, label_selector, None)
+        )
         return copy(items)
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
@@ -226,8 +230,15 @@ class KubeSim:
         """Container usage metrics.k8s.io reports for a pod (None forgets it)."""
         self.usage.set(namespace, pod, containers)
 
-    def set_aggregated_api(self, group: str, url: str | None, versions: tuple[str, ...] | None = None,
-                           verify: str | bool = True, cert: tuple[str, str] | None = None, timeout: float = 10.0) -> None:
+    def set_aggregated_api(
+        self,
+        group: str,
+        url: str | None,
+        versions: tuple[str, ...] | None = None,
+        verify: str | bool = True,
+        cert: tuple[str, str] | None = None,
+        timeout: float = 10.0,
+    ) -> None:
         """Proxy /apis/<group>/... to `url` (an APIService); None removes it. For an https
         backend, `verify` is its CA bundle and `cert` the front-proxy client (cert, key).
         A backend that does not answer within `timeout` seconds is a 503."""
@@ -281,7 +292,9 @@ class KubeSim:
         flt = Filter.parse(namespace, label_selector, None)
         loop = self._loop
 
-        w = self._in_loop(lambda: self.cluster.store.watch(t, flt, str(self.cluster.store.resource_version), loop, callback))
+        w = self._in_loop(
+            lambda: self.cluster.store.watch(t, flt, str(self.cluster.store.resource_version), loop, callback)
+        )
         return lambda: self.cluster.store.unwatch(w)
 
     def _in_loop(self, fn: Callable[[], Any]) -> Any:

@@ -144,13 +144,29 @@ class WorkloadController:
         at, n = now(), next(self._ips)
         ready = self.ready_delay <= 0
         return {
-            "phase": "Running", "startTime": at, "hostIP": "10.0.0.1", "podIP": f"10.244.{n // 250 % 250}.{n % 250 + 2}",
+            "phase": "Running",
+            "startTime": at,
+            "hostIP": "10.0.0.1",
+            "podIP": f"10.244.{n // 250 % 250}.{n % 250 + 2}",
             "qosClass": "BestEffort",
-            "conditions": [_condition("PodScheduled", True, at), _condition("Initialized", True, at),
-                           _condition("ContainersReady", ready, at), _condition("Ready", ready, at)],
-            "containerStatuses": [{"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "", "ready": ready, "started": True,
-                                   "restartCount": 0, "state": {"running": {"startedAt": at}}}
-                                  for c in spec.get("containers") or ()],
+            "conditions": [
+                _condition("PodScheduled", True, at),
+                _condition("Initialized", True, at),
+                _condition("ContainersReady", ready, at),
+                _condition("Ready", ready, at),
+            ],
+            "containerStatuses": [
+                {
+                    "name": c.get("name", ""),
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "ready": ready,
+                    "started": True,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": at}},
+                }
+                for c in spec.get("containers") or ()
+            ],
         }
 
     def _start_pod(self, ns: str, name: str) -> None:
@@ -181,8 +197,10 @@ class WorkloadController:
             at = now()
             st = pod.setdefault("status", {})
             st["conditions"] = [
-                _condition(c["type"], True, at) if c.get("type") in ("Ready", "ContainersReady") and c.get("status") != "True"
-                else c for c in st.get("conditions") or ()
+                _condition(c["type"], True, at)
+                if c.get("type") in ("Ready", "ContainersReady") and c.get("status") != "True"
+                else c
+                for c in st.get("conditions") or ()
             ]
             for cs in st.get("containerStatuses") or ():
                 cs["ready"] = True
@@ -262,13 +280,27 @@ class WorkloadController:
             if len(pods) > ready:
                 status["unavailableReplicas"] = len(pods) - ready
             available = ready >= want - want // 4
-            status["conditions"] = _merge_conditions(old.get("conditions") or [], [
-                _condition("Available", available, at, "MinimumReplicasAvailable" if available else "MinimumReplicasUnavailable",
-                           "Deployment has minimum availability." if available
-                           else "Deployment does not have minimum availability."),
-                _condition("Progressing", True, at, "NewReplicaSetAvailable", f'ReplicaSet "{obj["metadata"]["name"]}" has '
-                           "successfully progressed."),
-            ])
+            status["conditions"] = _merge_conditions(
+                old.get("conditions") or [],
+                [
+                    _condition(
+                        "Available",
+                        available,
+                        at,
+                        "MinimumReplicasAvailable" if available else "MinimumReplicasUnavailable",
+                        "Deployment has minimum availability."
+                        if available
+                        else "Deployment does not have minimum availability.",
+                    ),
+                    _condition(
+                        "Progressing",
+                        True,
+                        at,
+                        "NewReplicaSetAvailable",
+                        f'ReplicaSet "{obj["metadata"]["name"]}" has successfully progressed.',
+                    ),
+                ],
+            )
         else:
             status["fullyLabeledReplicas" if t.kind == "ReplicaSet" else "currentReplicas"] = len(pods)
         if all(old.get(k) == v for k, v in status.items()) and set(old) <= set(status):

@@ -65,7 +65,9 @@ def parse_field_selector(text: str | None) -> FieldSelector:
                 terms.append((path.strip(), eq, value.strip()))
                 break
         else:
-            raise SelectorError(f"invalid field selector {text!r}: {part!r} is not of the form field=value or field!=value")
+            raise SelectorError(
+                f"invalid field selector {text!r}: {part!r} is not of the form field=value or field!=value"
+            )
     return FieldSelector(tuple(terms))
 
 

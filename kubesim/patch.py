@@ -8,7 +8,15 @@ from typing import Any
 
 from promscaler.status import BadRequest, Invalid, StatusError
 
-__all__ = ["JSON_PATCH", "MERGE_TYPES", "UnsupportedMediaType", "apply_patch", "json_patch", "merge_patch", "strategic_merge_patch"]
+__all__ = [
+    "JSON_PATCH",
+    "MERGE_TYPES",
+    "UnsupportedMediaType",
+    "apply_patch",
+    "json_patch",
+    "merge_patch",
+    "strategic_merge_patch",
+]
 
 MERGE_TYPES = ("application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml")
 JSON_PATCH = "application/json-patch+json"
@@ -172,4 +180,6 @@ def apply_patch(content_type: str, doc: Any, patch: Any, strategic: bool = True)
         if not isinstance(patch, dict):
             raise BadRequest(f"{media} body must be a JSON object")
         return strategic_merge_patch(doc, patch) if media == STRATEGIC else merge_patch(doc, patch)
-    raise UnsupportedMediaType(f"unsupported patch content type {content_type!r}; use {JSON_PATCH} or one of {', '.join(MERGE_TYPES)}")
+    raise UnsupportedMediaType(
+        f"unsupported patch content type {content_type!r}; use {JSON_PATCH} or one of {', '.join(MERGE_TYPES)}"
+    )

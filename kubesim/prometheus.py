@@ -130,7 +130,9 @@ class PrometheusServer:
             wait_http(f"{self.url}/-/ready", timeout=timeout, ok=lambda r: r.status_code in (200, 401))
         except TimeoutError:
             self.stop()
-            raise RuntimeError(f"prometheus did not start: {(self.dir / 'prometheus.log').read_text()[-2000:]}") from None
+            raise RuntimeError(
+                f"prometheus did not start: {(self.dir / 'prometheus.log').read_text()[-2000:]}"
+            ) from None
         return self
 
     def stop(self) -> None:

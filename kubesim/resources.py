@@ -147,14 +147,28 @@ def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:
         scale = None
         if "scale" in sub:
             s = sub["scale"] or {}
-            scale = ScaleSpec(s.get("specReplicasPath", ".spec.replicas"), s.get("statusReplicasPath", ".status.replicas"),
-                              s.get("labelSelectorPath"))
-        out.append(ResourceType(
-            group, v["name"], plural, kind, namespaced=spec.get("scope", "Namespaced") == "Namespaced",
-            status="status" in sub, scale=scale, short_names=tuple(names.get("shortNames") or ()),
-            categories=tuple(names.get("categories") or ()), generation=True, singular=names.get("singular", ""), custom=True,
-            crd=crd,
-        ))
+            scale = ScaleSpec(
+                s.get("specReplicasPath", ".spec.replicas"),
+                s.get("statusReplicasPath", ".status.replicas"),
+                s.get("labelSelectorPath"),
+            )
+        out.append(
+            ResourceType(
+                group,
+                v["name"],
+                plural,
+                kind,
+                namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+                status="status" in sub,
+                scale=scale,
+                short_names=tuple(names.get("shortNames") or ()),
+                categories=tuple(names.get("categories") or ()),
+                generation=True,
+                singular=names.get("singular", ""),
+                custom=True,
+                crd=crd,
+            )
+        )
     return out
 
 

@@ -15,30 +15,35 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["DEFAULT_RESOURCE_RULES", "Container", "NodeSeries", "PodSeries", "openmetrics"]
+__all__ = ["DEFAULT_RESOURCE_RULES", "Container", "NodeSeries", "PodSeries", "openmetrics", "resource_rules"]
 
-# prometheus-adapter's chart `rules.resource` section (window 3m), as users carry it over.
-DEFAULT_RESOURCE_RULES = {
-    "cpu": {
-        "containerQuery": 'sum by (<<.GroupBy>>) (rate(container_cpu_usage_seconds_total{<<.LabelMatchers>>,'
-                          'container!="",pod!=""}[3m]))',
-        "nodeQuery": 'sum by (<<.GroupBy>>) (rate(node_cpu_seconds_total{<<.LabelMatchers>>,mode!="idle",'
-                     'mode!="iowait",mode!="steal"}[3m]))',
-        "resources": {"overrides": {"node": {"resource": "node"}, "namespace": {"resource": "namespace"},
-                                    "pod": {"resource": "pod"}}},
-        "containerLabel": "container",
-    },
-    "memory": {
-        "containerQuery": 'sum by (<<.GroupBy>>) (container_memory_working_set_bytes{<<.LabelMatchers>>,'
-                          'container!="",pod!=""})',
-        "nodeQuery": 'sum by (<<.GroupBy>>) (node_memory_MemTotal_bytes{job="node-exporter",<<.LabelMatchers>>}'
-                     ' - node_memory_MemAvailable_bytes{job="node-exporter",<<.LabelMatchers>>})',
-        "resources": {"overrides": {"instance": {"resource": "node"}, "namespace": {"resource": "namespace"},
-                                    "pod": {"resource": "pod"}}},
-        "containerLabel": "container",
-    },
-    "window": "3m",
-}
+def resource_rules(window: str = "3m") -> dict:
+    """prometheus-adapter's chart `rules.resource` section, as users carry it over; `window` is
+    the rate range and the served window (the chart's 3m; tests that scale in seconds pass less)."""
+    return {
+        "cpu": {
+            "containerQuery": 'sum by (<<.GroupBy>>) (rate(container_cpu_usage_seconds_total{<<.LabelMatchers>>,'
+                              f'container!="",pod!=""}}[{window}]))',
+            "nodeQuery": 'sum by (<<.GroupBy>>) (rate(node_cpu_seconds_total{<<.LabelMatchers>>,mode!="idle",'
+                         f'mode!="iowait",mode!="steal"}}[{window}]))',
+            "resources": {"overrides": {"node": {"resource": "node"}, "namespace": {"resource": "namespace"},
+                                        "pod": {"resource": "pod"}}},
+            "containerLabel": "container",
+        },
+        "memory": {
+            "containerQuery": 'sum by (<<.GroupBy>>) (container_memory_working_set_bytes{<<.LabelMatchers>>,'
+                              'container!="",pod!=""})',
+            "nodeQuery": 'sum by (<<.GroupBy>>) (node_memory_MemTotal_bytes{job="node-exporter",<<.LabelMatchers>>}'
+                         ' - node_memory_MemAvailable_bytes{job="node-exporter",<<.LabelMatchers>>})',
+            "resources": {"overrides": {"instance": {"resource": "node"}, "namespace": {"resource": "namespace"},
+                                        "pod": {"resource": "pod"}}},
+            "containerLabel": "container",
+        },
+        "window": window,
+    }
+
+
+DEFAULT_RESOURCE_RULES = resource_rules()
 
 
 @dataclass(frozen=True)

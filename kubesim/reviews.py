@@ -50,7 +50,9 @@ class AuthPolicy:
         with self._lock:
             self.counts[kind] += 1
         if self.fail:
-            raise ServiceUnavailable(f"the server is currently unable to handle the request ({kind} disabled by the test)")
+            raise ServiceUnavailable(
+                f"the server is currently unable to handle the request ({kind} disabled by the test)"
+            )
 
     def token_review(self, body: Any) -> Obj:
         self._count("tokenreviews")
@@ -77,8 +79,11 @@ class AuthPolicy:
         spec = body["spec"]
         user, groups = spec.get("user") or "", list(spec.get("groups") or [])
         if not user and not groups:
-            raise Invalid("SubjectAccessReview is invalid: spec.user: Invalid value: \"\": at least one of user or group "
-                          "must be specified", {"kind": "SubjectAccessReview"})
+            raise Invalid(
+                'SubjectAccessReview is invalid: spec.user: Invalid value: "": at least one of user or group '
+                "must be specified",
+                {"kind": "SubjectAccessReview"},
+            )
         if "resourceAttributes" in spec:
             attrs = spec["resourceAttributes"] or {}
             verb, group = attrs.get("verb", ""), attrs.get("group", "")

@@ -212,7 +212,9 @@ def create_app(sim: KubeSim) -> FastAPI:
     async def handle(request: Request, group: str, version: str, rest: str) -> Response:
         t, ns, name, sub = resolve(group, version, rest)
         method = request.method
-        if t.plural in ("tokenreviews", "subjectaccessreviews") and t.group.startswith(("authentication.", "authorization.")):
+        if t.plural in ("tokenreviews", "subjectaccessreviews") and t.group.startswith(
+            ("authentication.", "authorization.")
+        ):
             if method != "POST" or name is not None:
                 raise MethodNotAllowed(f"{t.plural} only support create")
             body = await _body(request)
@@ -229,7 +231,9 @@ def create_app(sim: KubeSim) -> FastAPI:
                 obj = cluster.create(t, await _body(request), ns)
                 return js(_as(t, obj), 201)
             if method == "DELETE":
-                flt = Filter.parse(ns, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector"))
+                flt = Filter.parse(
+                    ns, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector")
+                )
                 items, _ = cluster.list(t, flt)
                 for obj in items:
                     with contextlib.suppress(NotFound):
@@ -282,7 +286,9 @@ def create_app(sim: KubeSim) -> FastAPI:
         limit = _int_param(request, "limit")
         if limit and limit > 0 and len(items) > limit:
             last = items[limit - 1]["metadata"]
-            meta["continue"] = base64.urlsafe_b64encode(orjson.dumps([last.get("namespace", ""), last["name"]])).decode()
+            meta["continue"] = base64.urlsafe_b64encode(
+                orjson.dumps([last.get("namespace", ""), last["name"]])
+            ).decode()
             meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
         items = [_as(t, o) for o in items]

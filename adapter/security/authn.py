@@ -133,7 +133,9 @@ class TokenReviewer:
         hit = self.cache.get(key)
         if hit is not None:
             return hit
-        body = V1TokenReview(api_version="authentication.k8s.io/v1", kind="TokenReview", spec=V1TokenReviewSpec(token=token))
+        body = V1TokenReview(
+            api_version="authentication.k8s.io/v1", kind="TokenReview", spec=V1TokenReviewSpec(token=token)
+        )
         self.calls += 1
         try:
             resp = await self._api.create_token_review(body, _request_timeout=self._timeout)

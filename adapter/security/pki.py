@@ -132,7 +132,9 @@ def issue(
     return KeyPair(builder.sign(ca.key, hashes.SHA256()), key)
 
 
-def self_signed_serving(host: str, alternate_dns: list[str] | None = None, alternate_ips: list[str] | None = None) -> tuple[KeyPair, KeyPair]:
+def self_signed_serving(
+    host: str, alternate_dns: list[str] | None = None, alternate_ips: list[str] | None = None
+) -> tuple[KeyPair, KeyPair]:
     """A CA plus a serving cert for `host`, as client-go's GenerateSelfSignedCertKey makes them.
 
     Returns (ca, serving); the serving cert file holds serving + CA, like kube-apiserver's.

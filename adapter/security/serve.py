@@ -119,7 +119,9 @@ async def _build(settings: Any, app: Any, registry: CollectorRegistry | None) ->
     if not cert:
         cert, key = ensure_self_signed(_get(settings, "cert_dir") or "apiserver.local.config/certificates")
     rh_file, client_file = _get(settings, "requestheader_client_ca_file"), _get(settings, "client_ca_file")
-    requestheader_ca = CABundle("--requestheader-client-ca-file", rh_file) if rh_file else CABundle("requestheader-client-ca-file")
+    requestheader_ca = (
+        CABundle("--requestheader-client-ca-file", rh_file) if rh_file else CABundle("requestheader-client-ca-file")
+    )
     client_ca = CABundle("--client-ca-file", client_file) if client_file else CABundle("client-ca-file")
     rh = RequestHeaderConfig(
         username_headers=list(_get(settings, "requestheader_username_headers", ()) or ["X-Remote-User"]),

@@ -228,8 +228,11 @@ class Controller:
         if s.http_port is not None:
             app = create_app(self.telemetry, self.ready, self._refresh_gauges,
                              shadow=self.shadow.summary if self.shadow else None)
-            server = _Server(uvicorn.Config(app, host=s.http_host, port=s.http_port, log_level="warning", lifespan="off",
-                                            access_log=False))
+            server = _Server(
+                uvicorn.Config(
+                    app, host=s.http_host, port=s.http_port, log_level="warning", lifespan="off", access_log=False
+                )
+            )
             server_task = asyncio.create_task(server.serve())
         log.info("controller starting", extra={"dry_run": s.dry_run, "native_hpas": s.reconcile_native_hpas,
                                                 "namespace": s.namespace or "*"})
@@ -242,7 +245,12 @@ class Controller:
                 self.http_port = server.servers[0].sockets[0].getsockname()[1]
         workers = [asyncio.create_task(self._worker()) for _ in range(s.workers)]
         elector_task = asyncio.create_task(self.elector.run(lead_stop)) if self.elector else None
-        children = [*informer_tasks, *workers, *([elector_task] if elector_task else []), *([server_task] if server_task else [])]
+        children = [
+            *informer_tasks,
+            *workers,
+            *([elector_task] if elector_task else []),
+            *([server_task] if server_task else []),
+        ]
         try:
             await stop.wait()
             log.info("stopping: finishing in-flight syncs")

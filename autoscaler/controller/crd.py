@@ -21,9 +21,17 @@ from typing import Any
 import yaml
 
 K8S_VERSION = "v1.36.0-local-strict"
-GROUP, VERSION, KIND, PLURAL, SINGULAR = "promscaler.io", "v1alpha1", "HorizontalAutoscaler", "horizontalautoscalers", "horizontalautoscaler"
+GROUP, VERSION, KIND, PLURAL, SINGULAR = (
+    "promscaler.io",
+    "v1alpha1",
+    "HorizontalAutoscaler",
+    "horizontalautoscalers",
+    "horizontalautoscaler",
+)
 SHORT_NAMES = ["has", "hza"]
-QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
 
 # Validation the API server applies to HPAs in code (pkg/apis/autoscaling/validation), as schema
 # bounds and CEL rules (x-kubernetes-validations), so a real kube-apiserver refuses at admission
@@ -36,12 +44,17 @@ EXTRA: dict[str, dict[str, Any]] = {
     "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec": {
         "properties": {"minReplicas": {"minimum": 0}, "maxReplicas": {"minimum": 1}},
         "x-kubernetes-validations": [
-            {"rule": "!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",
-             "message": "maxReplicas must be greater than or equal to minReplicas"},
-            {"rule": "!has(self.minReplicas) || self.minReplicas >= 1 || (has(self.metrics) && "
-                     "self.metrics.exists(m, m.type == 'Object' || m.type == 'External'))",
-             "message": "minReplicas must be greater than or equal to 1 (0 only to scale to zero, "
-                        "with at least one Object or External metric)", "fieldPath": ".minReplicas"},
+            {
+                "rule": "!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",
+                "message": "maxReplicas must be greater than or equal to minReplicas",
+            },
+            {
+                "rule": "!has(self.minReplicas) || self.minReplicas >= 1 || (has(self.metrics) && "
+                "self.metrics.exists(m, m.type == 'Object' || m.type == 'External'))",
+                "message": "minReplicas must be greater than or equal to 1 (0 only to scale to zero, "
+                "with at least one Object or External metric)",
+                "fieldPath": ".minReplicas",
+            },
         ],
     },
     "io.k8s.api.autoscaling.v2.MetricSpec": {
@@ -49,40 +62,64 @@ EXTRA: dict[str, dict[str, Any]] = {
         "x-kubernetes-validations": [
             {"rule": f"{_ONE_SOURCE} <= 1", "message": "must populate the given metric source only"},
             {"rule": _SOURCE_OF_TYPE, "message": "must populate information for the given metric source"},
-            {"rule": "!has(self.pods) || self.pods.target.type == 'AverageValue'",
-             "message": "pods.target.type must be AverageValue", "fieldPath": ".pods.target.type"},
-            {"rule": "!has(self.object) || self.object.target.type in ['Value', 'AverageValue']",
-             "message": "object.target.type must be either Value or AverageValue", "fieldPath": ".object.target.type"},
-            {"rule": "!has(self.external) || self.external.target.type in ['Value', 'AverageValue']",
-             "message": "external.target.type must be either Value or AverageValue",
-             "fieldPath": ".external.target.type"},
-            {"rule": "!has(self.resource) || self.resource.target.type in ['Utilization', 'AverageValue']",
-             "message": "resource.target.type must be either Utilization or AverageValue",
-             "fieldPath": ".resource.target.type"},
-            {"rule": "!has(self.containerResource) || "
-                     "self.containerResource.target.type in ['Utilization', 'AverageValue']",
-             "message": "containerResource.target.type must be either Utilization or AverageValue",
-             "fieldPath": ".containerResource.target.type"},
+            {
+                "rule": "!has(self.pods) || self.pods.target.type == 'AverageValue'",
+                "message": "pods.target.type must be AverageValue",
+                "fieldPath": ".pods.target.type",
+            },
+            {
+                "rule": "!has(self.object) || self.object.target.type in ['Value', 'AverageValue']",
+                "message": "object.target.type must be either Value or AverageValue",
+                "fieldPath": ".object.target.type",
+            },
+            {
+                "rule": "!has(self.external) || self.external.target.type in ['Value', 'AverageValue']",
+                "message": "external.target.type must be either Value or AverageValue",
+                "fieldPath": ".external.target.type",
+            },
+            {
+                "rule": "!has(self.resource) || self.resource.target.type in ['Utilization', 'AverageValue']",
+                "message": "resource.target.type must be either Utilization or AverageValue",
+                "fieldPath": ".resource.target.type",
+            },
+            {
+                "rule": "!has(self.containerResource) || "
+                "self.containerResource.target.type in ['Utilization', 'AverageValue']",
+                "message": "containerResource.target.type must be either Utilization or AverageValue",
+                "fieldPath": ".containerResource.target.type",
+            },
         ],
     },
     "io.k8s.api.autoscaling.v2.MetricTarget": {
-        "properties": {"type": {"enum": ["Utilization", "Value", "AverageValue"]}, "averageUtilization": {"minimum": 1}},
+        "properties": {
+            "type": {"enum": ["Utilization", "Value", "AverageValue"]},
+            "averageUtilization": {"minimum": 1},
+        },
         "x-kubernetes-validations": [
-            {"rule": "self.type != 'Utilization' || has(self.averageUtilization)",
-             "message": "averageUtilization must be set for a Utilization target"},
+            {
+                "rule": "self.type != 'Utilization' || has(self.averageUtilization)",
+                "message": "averageUtilization must be set for a Utilization target",
+            },
             {"rule": "self.type != 'Value' || has(self.value)", "message": "value must be set for a Value target"},
-            {"rule": "self.type != 'AverageValue' || has(self.averageValue)",
-             "message": "averageValue must be set for an AverageValue target"},
+            {
+                "rule": "self.type != 'AverageValue' || has(self.averageValue)",
+                "message": "averageValue must be set for an AverageValue target",
+            },
         ],
     },
     "io.k8s.api.autoscaling.v2.HPAScalingRules": {
-        "properties": {"selectPolicy": {"enum": ["Max", "Min", "Disabled"]},
-                       "stabilizationWindowSeconds": {"minimum": 0, "maximum": 3600},
-                       "policies": {"minItems": 1}},
+        "properties": {
+            "selectPolicy": {"enum": ["Max", "Min", "Disabled"]},
+            "stabilizationWindowSeconds": {"minimum": 0, "maximum": 3600},
+            "policies": {"minItems": 1},
+        },
     },
     "io.k8s.api.autoscaling.v2.HPAScalingPolicy": {
-        "properties": {"type": {"enum": ["Pods", "Percent"]}, "value": {"minimum": 1},
-                       "periodSeconds": {"minimum": 1, "maximum": 1800}},
+        "properties": {
+            "type": {"enum": ["Pods", "Percent"]},
+            "value": {"minimum": 1},
+            "periodSeconds": {"minimum": 1, "maximum": 1800},
+        },
     },
 }
 
@@ -141,7 +178,11 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], name: str | None = N
             inlined["description"] = node["description"]
         return inlined
     if name == QUANTITY:
-        return {"anyOf": [{"type": "integer"}, {"type": "string"}], "pattern": QUANTITY_PATTERN, "x-kubernetes-int-or-string": True}
+        return {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "pattern": QUANTITY_PATTERN,
+            "x-kubernetes-int-or-string": True,
+        }
     if name == TIME:
         return {"type": "string", "format": "date-time"}
     types = node.get("type")
@@ -183,8 +224,8 @@ def build_crd() -> dict[str, Any]:
                                        "prints an HPA's TARGETS (printed; currentMetrics has the values)"}
     schema = {
         "type": "object",
-        "description": "HorizontalAutoscaler is promscaler's HorizontalPodAutoscaler: the same spec and status as autoscaling/v2, "
-                       "reconciled by the promscaler autoscaler controller instead of kube-controller-manager.",
+        "description": "HorizontalAutoscaler is promscaler's HorizontalPodAutoscaler: the same spec and status as "
+        "autoscaling/v2, reconciled by the promscaler autoscaler controller instead of kube-controller-manager.",
         "required": ["spec"],
         "properties": {
             "apiVersion": {"type": "string"},
@@ -197,20 +238,31 @@ def build_crd() -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}", "labels": {"app.kubernetes.io/name": "promscaler", "app.kubernetes.io/component": "autoscaler"}},
+        "metadata": {
+            "name": f"{PLURAL}.{GROUP}",
+            "labels": {"app.kubernetes.io/name": "promscaler", "app.kubernetes.io/component": "autoscaler"},
+        },
         "spec": {
             "group": GROUP,
             "scope": "Namespaced",
-            "names": {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": SINGULAR,
-                      "shortNames": SHORT_NAMES, "categories": ["all", "autoscaling"]},
-            "versions": [{
-                "name": VERSION,
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": PRINTER_COLUMNS,
-                "schema": {"openAPIV3Schema": schema},
-            }],
+            "names": {
+                "kind": KIND,
+                "listKind": f"{KIND}List",
+                "plural": PLURAL,
+                "singular": SINGULAR,
+                "shortNames": SHORT_NAMES,
+                "categories": ["all", "autoscaling"],
+            },
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": PRINTER_COLUMNS,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
         },
     }
 

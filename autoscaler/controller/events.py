@@ -48,7 +48,11 @@ class EventRecorder:
                     if not exc.not_found:
                         raise
             event_name = f"{name}.{uuid.uuid4().hex[:16]}"
-            await self.kube.request("POST", f"/api/v1/namespaces/{ns}/events", body=_event(obj, event_name, type_, reason, message, stamp, self.host))
+            await self.kube.request(
+                "POST",
+                f"/api/v1/namespaces/{ns}/events",
+                body=_event(obj, event_name, type_, reason, message, stamp, self.host),
+            )
             self._seen[key] = (event_name, 1)
             if len(self._seen) > 10_000:
                 self._seen.pop(next(iter(self._seen)))

@@ -123,7 +123,9 @@ class Kube:
         """Watch events (`{"type", "object"}`) until the server ends the stream; ERROR events raise."""
         q = [*query, ("watch", "1"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", int(timeout))]
         # no total limit: the server ends the stream after timeoutSeconds; a silent connection is broken
-        resp = await self._send("GET", path, q, None, "application/json", aiohttp.ClientTimeout(total=None, sock_read=timeout + 60))
+        resp = await self._send(
+            "GET", path, q, None, "application/json", aiohttp.ClientTimeout(total=None, sock_read=timeout + 60)
+        )
         async with resp:
             if resp.status >= 300:
                 raise _error(resp.status, await resp.read(), resp.reason or "Error")
@@ -134,7 +136,9 @@ class Kube:
                 event = orjson.loads(line)
                 if event.get("type") == "ERROR":
                     obj = event.get("object") or {}
-                    raise ApiError(int(obj.get("code") or 500), str(obj.get("reason") or "Error"), str(obj.get("message") or ""))
+                    raise ApiError(
+                        int(obj.get("code") or 500), str(obj.get("reason") or "Error"), str(obj.get("message") or "")
+                    )
                 yield event
 
 

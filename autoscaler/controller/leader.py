@@ -146,7 +146,12 @@ class LeaderElector:
         }
 
     def _observe(self, spec: Obj) -> None:
-        record = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("acquireTime"), spec.get("leaseDurationSeconds"))
+        record = (
+            spec.get("holderIdentity"),
+            spec.get("renewTime"),
+            spec.get("acquireTime"),
+            spec.get("leaseDurationSeconds"),
+        )
         if record != self._observed:
             self._observed, self._observed_at = record, time.monotonic()
 

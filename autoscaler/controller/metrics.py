@@ -84,9 +84,13 @@ class MetricsClient:
 
     async def _resource(self, namespace: str, selector: str, resource: str, container: str | None) -> Reading:
         try:
-            body = await self.kube.get(f"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods", query(labelSelector=selector))
+            body = await self.kube.get(
+                f"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods", query(labelSelector=selector)
+            )
         except ApiError as exc:
-            raise MetricsError(f"unable to fetch metrics from resource metrics API: {exc.message or exc.reason}") from None
+            raise MetricsError(
+                f"unable to fetch metrics from resource metrics API: {exc.message or exc.reason}"
+            ) from None
         return objects.pod_metrics_reading(body.get("items") or [], resource, container)
 
     async def _pods(self, namespace: str, selector: str, metric: MetricSpec, pod_names: Sequence[str]) -> Reading:
@@ -95,7 +99,9 @@ class MetricsClient:
         try:
             body = await self.kube.get(f"/apis/{CUSTOM}/{version}/namespaces/{namespace}/pods/*/{metric.name}", q)
         except ApiError as exc:
-            raise MetricsError(f"unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
+            raise MetricsError(
+                f"unable to fetch metrics from custom metrics API: {exc.message or exc.reason}"
+            ) from None
         return objects.pods_metric_reading(body.get("items") or [], metric.name, pod_names)
 
     async def _object(self, namespace: str, metric: MetricSpec) -> Reading:
@@ -108,7 +114,10 @@ class MetricsClient:
             body = await self.kube.get(f"{base}/{ref.resource}/{described.name}/{metric.name}",
                                        query(metricLabelSelector=_selector_string(metric)))
         except ApiError as exc:
-            raise MetricsError(f"{described.kind} on {namespace} {described.name}/unable to fetch metrics from custom metrics API: {exc.message or exc.reason}") from None
+            raise MetricsError(
+                f"{described.kind} on {namespace} {described.name}/unable to fetch metrics from custom metrics API: "
+                f"{exc.message or exc.reason}"
+            ) from None
         items = (body.get("items") or []) if "items" in body else [body]
         return objects.object_metric_reading(items, metric.name, described.kind, described.name)
 
@@ -117,7 +126,9 @@ class MetricsClient:
         try:
             body = await self.kube.get(f"/apis/{EXTERNAL}/v1beta1/namespaces/{namespace}/{metric.name}", q)
         except ApiError as exc:
-            raise MetricsError(f"unable to fetch metrics from external metrics API: {exc.message or exc.reason}") from None
+            raise MetricsError(
+                f"unable to fetch metrics from external metrics API: {exc.message or exc.reason}"
+            ) from None
         return objects.external_metric_reading(body.get("items") or [])
 
 

@@ -151,7 +151,12 @@ class Reconciler:
         try:
             spec = parse_spec(spec_dict, "spec")
         except SpecError as exc:
-            await fail("InvalidSpec", str(exc), Condition("ScalingActive", "False", "InvalidSpec", f"the spec is invalid: {exc}"), retry=False)
+            await fail(
+                "InvalidSpec",
+                str(exc),
+                Condition("ScalingActive", "False", "InvalidSpec", f"the spec is invalid: {exc}"),
+                retry=False,
+            )
             return None
         target = spec_dict.get("scaleTargetRef") or {}
         try:
@@ -162,13 +167,27 @@ class Reconciler:
             return None
         if not scale.selector:
             msg = "the HPA target's scale is missing a selector"
-            await fail("SelectorRequired", "selector is required", Condition("ScalingActive", "False", "InvalidSelector", msg), retry=False)
+            await fail(
+                "SelectorRequired",
+                "selector is required",
+                Condition("ScalingActive", "False", "InvalidSelector", msg),
+                retry=False,
+            )
             return None
         try:
             selector = parse_selector(scale.selector)
         except SelectorError as exc:
-            await fail("InvalidSelector", f"couldn't convert selector into a corresponding internal selector object: {exc}",
-                       Condition("ScalingActive", "False", "InvalidSelector", f"the HPA target's scale has an invalid selector: {exc}"), retry=False)
+            await fail(
+                "InvalidSelector",
+                f"couldn't convert selector into a corresponding internal selector object: {exc}",
+                Condition(
+                    "ScalingActive",
+                    "False",
+                    "InvalidSelector",
+                    f"the HPA target's scale has an invalid selector: {exc}",
+                ),
+                retry=False,
+            )
             return None
 
         pods = [info for info in map(self.pod_infos, self.pods.select(ns, selector)) if info is not None]
@@ -178,11 +197,22 @@ class Reconciler:
             window = spec.behavior.scale_down.stabilization_window_seconds if spec.behavior is not None else None
             history = book.history(key, self.histories.get(key), now,
                                    self.config.downscale_stabilization_window if window is None else float(window))
-        decision = decide(DecisionInput(
-            spec=spec, current_replicas=scale.replicas, status_replicas=scale.status_replicas, pods=pods,
-            readings=readings, now=now, config=self.config, history=history,
-            scaled_to_zero=any(c.get("type") == "ScaledToZero" and c.get("status") == "True" for c in prev_status.get("conditions") or ()),
-        ))
+        decision = decide(
+            DecisionInput(
+                spec=spec,
+                current_replicas=scale.replicas,
+                status_replicas=scale.status_replicas,
+                pods=pods,
+                readings=readings,
+                now=now,
+                config=self.config,
+                history=history,
+                scaled_to_zero=any(
+                    c.get("type") == "ScaledToZero" and c.get("status") == "True"
+                    for c in prev_status.get("conditions") or ()
+                ),
+            )
+        )
         self.observer.replicas(key, scale.replicas, decision.desired_replicas)
         if shadow:
             self.histories[key] = decision.history
@@ -200,20 +230,51 @@ class Reconciler:
             try:
                 await self.scales.update(ns, target, scale, decision.desired_replicas)
             except ScaleError as exc:
-                await self._event(obj, "Warning", "FailedRescale", f"New size: {decision.desired_replicas}; reason: {reason}; error: {exc}", now)
+                await self._event(
+                    obj,
+                    "Warning",
+                    "FailedRescale",
+                    f"New size: {decision.desired_replicas}; reason: {reason}; error: {exc}",
+                    now,
+                )
                 self.warn(key, "FailedRescale", f"{_target(ns, target)} to {decision.desired_replicas}: {exc}")
-                conditions = replace_condition(conditions, Condition("AbleToScale", "False", "FailedUpdateScale", f"the HPA controller was unable to update the target scale: {exc}"))
+                conditions = replace_condition(
+                    conditions,
+                    Condition(
+                        "AbleToScale",
+                        "False",
+                        "FailedUpdateScale",
+                        f"the HPA controller was unable to update the target scale: {exc}",
+                    ),
+                )
                 self.histories[key] = history
                 await self._write_status(kind, obj, build_status(
                     prev_status, generation=_generation(obj), current_replicas=scale.replicas,
                     desired_replicas=scale.replicas, current_metrics=decision.current_metrics,
                     conditions=conditions, last_scale_time=None, now=now))
                 raise SyncError(f"FailedRescale: {exc}") from None
-            await self._event(obj, "Normal", "SuccessfulRescale", f"New size: {decision.desired_replicas}; reason: {reason}", now)
-            log.info("%s %s/%s scaled %s %d -> %d: %s", kind, ns, name, _target(ns, target), scale.replicas,
-                     decision.desired_replicas, reason,
-                     extra={"kind": kind, "namespace": ns, "autoscaler": name, "target": f"{target.get('kind')}/{target.get('name')}",
-                            "from": scale.replicas, "to": decision.desired_replicas, "reason": reason})
+            await self._event(
+                obj, "Normal", "SuccessfulRescale", f"New size: {decision.desired_replicas}; reason: {reason}", now
+            )
+            log.info(
+                "%s %s/%s scaled %s %d -> %d: %s",
+                kind,
+                ns,
+                name,
+                _target(ns, target),
+                scale.replicas,
+                decision.desired_replicas,
+                reason,
+                extra={
+                    "kind": kind,
+                    "namespace": ns,
+                    "autoscaler": name,
+                    "target": f"{target.get('kind')}/{target.get('name')}",
+                    "from": scale.replicas,
+                    "to": decision.desired_replicas,
+                    "reason": reason,
+                },
+            )
             history = record_scale(history, now, scale.replicas, decision.desired_replicas, spec)
             last_scale = now
         self.histories[key] = history
@@ -227,10 +288,18 @@ class Reconciler:
     async def _metric_events(self, obj: Obj, decision: Decision, now: datetime) -> None:
         failed = [p for p in decision.proposals if p.replicas is None]
         for p in failed:
-            await self._event(obj, "Warning", FAILED_GET.get(p.type, "FailedGetMetric"), p.error or "metric unavailable", now)
+            await self._event(
+                obj, "Warning", FAILED_GET.get(p.type, "FailedGetMetric"), p.error or "metric unavailable", now
+            )
         if failed and decision.recommendation is None:
-            await self._event(obj, "Warning", "FailedComputeMetricsReplicas",
-                              f"invalid metrics ({len(failed)} invalid out of {len(decision.proposals)}), first error is: {failed[0].error}", now)
+            await self._event(
+                obj,
+                "Warning",
+                "FailedComputeMetricsReplicas",
+                f"invalid metrics ({len(failed)} invalid out of {len(decision.proposals)}), "
+                f"first error is: {failed[0].error}",
+                now,
+            )
 
     async def _event(self, obj: Obj, type_: str, reason: str, message: str, now: datetime) -> None:
         await self.events.record(obj, type_, reason, message, now)

@@ -109,4 +109,6 @@ class ScaleClient:
 
 def _scale(raw: Obj) -> Scale:
     spec, status = raw.get("spec") or {}, raw.get("status") or {}
-    return Scale(int(spec.get("replicas") or 0), int(status.get("replicas") or 0), str(status.get("selector") or ""), raw)
+    return Scale(
+        int(spec.get("replicas") or 0), int(status.get("replicas") or 0), str(status.get("selector") or ""), raw
+    )

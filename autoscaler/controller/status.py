@@ -24,8 +24,20 @@ def merge_conditions(previous: Sequence[Obj] | None, conditions: Iterable[Condit
     out: list[Obj] = []
     for cond in conditions:
         old = before.get(cond.type)
-        since = old.get("lastTransitionTime") if old and old.get("status") == cond.status and old.get("lastTransitionTime") else format_time(now)
-        out.append({"type": cond.type, "status": cond.status, "lastTransitionTime": since, "reason": cond.reason, "message": cond.message})
+        since = (
+            old.get("lastTransitionTime")
+            if old and old.get("status") == cond.status and old.get("lastTransitionTime")
+            else format_time(now)
+        )
+        out.append(
+            {
+                "type": cond.type,
+                "status": cond.status,
+                "lastTransitionTime": since,
+                "reason": cond.reason,
+                "message": cond.message,
+            }
+        )
     return out
 
 

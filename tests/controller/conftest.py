@@ -47,15 +47,31 @@ def fake(sim):
 def deployment(name: str, replicas: int, ns: str = NS) -> dict[str, Any]:
     labels = {"app": name}
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels},
-                              "spec": {"containers": [{"name": "app", "image": "app:1", "resources": {"requests": {"cpu": "500m"}}}]}}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": "app:1", "resources": {"requests": {"cpu": "500m"}}}]},
+            },
+        },
     }
 
 
-def autoscaler(name: str, target: str, metrics: list[dict[str, Any]], *, min_replicas: int = 1, max_replicas: int = 10,
-               behavior: dict[str, Any] | None = None, ns: str = NS, kind: str = "HorizontalAutoscaler") -> dict[str, Any]:
+def autoscaler(
+    name: str,
+    target: str,
+    metrics: list[dict[str, Any]],
+    *,
+    min_replicas: int = 1,
+    max_replicas: int = 10,
+    behavior: dict[str, Any] | None = None,
+    ns: str = NS,
+    kind: str = "HorizontalAutoscaler",
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
                             "minReplicas": min_replicas, "maxReplicas": max_replicas, "metrics": metrics}
     if behavior is not None:
@@ -65,20 +81,32 @@ def autoscaler(name: str, target: str, metrics: list[dict[str, Any]], *, min_rep
 
 
 def pods_metric(name: str, average: str) -> dict[str, Any]:
-    return {"type": "Pods", "pods": {"metric": {"name": name}, "target": {"type": "AverageValue", "averageValue": average}}}
+    return {
+        "type": "Pods",
+        "pods": {"metric": {"name": name}, "target": {"type": "AverageValue", "averageValue": average}},
+    }
 
 
 def external_metric(name: str, average: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
     metric: dict[str, Any] = {"name": name}
     if labels:
         metric["selector"] = {"matchLabels": labels}
-    return {"type": "External", "external": {"metric": metric, "target": {"type": "AverageValue", "averageValue": average}}}
+    return {
+        "type": "External",
+        "external": {"metric": metric, "target": {"type": "AverageValue", "averageValue": average}},
+    }
 
 
 def settings(**overrides: Any) -> Settings:
     base: dict[str, Any] = dict(
-        sync_period=0.3, workers=2, leader_elect=False, http_port=None, lease_namespace=NS,
-        config=ControllerConfig(downscale_stabilization_window=0.0, initial_readiness_delay=0.0, cpu_initialization_period=0.0),
+        sync_period=0.3,
+        workers=2,
+        leader_elect=False,
+        http_port=None,
+        lease_namespace=NS,
+        config=ControllerConfig(
+            downscale_stabilization_window=0.0, initial_readiness_delay=0.0, cpu_initialization_period=0.0
+        ),
     )
     base.update(overrides)
     return Settings(**base)

@@ -46,8 +46,17 @@ class FakeMetrics:
             return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
         def unavailable(name: str) -> JSONResponse:
-            return JSONResponse({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "ServiceUnavailable",
-                                 "code": 503, "message": f"metric {name} is failing (test)"}, status_code=503)
+            return JSONResponse(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "reason": "ServiceUnavailable",
+                    "code": 503,
+                    "message": f"metric {name} is failing (test)",
+                },
+                status_code=503,
+            )
 
         @app.get("/apis/custom.metrics.k8s.io")
         async def custom_group() -> dict:
@@ -58,7 +67,9 @@ class FakeMetrics:
             self.requests += 1
             self.versions_asked.add(version)
             if version not in self.versions:
-                return JSONResponse({"kind": "Status", "code": 404, "reason": "NotFound", "message": "no such version"}, status_code=404)
+                return JSONResponse(
+                    {"kind": "Status", "code": 404, "reason": "NotFound", "message": "no such version"}, status_code=404
+                )
             if metric in self.failing:
                 return unavailable(metric)
             value = self.pods.get((ns, metric))
@@ -69,7 +80,9 @@ class FakeMetrics:
             for pod in names:
                 v = value.get(pod) if isinstance(value, dict) else value
                 if v is not None:
-                    items.append(wire.custom_metric_value(version, wire.object_reference("Pod", pod, ns), metric, v, now(), 60))
+                    items.append(
+                        wire.custom_metric_value(version, wire.object_reference("Pod", pod, ns), metric, v, now(), 60)
+                    )
             return wire.metric_value_list(version, items)
 
         @app.get("/apis/custom.metrics.k8s.io/{version}/namespaces/{ns}/{resource}/{name}/{metric}")
@@ -80,9 +93,18 @@ class FakeMetrics:
                 return unavailable(metric)
             value = self.objects.get((ns, resource, name, metric))
             if value is None:
-                return JSONResponse({"kind": "Status", "code": 404, "reason": "NotFound",
-                                     "message": f"the server could not find the metric {metric} for {resource} {name}"}, status_code=404)
-            kind = {"deployments": "Deployment", "services": "Service", "statefulsets": "StatefulSet"}.get(resource, resource)
+                return JSONResponse(
+                    {
+                        "kind": "Status",
+                        "code": 404,
+                        "reason": "NotFound",
+                        "message": f"the server could not find the metric {metric} for {resource} {name}",
+                    },
+                    status_code=404,
+                )
+            kind = {"deployments": "Deployment", "services": "Service", "statefulsets": "StatefulSet"}.get(
+                resource, resource
+            )
             api = "apps/v1" if kind in ("Deployment", "StatefulSet") else "/v1"
             return wire.metric_value_list(version, [wire.custom_metric_value(
                 version, wire.object_reference(kind, name, ns, api), metric, value, now(), 60)])
@@ -100,7 +122,9 @@ class FakeMetrics:
         return app
 
     def start(self) -> FakeMetrics:
-        config = uvicorn.Config(self.app(), host="127.0.0.1", port=self.port, log_level="warning", access_log=False, lifespan="off")
+        config = uvicorn.Config(
+            self.app(), host="127.0.0.1", port=self.port, log_level="warning", access_log=False, lifespan="off"
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()

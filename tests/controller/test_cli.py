@@ -32,10 +32,18 @@ def test_help_explains_why_native_hpas_are_off_by_default():
     assert out.returncode == 0
     text = " ".join(out.stdout.split())
     assert "--reconcile-native-hpas" in text and "would fight" in text
-    for flag in ("--horizontal-pod-autoscaler-sync-period", "--concurrent-horizontal-pod-autoscaler-syncs",
-                 "--horizontal-pod-autoscaler-tolerance", "--horizontal-pod-autoscaler-downscale-stabilization",
-                 "--horizontal-pod-autoscaler-cpu-initialization-period", "--horizontal-pod-autoscaler-initial-readiness-delay",
-                 "--leader-elect-lease-duration", "--leader-elect-resource-namespace", "--dry-run", "--namespace"):
+    for flag in (
+        "--horizontal-pod-autoscaler-sync-period",
+        "--concurrent-horizontal-pod-autoscaler-syncs",
+        "--horizontal-pod-autoscaler-tolerance",
+        "--horizontal-pod-autoscaler-downscale-stabilization",
+        "--horizontal-pod-autoscaler-cpu-initialization-period",
+        "--horizontal-pod-autoscaler-initial-readiness-delay",
+        "--leader-elect-lease-duration",
+        "--leader-elect-resource-namespace",
+        "--dry-run",
+        "--namespace",
+    ):
         assert flag in text
 
 
@@ -56,10 +64,24 @@ async def test_runs_against_the_cluster_and_stops_cleanly_on_sigterm(sim, fake):
     sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
     port = free_port()
     proc = subprocess.Popen(
-        [*_cmd(), "--kubeconfig", sim.kubeconfig_path, "--horizontal-pod-autoscaler-sync-period=300ms",
-         "--leader-elect-resource-namespace", NS, "--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s",
-         "--leader-elect-retry-period=500ms", "--http-address=127.0.0.1", f"--http-port={port}"],
-        cwd=ROOT, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        [
+            *_cmd(),
+            "--kubeconfig",
+            sim.kubeconfig_path,
+            "--horizontal-pod-autoscaler-sync-period=300ms",
+            "--leader-elect-resource-namespace",
+            NS,
+            "--leader-elect-lease-duration=3s",
+            "--leader-elect-renew-deadline=2s",
+            "--leader-elect-retry-period=500ms",
+            "--http-address=127.0.0.1",
+            f"--http-port={port}",
+        ],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         await eventually(lambda: replicas(sim, "web") == 4, timeout=30)
         await eventually(lambda: status(sim, "web").get("currentReplicas") == 4)

@@ -31,15 +31,41 @@ def _validate(obj):
 
 
 HA = {
-    "apiVersion": "promscaler.io/v1alpha1", "kind": "HorizontalAutoscaler", "metadata": {"name": "web"},
+    "apiVersion": "promscaler.io/v1alpha1",
+    "kind": "HorizontalAutoscaler",
+    "metadata": {"name": "web"},
     "spec": {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-        "minReplicas": 1, "maxReplicas": 10,
-        "metrics": [{"type": "Pods", "pods": {"metric": {"name": "http_requests"}, "target": {"type": "AverageValue", "averageValue": "500m"}}}],
-        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60, "policies": [{"type": "Percent", "value": 50, "periodSeconds": 15}]}},
+        "minReplicas": 1,
+        "maxReplicas": 10,
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": {"name": "http_requests"},
+                    "target": {"type": "AverageValue", "averageValue": "500m"},
+                },
+            }
+        ],
+        "behavior": {
+            "scaleDown": {
+                "stabilizationWindowSeconds": 60,
+                "policies": [{"type": "Percent", "value": 50, "periodSeconds": 15}],
+            }
+        },
     },
-    "status": {"currentReplicas": 2, "desiredReplicas": 3, "conditions": [
-        {"type": "AbleToScale", "status": "True", "reason": "SucceededRescale", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+    "status": {
+        "currentReplicas": 2,
+        "desiredReplicas": 3,
+        "conditions": [
+            {
+                "type": "AbleToScale",
+                "status": "True",
+                "reason": "SucceededRescale",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ],
+    },
 }
 
 

@@ -42,7 +42,10 @@ async def test_scales_up_through_scale_and_writes_status_conditions_events(sim, 
         assert replicas(sim, "web") == 4
     st = status(sim, "web")
     assert st["desiredReplicas"] == 4 and st["currentReplicas"] == 4
-    assert st["observedGeneration"] == sim.get("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, "web")["metadata"]["generation"]
+    assert (
+        st["observedGeneration"]
+        == sim.get("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, "web")["metadata"]["generation"]
+    )
     assert "lastScaleTime" in st
     metric = st["currentMetrics"][0]
     assert metric["type"] == "Pods" and metric["pods"]["metric"]["name"] == "http_requests"
@@ -66,7 +69,9 @@ async def test_scale_down_waits_out_the_stabilization_window(sim, fake):
         assert replicas(sim, "web") == 4  # recommended 1, held at 4 by the window
         await eventually(lambda: replicas(sim, "web") == 1)
         assert loop.time() - held_from > 1.0  # the window (2 s from the first sync) was waited out
-    assert [e[2] for e in events(sim, "web") if e[1] == "SuccessfulRescale"] == ["New size: 1; reason: All metrics below target"]
+    assert [e[2] for e in events(sim, "web") if e[1] == "SuccessfulRescale"] == [
+        "New size: 1; reason: All metrics below target"
+    ]
 
 
 async def test_a_failing_metric_blocks_scale_down_but_not_scale_up(sim, fake):
@@ -178,7 +183,9 @@ async def test_resource_cpu_utilization_through_metrics_api(sim, fake):
         await eventually(lambda: status(sim, "web").get("currentReplicas") == 4)
     current = status(sim, "web")["currentMetrics"][0]["resource"]["current"]
     assert current["averageUtilization"] == 100
-    assert [e[2] for e in events(sim, "web") if e[1] == "SuccessfulRescale"] == ["New size: 4; reason: cpu resource utilization (percentage of request) above target"]
+    assert [e[2] for e in events(sim, "web") if e[1] == "SuccessfulRescale"] == [
+        "New size: 4; reason: cpu resource utilization (percentage of request) above target"
+    ]
 
 
 async def test_native_hpas_are_reconciled_when_enabled(sim, fake):
@@ -240,9 +247,19 @@ async def test_preferred_custom_metrics_version_is_v1beta2(sim, fake):
 
 async def test_object_metric_resolved_through_discovery_scales_a_statefulset(sim, fake):
     labels = {"app": "db"}
-    sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": NS},
-               "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": labels},
-                        "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "db", "image": "db:1"}]}}}})
+    sim.apply(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db", "namespace": NS},
+            "spec": {
+                "replicas": 1,
+                "serviceName": "db",
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "db", "image": "db:1"}]}},
+            },
+        }
+    )
     fake.objects[(NS, "services", "db", "connections")] = "90"  # 90 connections, 30 per replica wanted -> 3
     ha = autoscaler("db", "db", [{"type": "Object", "object": {
         "describedObject": {"apiVersion": "v1", "kind": "Service", "name": "db"},

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 
-def deployment(name: str, replicas: int = 1, labels: dict[str, str] | None = None, namespace: str | None = None) -> dict:
+def deployment(
+    name: str, replicas: int = 1, labels: dict[str, str] | None = None, namespace: str | None = None
+) -> dict:
     labels = labels or {"app": name}
     meta = {"name": name, **({"namespace": namespace} if namespace else {})}
     return {
@@ -14,7 +16,9 @@ def deployment(name: str, replicas: int = 1, labels: dict[str, str] | None = Non
     }
 
 
-def pod(name: str, labels: dict[str, str] | None = None, phase: str | None = None, namespace: str | None = None) -> dict:
+def pod(
+    name: str, labels: dict[str, str] | None = None, phase: str | None = None, namespace: str | None = None
+) -> dict:
     meta = {"name": name, "labels": labels or {}, **({"namespace": namespace} if namespace else {})}
     obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
            "spec": {"containers": [{"name": "app", "image": "example/app:1"}]}}

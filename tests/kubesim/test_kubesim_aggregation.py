@@ -117,8 +117,12 @@ def test_pod_metrics(sim: KubeSim, ns: str, api: client.ApiClient) -> None:
     assert exc.value.status == 404
     resources = httpx.get(f"{sim.url}/apis/metrics.k8s.io/v1beta1").json()["resources"]
     assert {r["name"]: r["kind"] for r in resources} == {"pods": "PodMetrics", "nodes": "NodeMetrics"}
-    top = subprocess.run([".venv/bin/kubectl", "--kubeconfig", sim.kubeconfig_path, "-n", ns, "top", "pods", "-l", "app=web"],
-                         capture_output=True, text=True, timeout=60)
+    top = subprocess.run(
+        [".venv/bin/kubectl", "--kubeconfig", sim.kubeconfig_path, "-n", ns, "top", "pods", "-l", "app=web"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert top.returncode == 0, top.stderr
     assert [line.split() for line in top.stdout.splitlines()[1:]] == [["web-1", "250m", "200Mi"]]
 
@@ -137,9 +141,18 @@ def upstream_app() -> FastAPI:
     @app.get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/{name}/{metric}")
     async def metric(request: Request, ns: str, name: str, metric: str) -> JSONResponse:
         if metric == "missing":
-            return JSONResponse({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                 "message": f'the server could not find the metric {metric} for pods', "reason": "NotFound",
-                                 "code": 404}, status_code=404)
+            return JSONResponse(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Failure",
+                    "message": f"the server could not find the metric {metric} for pods",
+                    "reason": "NotFound",
+                    "code": 404,
+                },
+                status_code=404,
+            )
         item = wire.custom_metric_value("v1beta2", wire.object_reference("Pod", name, ns), metric, "500m",
                                         "2026-01-01T00:00:00Z")
         return JSONResponse(wire.metric_value_list("v1beta2", [item]) | {"query": str(request.url.query),
@@ -181,12 +194,17 @@ def test_aggregation_proxy(sim: KubeSim, upstream: str, api: client.ApiClient) -
         assert body["items"][0]["value"] == "500m" and body["query"] == "metricLabelSelector=verb%3DGET"
         assert body["user"] == "kubesim-admin"  # the caller, asserted as the aggregator does
         custom = client.CustomObjectsApi(api)
-        got = custom.get_namespaced_custom_object("custom.metrics.k8s.io", "v1beta2", "default", "pods", "web-1/http_requests")
+        got = custom.get_namespaced_custom_object(
+            "custom.metrics.k8s.io", "v1beta2", "default", "pods", "web-1/http_requests"
+        )
         assert got["items"][0]["describedObject"]["name"] == "web-1"
         # the upstream's status codes and Status bodies come back unchanged
         r = httpx.get(f"{sim.url}/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/web-1/missing")
         assert r.status_code == 404 and r.json()["message"] == "the server could not find the metric missing for pods"
-        assert httpx.get(f"{sim.url}/apis/custom.metrics.k8s.io/v1beta2").json()["resources"][0]["name"] == "pods/http_requests"
+        assert (
+            httpx.get(f"{sim.url}/apis/custom.metrics.k8s.io/v1beta2").json()["resources"][0]["name"]
+            == "pods/http_requests"
+        )
     finally:
         sim.set_aggregated_api("custom.metrics.k8s.io", None)
     assert httpx.get(f"{sim.url}/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/web-1/x").status_code == 404
@@ -234,7 +252,9 @@ def _pki(tmp: Path) -> dict[str, str]:
              .not_valid_before(now - datetime.timedelta(minutes=1)).not_valid_after(now + datetime.timedelta(hours=1))
              .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
         if ip:
-            b = b.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            b = b.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+            )
         return b.sign(issuer_key, hashes.SHA256())
 
     def write(name: str, data: bytes) -> str:
@@ -242,7 +262,9 @@ def _pki(tmp: Path) -> dict[str, str]:
         return str(tmp / name)
 
     def key_pem(k) -> bytes:
-        return k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        return k.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
 
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test-ca")])
@@ -250,7 +272,9 @@ def _pki(tmp: Path) -> dict[str, str]:
     out = {"ca": write("ca.crt", ca.public_bytes(serialization.Encoding.PEM))}
     for name, ip in (("server", True), ("front-proxy-client", False)):
         k = ec.generate_private_key(ec.SECP256R1())
-        out[name] = write(f"{name}.crt", cert(name, k, ca_name, ca_key, ca=False, ip=ip).public_bytes(serialization.Encoding.PEM))
+        out[name] = write(
+            f"{name}.crt", cert(name, k, ca_name, ca_key, ca=False, ip=ip).public_bytes(serialization.Encoding.PEM)
+        )
         out[f"{name}-key"] = write(f"{name}.key", key_pem(k))
     return out
 
@@ -258,9 +282,19 @@ def _pki(tmp: Path) -> dict[str, str]:
 def test_aggregation_over_tls_with_client_certificate(sim: KubeSim, tmp_path: Path) -> None:
     pki = _pki(tmp_path)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(
-        upstream_app(), host="127.0.0.1", port=port, log_level="critical", ssl_certfile=pki["server"],
-        ssl_keyfile=pki["server-key"], ssl_ca_certs=pki["ca"], ssl_cert_reqs=ssl.CERT_REQUIRED, timeout_graceful_shutdown=1))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            upstream_app(),
+            host="127.0.0.1",
+            port=port,
+            log_level="critical",
+            ssl_certfile=pki["server"],
+            ssl_keyfile=pki["server-key"],
+            ssl_ca_certs=pki["ca"],
+            ssl_cert_reqs=ssl.CERT_REQUIRED,
+            timeout_graceful_shutdown=1,
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"https://127.0.0.1:{port}"

@@ -30,7 +30,9 @@ def ready(p: client.V1Pod) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or ())
 
 
-def test_scale_creates_pods_that_become_ready(sim: KubeSim, ns: str, apps: client.AppsV1Api, core: client.CoreV1Api) -> None:
+def test_scale_creates_pods_that_become_ready(
+    sim: KubeSim, ns: str, apps: client.AppsV1Api, core: client.CoreV1Api
+) -> None:
     apps.create_namespaced_deployment(ns, deployment("web", replicas=1, labels={"app": "web"}))
     wait_for(lambda: len(core.list_namespaced_pod(ns, label_selector="app=web").items) == 1)
     apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": 3}})
@@ -85,7 +87,12 @@ def test_deleted_pod_is_replaced(sim: KubeSim, ns: str, core: client.CoreV1Api) 
     wait_for(lambda: len(sim.list("v1", "Pod", ns)) == 2)
     victim = sim.list("v1", "Pod", ns)[0]["metadata"]["name"]
     core.delete_namespaced_pod(victim, ns)
-    wait_for(lambda: len(sim.list("v1", "Pod", ns)) == 2 and victim not in {p["metadata"]["name"] for p in sim.list("v1", "Pod", ns)})
+    wait_for(
+        lambda: (
+            len(sim.list("v1", "Pod", ns)) == 2
+            and victim not in {p["metadata"]["name"] for p in sim.list("v1", "Pod", ns)}
+        )
+    )
 
 
 def test_statefulset_pods_have_ordinals(sim: KubeSim, ns: str) -> None:
@@ -98,14 +105,18 @@ def test_statefulset_pods_have_ordinals(sim: KubeSim, ns: str) -> None:
 
 
 def test_pod_created_through_the_api_is_started(sim: KubeSim, ns: str, core: client.CoreV1Api) -> None:
-    core.create_namespaced_pod(ns, {"metadata": {"name": "solo"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    core.create_namespaced_pod(
+        ns, {"metadata": {"name": "solo"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    )
     wait_for(lambda: ready(core.read_namespaced_pod("solo", ns)))
     assert core.read_namespaced_pod("solo", ns).status.phase == "Running"
 
 
 def test_subscribe_sees_pods_come_and_go(sim: KubeSim, ns: str) -> None:
     seen: list[tuple[str, str]] = []
-    unsubscribe = sim.subscribe("v1", "Pod", lambda kind, obj: seen.append((kind, obj["metadata"]["name"])), namespace=ns)
+    unsubscribe = sim.subscribe(
+        "v1", "Pod", lambda kind, obj: seen.append((kind, obj["metadata"]["name"])), namespace=ns
+    )
     sim.apply(deployment("web", replicas=1, namespace=ns))
     wait_for(lambda: any(k == "ADDED" for k, _ in seen))
     name = next(n for k, n in seen if k == "ADDED")

@@ -88,7 +88,9 @@ def test_patches(ns: str, core: client.CoreV1Api, api: client.ApiClient) -> None
     core.create_namespaced_config_map(ns, {"metadata": {"name": "cfg", "labels": {"a": "1", "b": "2"}},
                                            "data": {"x": "1"}})
     # a dict body goes out as a strategic merge patch, treated as a merge patch
-    out = core.patch_namespaced_config_map("cfg", ns, {"metadata": {"labels": {"b": None, "c": "3"}}, "data": {"y": "2"}})
+    out = core.patch_namespaced_config_map(
+        "cfg", ns, {"metadata": {"labels": {"b": None, "c": "3"}}, "data": {"y": "2"}}
+    )
     assert out.metadata.labels == {"a": "1", "c": "3"} and out.data == {"x": "1", "y": "2"}
     # a list body is a JSON patch
     out = core.patch_namespaced_config_map("cfg", ns, [{"op": "replace", "path": "/data/x", "value": "9"},
@@ -97,7 +99,9 @@ def test_patches(ns: str, core: client.CoreV1Api, api: client.ApiClient) -> None
     with pytest.raises(ApiException) as exc:
         core.patch_namespaced_config_map("cfg", ns, [{"op": "test", "path": "/data/x", "value": "1"}])
     assert exc.value.status == 422
-    out = core.patch_namespaced_config_map("cfg", ns, {"data": {"z": "3"}}, _content_type="application/merge-patch+json")
+    out = core.patch_namespaced_config_map(
+        "cfg", ns, {"data": {"z": "3"}}, _content_type="application/merge-patch+json"
+    )
     assert out.data == {"x": "9", "z": "3"}
 
 
@@ -155,7 +159,9 @@ def test_custom_resources_refuse_strategic_merge_patch(sim: KubeSim, ns: str) ->
     sim.apply({"apiVersion": "promscaler.io/v1alpha1", "kind": "HorizontalAutoscaler",
                "metadata": {"name": "h", "namespace": ns}, "spec": {}})
     url = f"{sim.url}/apis/promscaler.io/v1alpha1/namespaces/{ns}/horizontalautoscalers/h/status"
-    r = httpx.patch(url, content=b'{"status": {"a": 1}}', headers={"content-type": "application/strategic-merge-patch+json"})
+    r = httpx.patch(
+        url, content=b'{"status": {"a": 1}}', headers={"content-type": "application/strategic-merge-patch+json"}
+    )
     assert r.status_code == 415 and r.json()["reason"] == "UnsupportedMediaType"
     r = httpx.patch(url, content=b'{"status": {"a": 1}}', headers={"content-type": "application/merge-patch+json"})
     assert r.status_code == 200 and r.json()["status"] == {"a": 1}
@@ -195,7 +201,9 @@ def test_label_and_field_selectors(sim: KubeSim, ns: str, core: client.CoreV1Api
     assert names(label_selector="app in (web,db),!tier") == ["b", "c"]
     assert names(field_selector="status.phase=Running") == ["a", "c"]
     assert names(field_selector="metadata.name!=a,status.phase=Running") == ["c"]
-    assert [p.metadata.name for p in core.list_pod_for_all_namespaces(field_selector=f"metadata.namespace={ns}").items] == ["a", "b", "c"]
+    assert [
+        p.metadata.name for p in core.list_pod_for_all_namespaces(field_selector=f"metadata.namespace={ns}").items
+    ] == ["a", "b", "c"]
     page = core.list_namespaced_pod(ns, limit=2)
     assert [p.metadata.name for p in page.items] == ["a", "b"] and page.metadata._continue
     rest = core.list_namespaced_pod(ns, limit=2, _continue=page.metadata._continue)
@@ -208,7 +216,9 @@ def test_delete_cascades_to_owned_pods(sim: KubeSim, ns: str) -> None:
     sim.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "owned", "namespace": ns, "ownerReferences": [
         {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": owner["metadata"]["uid"]}]},
         "spec": {"containers": []}})
-    sim.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "free", "namespace": ns}, "spec": {"containers": []}})
+    sim.apply(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "free", "namespace": ns}, "spec": {"containers": []}}
+    )
     sim.delete("apps/v1", "Deployment", ns, "web")
     assert sim.get("v1", "Pod", ns, "owned") is None
     assert sim.get("v1", "Pod", ns, "free") is not None
@@ -239,13 +249,33 @@ def test_discovery_and_dynamic_client(sim: KubeSim, ns: str, api: client.ApiClie
 
 
 def test_crd_registers_a_new_resource(sim: KubeSim, ns: str, api: client.ApiClient) -> None:
-    sim.apply({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-               "metadata": {"name": "widgets.example.com"},
-               "spec": {"group": "example.com", "scope": "Namespaced",
-                        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-                        "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {
-                            "status": {}, "scale": {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size",
-                                                    "labelSelectorPath": ".status.selector"}}}]}})
+    sim.apply(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "subresources": {
+                            "status": {},
+                            "scale": {
+                                "specReplicasPath": ".spec.size",
+                                "statusReplicasPath": ".status.size",
+                                "labelSelectorPath": ".status.selector",
+                            },
+                        },
+                    }
+                ],
+            },
+        }
+    )
     custom = client.CustomObjectsApi(api)
     custom.create_namespaced_custom_object("example.com", "v1", ns, "widgets",
                                            {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
@@ -300,7 +330,9 @@ spec: {{maxReplicas: 3}}
 """)
     out = kubectl(sim, "apply", "-f", str(manifest))
     assert out.returncode == 0, out.stderr
-    assert "deployment.apps/web created" in out.stdout and "horizontalautoscaler.promscaler.io/web created" in out.stdout
+    assert (
+        "deployment.apps/web created" in out.stdout and "horizontalautoscaler.promscaler.io/web created" in out.stdout
+    )
     out = kubectl(sim, "apply", "-f", str(manifest))
     assert "deployment.apps/web unchanged" in out.stdout, out.stderr
     out = kubectl(sim, "-n", ns, "scale", "deploy/web", "--replicas=2")
@@ -320,4 +352,9 @@ def test_namespaces_are_created_on_demand_unless_strict(sim: KubeSim) -> None:
     with KubeSim(strict_namespaces=True) as strict:
         r = httpx.post(f"{strict.url}/api/v1/namespaces/nowhere/configmaps", json={"metadata": {"name": "a"}})
         assert r.status_code == 404 and r.json()["message"] == 'namespaces "nowhere" not found'
-        assert httpx.post(f"{strict.url}/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "a"}}).status_code == 201
+        assert (
+            httpx.post(
+                f"{strict.url}/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "a"}}
+            ).status_code
+            == 201
+        )

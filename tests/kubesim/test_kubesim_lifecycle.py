@@ -20,14 +20,26 @@ async def test_astart_serves_in_the_callers_loop() -> None:
     async with KubeSim(ready_delay=0) as sim:
         async with aclient.ApiClient(sim.aio_client_configuration()) as api:
             apps = aclient.AppsV1Api(api)
-            await apps.create_namespaced_deployment("default", {
-                "metadata": {"name": "web"},
-                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
-                         "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "a", "image": "i"}]}}}})
+            await apps.create_namespaced_deployment(
+                "default",
+                {
+                    "metadata": {"name": "web"},
+                    "spec": {
+                        "replicas": 2,
+                        "selector": {"matchLabels": {"app": "web"}},
+                        "template": {
+                            "metadata": {"labels": {"app": "web"}},
+                            "spec": {"containers": [{"name": "a", "image": "i"}]},
+                        },
+                    },
+                },
+            )
             core = aclient.CoreV1Api(api)
             for _ in range(100):
                 pods = (await core.list_namespaced_pod("default", label_selector="app=web")).items
-                if len(pods) == 2 and all(c.status == "True" for p in pods for c in p.status.conditions if c.type == "Ready"):
+                if len(pods) == 2 and all(
+                    c.status == "True" for p in pods for c in p.status.conditions if c.type == "Ready"
+                ):
                     break
                 await asyncio.sleep(0.05)
             assert len(pods) == 2
@@ -52,8 +64,13 @@ def test_stop_ends_open_watches() -> None:
 
 def test_cli(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    proc = subprocess.Popen([sys.executable, "-m", "kubesim", "--kubeconfig-out", str(kubeconfig), "--ready-delay", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubesim", "--kubeconfig-out", str(kubeconfig), "--ready-delay", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
     try:
         line = proc.stdout.readline()
         assert line.startswith("kubesim serving on http://127.0.0.1:"), line + proc.stderr.read()
@@ -63,7 +80,9 @@ def test_cli(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
-    bad = subprocess.run([sys.executable, "-m", "kubesim", "--ready-delay", "-1"], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "kubesim", "--ready-delay", "-1"], capture_output=True, text=True, timeout=60
+    )
     assert bad.returncode == 2 and "--ready-delay" in bad.stderr and "Traceback" not in bad.stderr
 
 

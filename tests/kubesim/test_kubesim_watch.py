@@ -21,8 +21,12 @@ from .kubesim_objects import pod
 
 
 def cm(name: str, ns: str, labels: dict[str, str] | None = None, data: dict[str, str] | None = None) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
-            "data": data or {}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+        "data": data or {},
+    }
 
 
 def later(fn, delay: float = 0.2) -> threading.Thread:
@@ -50,7 +54,9 @@ def test_watch_streams_changes_from_a_resource_version(sim: KubeSim, ns: str, co
     assert seen == [("ADDED", "a", {}), ("MODIFIED", "a", {"k": "v"}), ("DELETED", "a", {"k": "v"})]
 
 
-def test_watch_without_resource_version_starts_with_current_state(sim: KubeSim, ns: str, core: client.CoreV1Api) -> None:
+def test_watch_without_resource_version_starts_with_current_state(
+    sim: KubeSim, ns: str, core: client.CoreV1Api
+) -> None:
     sim.apply(cm("x", ns))
     sim.apply(cm("y", ns))
     seen = [(e["type"], e["object"].metadata.name)
@@ -84,7 +90,10 @@ def test_too_old_resource_version_is_410_expired(sim: KubeSim, ns: str, core: cl
     assert exc.value.status == 410
     # the current resourceVersion is still fine
     current = core.list_namespaced_config_map(ns).metadata.resource_version
-    assert list(watch.Watch().stream(core.list_namespaced_config_map, ns, resource_version=current, timeout_seconds=1)) == []
+    assert (
+        list(watch.Watch().stream(core.list_namespaced_config_map, ns, resource_version=current, timeout_seconds=1))
+        == []
+    )
 
 
 def test_bounded_history_expires_old_versions() -> None:
@@ -92,7 +101,9 @@ def test_bounded_history_expires_old_versions() -> None:
         start = small.apply(cm("a", "default"))["metadata"]["resourceVersion"]
         for i in range(10):
             small.apply(cm("a", "default", data={"n": str(i)}))
-        r = httpx.get(f"{small.url}/api/v1/namespaces/default/configmaps", params={"watch": "1", "resourceVersion": start})
+        r = httpx.get(
+            f"{small.url}/api/v1/namespaces/default/configmaps", params={"watch": "1", "resourceVersion": start}
+        )
         assert json.loads(r.text.splitlines()[0])["object"]["code"] == 410
         recent = str(small.resource_version - 3)
         r = httpx.get(f"{small.url}/api/v1/namespaces/default/configmaps",
@@ -119,7 +130,9 @@ def test_selector_transitions_become_added_and_deleted(sim: KubeSim, ns: str, co
 
 def test_field_selector_on_watch(sim: KubeSim, ns: str, core: client.CoreV1Api) -> None:
     rv = str(sim.resource_version)
-    t = later(lambda: (sim.apply(pod("p", phase="Pending", namespace=ns)), sim.apply(pod("q", phase="Running", namespace=ns))))
+    t = later(
+        lambda: (sim.apply(pod("p", phase="Pending", namespace=ns)), sim.apply(pod("q", phase="Running", namespace=ns)))
+    )
     seen = [e["object"].metadata.name for e in watch.Watch().stream(
         core.list_namespaced_pod, ns, field_selector="status.phase=Running", resource_version=rv, timeout_seconds=1)]
     t.join()
@@ -142,8 +155,11 @@ def test_bookmarks_carry_the_resource_version(sim: KubeSim, ns: str) -> None:
 
 def test_timeout_seconds_ends_the_stream(sim: KubeSim, ns: str) -> None:
     start = time.monotonic()
-    r = httpx.get(f"{sim.url}/api/v1/namespaces/{ns}/configmaps",
-                  params={"watch": "1", "resourceVersion": str(sim.resource_version), "timeoutSeconds": "1"}, timeout=10)
+    r = httpx.get(
+        f"{sim.url}/api/v1/namespaces/{ns}/configmaps",
+        params={"watch": "1", "resourceVersion": str(sim.resource_version), "timeoutSeconds": "1"},
+        timeout=10,
+    )
     assert r.status_code == 200 and r.text == ""
     assert time.monotonic() - start >= 0.9
 
@@ -169,7 +185,10 @@ async def test_aio_watch(sim: KubeSim, ns: str) -> None:
 
 def test_broken_watch_resumes_without_missing_an_update(sim: KubeSim, ns: str) -> None:
     url = f"{sim.url}/api/v1/namespaces/{ns}/configmaps"
-    with httpx.Client(timeout=10) as c, c.stream("GET", url, params={"watch": "1", "resourceVersion": str(sim.resource_version)}) as r:
+    with (
+        httpx.Client(timeout=10) as c,
+        c.stream("GET", url, params={"watch": "1", "resourceVersion": str(sim.resource_version)}) as r,
+    ):
         lines = r.iter_lines()
         sim.apply(cm("a", ns))
         first = json.loads(next(lines))
@@ -179,7 +198,9 @@ def test_broken_watch_resumes_without_missing_an_update(sim: KubeSim, ns: str) -
         assert list(lines) == []  # the stream ended cleanly
     last = first["object"]["metadata"]["resourceVersion"]
     r = httpx.get(url, params={"watch": "1", "resourceVersion": last, "timeoutSeconds": "1"}, timeout=10)
-    assert [(e["type"], e["object"]["metadata"]["name"]) for e in map(json.loads, r.text.splitlines())] == [("ADDED", "b")]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in map(json.loads, r.text.splitlines())] == [
+        ("ADDED", "b")
+    ]
     # in-process subscribers (the workload controller) are not affected
     sim.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": ns},
                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},

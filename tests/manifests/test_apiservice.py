@@ -168,7 +168,9 @@ def test_rbac_for_the_adapter() -> None:
             assert _allows(rules, "", resource, verb), (resource, verb)
 
 
-@pytest.mark.parametrize("subject", [("horizontal-pod-autoscaler", "kube-system"), ("promscaler-autoscaler", "promscaler")])
+@pytest.mark.parametrize(
+    "subject", [("horizontal-pod-autoscaler", "kube-system"), ("promscaler-autoscaler", "promscaler")]
+)
 def test_metric_readers(subject) -> None:
     rules = _rules_for("ServiceAccount", *subject)
     # per-object metrics are `get`, external metrics `list` (Kubernetes RequestInfo)

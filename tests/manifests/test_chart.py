@@ -42,18 +42,29 @@ def _set(path: str, value: Any) -> Callable[[dict], None]:
 
 
 GOOD = {
-    "secret mode with secret and CA": [_set("tls.mode", "secret"), _set("tls.existingSecret", "my-tls"),
-                                       _set("tls.caBundle", "TFMwdExTMUNSVWRKVGlCRFJWSlVTVVpKUTBGVVJTMHRMUzB0Q2c9PQ==")],
-    "cert-manager with a ClusterIssuer": [_set("tls.mode", "certManager"),
-                                          _set("tls.certManager.issuerRef", {"name": "ca", "kind": "ClusterIssuer"})],
+    "secret mode with secret and CA": [
+        _set("tls.mode", "secret"),
+        _set("tls.existingSecret", "my-tls"),
+        _set("tls.caBundle", "TFMwdExTMUNSVWRKVGlCRFJWSlVTVVpKUTBGVVJTMHRMUzB0Q2c9PQ=="),
+    ],
+    "cert-manager with a ClusterIssuer": [
+        _set("tls.mode", "certManager"),
+        _set("tls.certManager.issuerRef", {"name": "ca", "kind": "ClusterIssuer"}),
+    ],
     "cert-manager bootstrapping its own CA": [_set("tls.mode", "certManager")],
-    "thanos with params and bearer token": [_set("prometheus.url", "https://thanos-query.monitoring.svc:10902/"),
-                                            _set("prometheus.queryParams", {"dedup": "true"}),
-                                            _set("prometheus.auth.bearerTokenSecret", {"name": "tok", "key": "token"})],
+    "thanos with params and bearer token": [
+        _set("prometheus.url", "https://thanos-query.monitoring.svc:10902/"),
+        _set("prometheus.queryParams", {"dedup": "true"}),
+        _set("prometheus.auth.bearerTokenSecret", {"name": "tok", "key": "token"}),
+    ],
     "PDB as a percentage": [_set("adapter.podDisruptionBudget.minAvailable", "50%")],
     "autoscaler keys are the autoscaler's": [_set("autoscaler", {"enabled": False, "replicas": 3})],
-    "reading a custom resource's labels": [_set("rbac.extraResourceRules", [
-        {"apiGroups": ["argoproj.io"], "resources": ["rollouts"], "verbs": ["get", "list", "watch"]}])],
+    "reading a custom resource's labels": [
+        _set(
+            "rbac.extraResourceRules",
+            [{"apiGroups": ["argoproj.io"], "resources": ["rollouts"], "verbs": ["get", "list", "watch"]}],
+        )
+    ],
 }
 
 BAD = {
@@ -63,8 +74,10 @@ BAD = {
     "secret mode without CA": ([_set("tls.mode", "secret"), _set("tls.existingSecret", "x")], "tls/caBundle"),
     "secret mode without secret": ([_set("tls.mode", "secret"), _set("tls.caBundle", "QUJD")], "tls/existingSecret"),
     "caBundle not base64": ([_set("tls.caBundle", "-----BEGIN CERTIFICATE-----")], "tls/caBundle"),
-    "issuerRef without name": ([_set("tls.mode", "certManager"), _set("tls.certManager.issuerRef", {"kind": "Issuer"})],
-                               "tls/certManager/issuerRef"),
+    "issuerRef without name": (
+        [_set("tls.mode", "certManager"), _set("tls.certManager.issuerRef", {"kind": "Issuer"})],
+        "tls/certManager/issuerRef",
+    ),
     "prometheus url without scheme": ([_set("prometheus.url", "prometheus:9090")], "prometheus/url"),
     "bad timeout": ([_set("prometheus.timeout", "10 seconds")], "prometheus/timeout"),
     "bad verb": ([_set("prometheus.verb", "PUT")], "prometheus/verb"),
@@ -76,15 +89,28 @@ BAD = {
     "typo in a key": ([_set("adapter.replica", 2)], "adapter"),
     "unknown top-level key": ([_set("promethues", {"url": "http://x"})], ""),
     "rule without seriesQuery": ([_set("rules.config.rules", [{"metricsQuery": "x"}])], "rules/config/rules/0"),
-    "rule with unknown filter": ([_set("rules.config.rules", [{"seriesQuery": "x", "seriesFilters": [{"matches": "y"}]}])],
-                                 "rules/config/rules/0/seriesFilters/0"),
-    "service account reader without namespace": ([_set("rbac.metricsReaders", [{"kind": "ServiceAccount", "name": "x"}])],
-                                                 "rbac/metricsReaders/0"),
+    "rule with unknown filter": (
+        [_set("rules.config.rules", [{"seriesQuery": "x", "seriesFilters": [{"matches": "y"}]}])],
+        "rules/config/rules/0/seriesFilters/0",
+    ),
+    "service account reader without namespace": (
+        [_set("rbac.metricsReaders", [{"kind": "ServiceAccount", "name": "x"}])],
+        "rbac/metricsReaders/0",
+    ),
     "extra arg not a flag": ([_set("adapter.extraArgs", ["rm -rf /"])], "adapter/extraArgs/0"),
-    "extra resource rule that writes": ([_set("rbac.extraResourceRules", [
-        {"apiGroups": ["argoproj.io"], "resources": ["rollouts"], "verbs": ["update"]}])], "rbac/extraResourceRules/0/verbs/0"),
-    "extra resource rule without resources": ([_set("rbac.extraResourceRules", [
-        {"apiGroups": ["argoproj.io"], "verbs": ["list"]}])], "rbac/extraResourceRules/0"),
+    "extra resource rule that writes": (
+        [
+            _set(
+                "rbac.extraResourceRules",
+                [{"apiGroups": ["argoproj.io"], "resources": ["rollouts"], "verbs": ["update"]}],
+            )
+        ],
+        "rbac/extraResourceRules/0/verbs/0",
+    ),
+    "extra resource rule without resources": (
+        [_set("rbac.extraResourceRules", [{"apiGroups": ["argoproj.io"], "verbs": ["list"]}])],
+        "rbac/extraResourceRules/0",
+    ),
     "anti-affinity unknown": ([_set("adapter.podAntiAffinity", "maybe")], "adapter/podAntiAffinity"),
 }
 
