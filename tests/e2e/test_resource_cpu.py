@@ -12,30 +12,14 @@ import pytest
 
 from autoscaler.decision.model import ControllerConfig
 from kubesim.apiserver import KubeSim
+from kubesim.resourceseries import resource_rules
 
 from .conftest import NS, Exporter, aggregated_world, controller, eventually, syncs
 
 pytestmark = pytest.mark.e2e
 
-RESOURCE_RULES = {"resourceRules": {
-    "cpu": {
-        "containerQuery": 'sum by (<<.GroupBy>>) (rate(container_cpu_usage_seconds_total{<<.LabelMatchers>>,'
-                          'container!="",pod!=""}[10s]))',
-        "nodeQuery": 'sum by (<<.GroupBy>>) (rate(node_cpu_seconds_total{<<.LabelMatchers>>,mode!="idle"}[10s]))',
-        "resources": {"overrides": {"node": {"resource": "node"}, "namespace": {"resource": "namespace"},
-                                    "pod": {"resource": "pod"}}},
-        "containerLabel": "container",
-    },
-    "memory": {
-        "containerQuery": 'sum by (<<.GroupBy>>) (container_memory_working_set_bytes{<<.LabelMatchers>>,'
-                          'container!="",pod!=""})',
-        "nodeQuery": 'sum by (<<.GroupBy>>) (node_memory_MemTotal_bytes{<<.LabelMatchers>>})',
-        "resources": {"overrides": {"node": {"resource": "node"}, "namespace": {"resource": "namespace"},
-                                    "pod": {"resource": "pod"}}},
-        "containerLabel": "container",
-    },
-    "window": "10s",
-}}
+# the chart's rules with a window short enough for a test that scales in seconds
+RESOURCE_RULES = {"resourceRules": resource_rules("10s")}
 
 
 class CpuExporter(Exporter):
@@ -74,7 +58,9 @@ def deployment(name: str, replicas: int) -> dict:
 
 
 def replicas(sim: KubeSim, name: str) -> int:
-    return sim.get("apps/v1", "Deployment", NS, name)["spec"]["replicas"]
+    deployment = sim.get("apps/v1", "Deployment", NS, name)
+    assert deployment is not None, f"Deployment {NS}/{name} is gone"
+    return deployment["spec"]["replicas"]
 
 
 def utilization(sim: KubeSim, name: str, kind: str = "Resource") -> int | None:
