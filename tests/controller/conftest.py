@@ -113,7 +113,9 @@ def settings(**overrides: Any) -> Settings:
 
 
 def replicas(sim: KubeSim, name: str, ns: str = NS) -> int:
-    return int(sim.get("apps/v1", "Deployment", ns, name)["spec"]["replicas"])
+    obj = sim.get("apps/v1", "Deployment", ns, name)
+    assert obj is not None, f"no Deployment {ns}/{name}"
+    return int(obj["spec"]["replicas"])
 
 
 def status(sim: KubeSim, name: str, ns: str = NS, api: tuple[str, str] = CR_API) -> dict[str, Any]:
@@ -126,5 +128,5 @@ def conditions(sim: KubeSim, name: str, ns: str = NS) -> dict[str, tuple[str, st
 
 
 def events(sim: KubeSim, name: str, ns: str = NS) -> list[tuple[str, str, str]]:
-    return [(e.get("type"), e.get("reason"), e.get("message")) for e in sim.list("v1", "Event", ns)
+    return [(e.get("type", ""), e.get("reason", ""), e.get("message", "")) for e in sim.list("v1", "Event", ns)
             if (e.get("involvedObject") or {}).get("name") == name]

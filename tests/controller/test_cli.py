@@ -93,6 +93,7 @@ async def test_runs_against_the_cluster_and_stops_cleanly_on_sigterm(sim, fake):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    assert proc.stderr is not None  # stderr=PIPE
     logs = [json.loads(line) for line in proc.stderr.read().splitlines() if line.startswith("{")]
     messages = [entry["msg"] for entry in logs]
     assert any(m.startswith("HorizontalAutoscaler default/web scaled Deployment default/web 2 -> 4") for m in messages)

@@ -2,6 +2,7 @@
 accepts a real HPA spec while rejecting invalid ones."""
 
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -30,7 +31,7 @@ def _validate(obj):
     jsonschema.validate(obj, _schema())
 
 
-HA = {
+HA: dict[str, Any] = {
     "apiVersion": "promscaler.io/v1alpha1",
     "kind": "HorizontalAutoscaler",
     "metadata": {"name": "web"},

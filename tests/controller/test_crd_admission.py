@@ -56,6 +56,7 @@ def _refused(api, obj: dict[str, Any]) -> str:
     with pytest.raises(client.ApiException) as info:
         _create(api, obj)
     assert info.value.status == 422, info.value.body
+    assert info.value.body is not None
     body = json.loads(info.value.body)
     assert body["kind"] == "Status" and body["reason"] == "Invalid"
     return body["message"]

@@ -68,7 +68,7 @@ async def informer(sim, path=PATH, **kwargs):
 
 def max_replicas(inf: Informer, name: str) -> int | None:
     obj = inf.get((NS, name))
-    return obj and obj["spec"]["maxReplicas"]
+    return obj["spec"]["maxReplicas"] if obj else None
 
 
 async def test_lists_then_follows_adds_updates_deletes(sim):

@@ -99,7 +99,7 @@ async def test_missing_target_reports_failed_get_scale(sim, fake):
         await eventually(lambda: any(e[1] == "FailedGetScale" for e in events(sim, "orphan")))
 
 
-async def test_status_conflict_is_retried(sim, fake):
+async def test_status_conflict_is_retried(sim, fake, monkeypatch):
     sim.apply(deployment("web", 2))
     fake.pods[(NS, "http_requests")] = per_pod(2000)
     sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
@@ -121,7 +121,7 @@ async def test_status_conflict_is_retried(sim, fake):
                     raise
             return await original(method, path, *args, **kwargs)
 
-        kube.request = racing
+        monkeypatch.setattr(kube, "request", racing)
         await eventually(lambda: status(sim, "web").get("currentReplicas") == 4)
     assert conflicts == [409]
     obj = sim.get("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, "web")

@@ -124,12 +124,12 @@ class RealHpa:
         return {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": since}
 
 
-def record_requests(controller) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+def record_requests(controller) -> list[tuple[str, str]]:
     """Every request the controller sends: (method, path)."""
     sent: list[tuple[str, str]] = []
     send = controller.kube._send
 
-    async def recording(method, path, *args, **kwargs):  # type: ignore[no-untyped-def]
+    async def recording(method, path, *args, **kwargs):
         sent.append((method, path))
         return await send(method, path, *args, **kwargs)
 
@@ -137,7 +137,7 @@ def record_requests(controller) -> list[tuple[str, str]]:  # type: ignore[no-unt
     return sent
 
 
-def comparisons(controller) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+def comparisons(controller) -> list[tuple[int, int]]:
     hpa = controller.shadow.hpas.get(KEY)
     return [(c.ours, c.theirs) for c in (hpa.compared if hpa else ())]
 
@@ -202,13 +202,15 @@ async def test_a_lasting_disagreement_is_counted_logged_once_with_both_explanati
         # a real HPA that (for reasons of its own) holds 3 desired
         await asyncio.to_thread(real.sync, 2, 3, "DesiredWithinRange", 500, False)
         await eventually(lambda: len(comparisons(controller)) >= 4)
+        assert controller.shadow is not None
         summary = controller.shadow.summary()
     assert set(comparisons(controller)) == {(2, 3)}
     registry = controller.telemetry.registry
     labels = {"namespace": NS, "name": "web", "agree": "false"}
     bad = registry.get_sample_value("promscaler_shadow_decisions_total", labels)
     assert bad is not None and bad >= 3
-    assert registry.get_sample_value("promscaler_shadow_replica_difference_bucket", {"le": "-1.0"}) >= 3
+    below = registry.get_sample_value("promscaler_shadow_replica_difference_bucket", {"le": "-1.0"})
+    assert below is not None and below >= 3
     warnings = [r for r in caplog.records if "shadow disagrees" in r.getMessage()]
     assert len(warnings) == 1  # logged once, when it outlived one sync period
     assert warnings[0].promscaler_desired == 2 and warnings[0].cluster_desired == 3
