@@ -8,7 +8,7 @@ import argparse
 
 from promscaler.times import DurationError, parse_duration
 
-__all__ = ["boolean", "csv", "duration", "key_value", "non_negative_float", "positive_int"]
+__all__ = ["boolean", "csv", "duration", "key_value", "non_negative_float", "non_negative_int", "positive_int"]
 
 
 def duration(text: str) -> float:
@@ -29,14 +29,23 @@ def boolean(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"not a boolean: {text!r} (use true or false)")
 
 
-def positive_int(text: str) -> int:
+def _int_at_least(text: str, minimum: int, words: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{words}: {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "must be at least 1")
+
+
+def non_negative_int(text: str) -> int:
+    """A count or level that may be 0, as klog's `-v`."""
+    return _int_at_least(text, 0, "must not be negative")
 
 
 def non_negative_float(text: str) -> float:

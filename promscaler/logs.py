@@ -107,19 +107,9 @@ def setup(verbosity: int = 0, fmt: str = "text", stream: IO[str] | None = None) 
         logging.getLogger(name).setLevel(logging.NOTSET if verbosity >= 9 else logging.WARNING)
 
 
-def _verbosity(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return value
-
-
 def add_logging_flags(parser: argparse.ArgumentParser | Any, default_format: str = "text") -> None:
     """`-v/--v N` and `--log-format`, as kube-controller-manager and prometheus-adapter spell them."""
-    parser.add_argument("-v", "--v", dest="v", type=_verbosity, default=0, metavar="N",
+    parser.add_argument("-v", "--v", dest="v", type=flags.non_negative_int, default=0, metavar="N",
                         help="log verbosity: 0 start-up, changes and warnings; 2 more detail; 4 debug; "
                              "6 every Prometheus query and failed request")
     parser.add_argument("--log-format", choices=("text", "json"), default=default_format,
