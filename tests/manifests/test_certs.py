@@ -69,7 +69,8 @@ def test_creates_a_verifying_chain_and_patches_cabundle(tmp_path: Path, api_dir:
     with pytest.raises(VerificationError):
         other.verify(leaf, [])
     key = serialization.load_pem_private_key((out / "tls.key").read_bytes(), None)
-    assert key.public_key().public_numbers() == leaf.public_key().public_numbers()
+    spki = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    assert key.public_key().public_bytes(*spki) == leaf.public_key().public_bytes(*spki)
     assert (out / "tls.key").stat().st_mode & 0o077 == 0 and (out / "ca.key").stat().st_mode & 0o077 == 0
 
     # the source manifests are untouched; the written APIServices are the source's with only the

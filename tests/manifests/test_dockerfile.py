@@ -93,4 +93,6 @@ def test_context_builds_the_package(tmp_path: Path) -> None:
         assert module in names, module
     with tarfile.open(sdist) as tar:
         [entry] = [m for m in tar.getmembers() if m.name.endswith(".egg-info/entry_points.txt")]
-        assert "promscaler-adapter = adapter.__main__:main" in tar.extractfile(entry).read().decode()
+        entry_points = tar.extractfile(entry)
+        assert entry_points is not None
+        assert "promscaler-adapter = adapter.__main__:main" in entry_points.read().decode()

@@ -117,9 +117,12 @@ def test_monitoring_is_off_by_default_and_installs_when_on(tmp_path: Path) -> No
         installed_rules.write_text(yaml.safe_dump(rule["spec"]))
         assert _promtool_rules(installed_rules).returncode == 0
         dash = sim.get("v1", "ConfigMap", "promscaler", "promscaler-dashboard")
+        assert dash is not None
         assert dash["metadata"]["labels"]["grafana_dashboard"] == "1"
         assert json.loads(dash["data"]["promscaler.json"]) == DASHBOARD
         ksm = sim.get("v1", "ConfigMap", "promscaler", "promscaler-kube-state-metrics")
+        assert ksm is not None
         assert yaml.safe_load(ksm["data"]["config.yaml"])["kind"] == "CustomResourceStateMetrics"
         scraper = sim.get("rbac.authorization.k8s.io/v1", "ClusterRole", None, "promscaler-metrics-scraper")
+        assert scraper is not None
         assert scraper["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
