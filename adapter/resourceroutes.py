@@ -15,7 +15,6 @@ of the cached pods and nodes, as adapter.metricroutes does for custom metrics.
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import ClassVar
 from urllib.parse import parse_qsl
@@ -33,7 +32,6 @@ from promscaler.times import go_duration
 
 __all__ = ["ResourceRoutes"]
 
-log = logging.getLogger("adapter.app")
 _GROUP = f"/apis/{wire.RESOURCE_GROUP}"
 
 
