@@ -59,7 +59,8 @@ def _custom_items(version: str, values: list[CustomValue], metric_selector: dict
         first.window_seconds, metric_selector)
 
 
-def _selector(query: dict[str, str], name: str) -> Selector:
+def query_selector(query: dict[str, str], name: str) -> Selector:
+    """The selector in query parameter `name` (none: everything); a bad one is a 400 naming it."""
     raw = query.get(name)
     try:
         return parse_selector(raw)
@@ -211,10 +212,10 @@ class MetricRoutes:
         if not all(parts):
             raise BadRequest(f"malformed path /apis/{wire.CUSTOM_GROUP}/{version}/{rest}: empty segment")
         _check_segments(parts)
-        metric_selector = _selector(query, "metricLabelSelector")
+        metric_selector = query_selector(query, "metricLabelSelector")
         echo = to_label_selector(metric_selector)
         if name == "*":
-            selector = _selector(query, "labelSelector")
+            selector = query_selector(query, "labelSelector")
             values = await self._custom().get_metric_by_selector(resource, namespace, selector, metric, metric_selector)
         else:
             values = [await self._custom().get_metric_by_name(resource, namespace, name, metric, metric_selector)]
@@ -228,7 +229,7 @@ class MetricRoutes:
             raise BadRequest(f"malformed path /apis/{wire.EXTERNAL_GROUP}/{version}/{rest}: expected "
                              "namespaces/{namespace}/{metric}")
         _check_segments(parts)
-        selector = _selector(query, "labelSelector")
+        selector = query_selector(query, "labelSelector")
         values = await self._external().get_external_metric(parts[1], parts[2], selector)
         body = orjson.dumps(wire.external_metric_value_list(
             wire.external_metric_value(v.metric, v.labels, format_quantity(v.value), timestamp(v.timestamp),

@@ -21,13 +21,13 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from adapter.metricroutes import error_answer, send_json, timestamp
+from adapter.metricroutes import error_answer, query_selector, send_json, timestamp
 from adapter.resourcemetrics import ResourceMetricsProvider
 from adapter.ttlcache import TTLCache
 from promscaler import wire
 from promscaler.quantity import format_milli
-from promscaler.selectors import Selector, SelectorError, parse_selector
-from promscaler.status import BadRequest, MethodNotAllowed, NotFound
+from promscaler.selectors import Selector
+from promscaler.status import MethodNotAllowed, NotFound
 from promscaler.times import go_duration
 
 __all__ = ["ResourceRoutes"]
@@ -53,14 +53,6 @@ def _memory(milli: int) -> str:
         if whole >= 0 and (whole & 1023 or whole < 1024):
             return str(whole)
     return format_milli(milli, binary=True)
-
-
-def _selector(query: dict[str, str], name: str) -> Selector:
-    raw = query.get(name)
-    try:
-        return parse_selector(raw)
-    except SelectorError as exc:
-        raise BadRequest(f"invalid {name} {raw!r}: {exc}") from None
 
 
 def _not_found(path: str) -> NotFound:
@@ -128,7 +120,7 @@ class ResourceRoutes:
         body = self.answers.get(key)
         if body is None:
             query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
-            labels, fields = _selector(query, "labelSelector"), _selector(query, "fieldSelector")
+            labels, fields = query_selector(query, "labelSelector"), query_selector(query, "fieldSelector")
             if kind == "pods":
                 body, fresh_until = await self._pods(namespace, name, labels, fields)
             else:
