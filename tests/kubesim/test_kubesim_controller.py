@@ -180,6 +180,8 @@ async def test_leader_election_with_leases(sim: KubeSim, ns: str) -> None:
 
         async def renewed_past_a_lease_duration() -> bool:
             spec = (await leases.read_namespaced_lease("promscaler", ns)).spec
+            if spec is None or spec.renew_time is None or spec.acquire_time is None or not spec.lease_duration_seconds:
+                return False
             return (spec.renew_time - spec.acquire_time).total_seconds() > spec.lease_duration_seconds
 
         # longer than the lease while "b" tries: "a" keeps renewing it
