@@ -285,7 +285,7 @@ def _tls_adapter(prom: PrometheusServer, rules: Path, workdir: Path, resources: 
         for resource in resources:
             sim.allow(_HPA_USER, "get", "custom.metrics.k8s.io", resource)
         kubeconfig = str(sim.kubeconfig_path)
-        a = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules), "--log-level", "warning",
+        a = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules),
                            "--tls-cert-file", str(workdir / "tls.crt"),
                            "--tls-private-key-file", str(workdir / "tls.key"),
                            "--requestheader-client-ca-file", str(workdir / "fp-ca.crt"),
@@ -379,7 +379,7 @@ def bench_startup(prom: PrometheusServer, workdir: Path, runs: int) -> dict:
     for _ in range(runs + 1):
         started = time.perf_counter()
         # the backfilled series are minutes old: listed within --metrics-max-age, as in bench_discovery
-        a = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules), "--log-level", "warning",
+        a = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules),
                            "--metrics-max-age", "1h")
         try:
             with httpx.Client(timeout=5) as client:
