@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.applications import Starlette
@@ -23,12 +23,13 @@ from starlette.routing import Route
 from adapter.metricroutes import MetricRoutes, log_failure
 from adapter.openapi import openapi_v2, openapi_v3_document, openapi_v3_index
 from adapter.provider import CustomMetricsProvider, ExternalMetricsProvider
-from adapter.resourcemetrics import ResourceMetricsProvider
-from adapter.resourceroutes import ResourceRoutes
 from adapter.selfmetrics import CONTENT_TYPE_LATEST, SelfMetrics
 from adapter.settings import Settings
 from promscaler import wire
 from promscaler.status import MethodNotAllowed, NotFound, StatusError, status_body
+
+if TYPE_CHECKING:  # imported when metrics.k8s.io is served (it needs the watch caches, hence the kubernetes client)
+    from adapter.resourcemetrics import ResourceMetricsProvider
 
 __all__ = ["JSONBytes", "create_app"]
 
@@ -84,7 +85,7 @@ class _App(Starlette):
     async def __call__(self, scope, receive, send) -> None:
         if self.hot is not None and scope["type"] == "http" and MetricRoutes.claims(scope["path"]):
             return await self.hot(scope, receive, send)
-        if self.resource is not None and scope["type"] == "http" and ResourceRoutes.claims(scope["path"]):
+        if self.resource is not None and scope["type"] == "http" and self.resource.app.claims(scope["path"]):
             return await self.resource(scope, receive, send)
         await super().__call__(scope, receive, send)
 
@@ -221,6 +222,8 @@ def create_app(
     # below the group documents: raw ASGI (adapter.metricroutes), ahead of Starlette's middleware stack
     app.hot = _RequestMetrics(MetricRoutes(app.fallback, custom, external), metrics)
     if resource is not None:
+        from adapter.resourceroutes import ResourceRoutes  # only with metrics.k8s.io served
+
         app.resource = _RequestMetrics(ResourceRoutes(app.fallback, resource), metrics)
     return app
 

@@ -19,10 +19,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from adapter.gotemplate import Template, TemplateError
-from adapter.kube import LabelIndex
 from adapter.naming import BUILTIN_TABLE, NAMESPACES, Resource, ResourceConverter, ResourceTable
 from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable, Sample
 from adapter.promql import matcher
@@ -30,6 +29,9 @@ from adapter.rules import GroupResource, RuleError
 from promscaler.selectors import Operator, Selector
 from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavailable
 from promscaler.times import DurationError, parse_duration
+
+if TYPE_CHECKING:  # the watch caches import the kubernetes client: only when connected to a cluster
+    from adapter.kube import LabelIndex
 
 __all__ = ["NODES", "PODS", "RUNNING_PODS", "NodeUsage", "ObjectCache", "PodUsage", "ResourceMetricsProvider",
            "ResourceQuery", "ResourceRules", "compile_resource_rules"]

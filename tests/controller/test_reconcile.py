@@ -271,3 +271,21 @@ async def test_object_metric_resolved_through_discovery_scales_a_statefulset(sim
         await eventually(lambda: status(sim, "db").get("currentReplicas") == 3)
     metric = status(sim, "db")["currentMetrics"][0]
     assert metric["type"] == "Object" and metric["object"]["describedObject"]["name"] == "db"
+
+
+async def test_a_hostile_value_from_a_metrics_api_is_a_failed_metric_not_a_crashed_sync(sim, fake):
+    """An adapter answering a value no quantity can hold (1e400): ScalingActive=False with Kubernetes'
+    reason and a Warning event naming the field, while the controller keeps syncing."""
+    sim.apply(deployment("web", 2))
+    fake.external[(NS, "queue_messages_ready")] = [({"queue": "tasks"}, "1e400")]
+    sim.apply(autoscaler("web", "web", [external_metric("queue_messages_ready", "30", {"queue": "tasks"})]))
+    async with running(sim, settings()) as controller:
+        await eventually(lambda: conditions(sim, "web").get("ScalingActive", ("",))[0] == "False")
+        await eventually(lambda: any(e[1] == "FailedGetExternalMetric" for e in events(sim, "web")))
+        await more_syncs(controller)  # still syncing: no crash, and it stays put
+        assert replicas(sim, "web") == 2
+        assert conditions(sim, "web")["ScalingActive"][1] == "FailedGetExternalMetric"
+        fake.external[(NS, "queue_messages_ready")] = [({"queue": "tasks"}, "150")]  # the adapter recovers
+        await eventually(lambda: replicas(sim, "web") == 5)  # 150 / 30
+    warning = next(e for e in events(sim, "web") if e[1] == "FailedGetExternalMetric")
+    assert warning[0] == "Warning" and "1e400" in warning[2]
