@@ -1,7 +1,7 @@
 """`python -m autoscaler demo` end to end: real Prometheus, the adapter and the controller
 against the in-process API server; the verdict is read from the report it writes. The test runs
 the demo twice as fast as a person sees it (`--time-scale 2`: every timing and the load profile
-compressed alike), so it takes about a minute."""
+compressed alike), so it takes about 75 seconds."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DURATION = 60
+DURATION = 75  # 150 s of demo time: the end's quiet stretch has room on a loaded machine
 TIME_SCALE = 2
 
 
@@ -94,15 +94,18 @@ def test_worker_scaled_on_the_queue_and_drained_it(demo):
 
 
 def test_both_workloads_end_clearly_back_at_their_minimum(demo):
-    """After the last load change each is at minReplicas, settled (the report says when it got
-    back), and stays there to the end."""
+    """After the last load change each gets back within tolerance (the report says when; a falling
+    metric may pass through the band before the scale-down), reaches minReplicas, and stays there
+    to the end."""
     _, _, summary = demo
     for name, w in summary["workloads"].items():
         last = w["load_changes"][-1]
         assert last["load_after"] < last["load_before"], name
         assert last["back_within_tolerance_at"] is not None, (name, last)
-        tail = [s["replicas"] for s in w["timeline"] if s["t"] >= last["back_within_tolerance_at"]]
-        assert tail and set(tail) == {w["min_replicas"]}, (name, tail)
+        after = [s["replicas"] for s in w["timeline"] if s["t"] >= last["end"]]
+        assert w["min_replicas"] in after, (name, after)
+        tail = after[after.index(w["min_replicas"]):]
+        assert set(tail) == {w["min_replicas"]} and len(tail) >= 3, (name, after)  # settled, not passing by
         assert w["final_replicas"] == w["min_replicas"], name
 
 
