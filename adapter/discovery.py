@@ -369,10 +369,17 @@ class Discovery:
         return True
 
     async def _watch_rules_loop(self) -> None:
+        """A new content is taken once two checks in a row read it: a file caught in the middle of a
+        non-atomic write (an editor truncating, then writing) is never applied. A ConfigMap volume
+        is swapped atomically; a file edited in place is not."""
+        seen: bytes | None = None
         while True:
             await asyncio.sleep(self.check_interval)
             try:
-                self.apply_rules_text(await asyncio.to_thread(self._read))
+                data = await asyncio.to_thread(self._read)
+                if data == seen:
+                    self.apply_rules_text(data)
+                seen = data
             except Exception:
                 log.exception("checking the rules file failed")
 

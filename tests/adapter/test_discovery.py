@@ -3,6 +3,7 @@ last-good fallback, atomic catalogue swap."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import ClassVar
 from urllib.parse import parse_qs
 
@@ -11,8 +12,9 @@ import pytest
 from adapter.discovery import Discovery
 from adapter.naming import compile_rules
 from adapter.prometheus import PrometheusClient
-from adapter.rules import load_rules
+from adapter.rules import load_rules, parse_rules
 from adapter.settings import parse_settings
+from tests.support import eventually
 
 from .conftest import RULES, StubAPI, serving
 
@@ -79,3 +81,31 @@ async def test_shared_queries_fallback_and_swap(series_api):
         assert ("pods", "busy_ratio") not in final
     finally:
         await client.aclose()
+
+
+async def test_a_rules_file_caught_mid_write_is_never_applied(tmp_path, monkeypatch):
+    """An editor truncates, then writes: the empty (or partial) content read in between must not
+    replace the rules; the complete new content is taken once two checks in a row read it."""
+    path = tmp_path / "rules.yaml"
+    first = "rules:\n- seriesQuery: 'a_total{pod!=\"\"}'\n  resources: {template: '<<.Resource>>'}\n" \
+            "  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'\n"
+    second = first + first.removeprefix("rules:\n").replace("a_total", "b_total")
+    path.write_text(first)
+    discovery = Discovery(compile_rules(parse_rules(first)), None, relist_interval=60,  # type: ignore[arg-type]
+                          rules_path=str(path), check_interval=0.01)
+    reads = iter([b"", second.encode(), second.encode()])
+    taken: list[int] = []
+    monkeypatch.setattr(discovery, "_read", lambda: next(reads, second.encode()))
+    original = discovery.apply_rules_text
+
+    def apply(data: bytes | None) -> bool:
+        taken.append(len(data or b""))
+        return original(data)
+
+    monkeypatch.setattr(discovery, "apply_rules_text", apply)
+    task = asyncio.create_task(discovery._watch_rules_loop())
+    try:
+        await eventually(lambda: len(discovery.rules.rules) == 2)
+    finally:
+        task.cancel()
+    assert 0 not in taken  # the truncated read was never offered as the new rules
