@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 from autoscaler.controller.controller import Controller, Settings
@@ -46,3 +48,14 @@ async def more_syncs(controller: Controller, n: int = 3, timeout: float = 15.0) 
     the controller has decided again, however fast or slow the machine."""
     target = controller.syncs + n
     await eventually(lambda: controller.syncs >= target, timeout)
+
+
+def dockerfile_instructions(dockerfile: Path) -> list[tuple[str, str]]:
+    """The Dockerfile's instructions as (OP, arguments), continuation lines joined, comments left out."""
+    out = []
+    for line in re.sub(r"\\\n", " ", dockerfile.read_text()).splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            op, _, rest = line.partition(" ")
+            out.append((op.upper(), rest.strip()))
+    return out

@@ -70,11 +70,7 @@ class SecurityMiddleware:
                      "user": await self._verbose_user(scope, headers, path)}
             return await self.app(scope, receive, send)
 
-        try:
-            chain = client_chain(scope)
-        except ValueError:
-            chain = []
-        result = await self.authenticator.authenticate(headers, chain)
+        result = await self._authenticate(scope, headers)
         if result.user is None:
             outcome = "error" if result.method == "token" else "failure"
             self.metrics.authn.labels(outcome, result.method).inc()
@@ -102,16 +98,20 @@ class SecurityMiddleware:
         }
         return await self.app(scope, receive, send)
 
+    async def _authenticate(self, scope: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> Any:
+        """The request's identity from its headers and its TLS client chain (none when unreadable)."""
+        try:
+            chain = client_chain(scope)
+        except ValueError:
+            chain = []
+        return await self.authenticator.authenticate(headers, chain)
+
     async def _verbose_user(self, scope: dict[str, Any], headers: list[tuple[bytes, bytes]], path: str) -> Any:
         """The user behind a `?verbose` request to an always-allowed path if authorized for it, else None
         (the probe is still answered, without detail)."""
         if b"verbose" not in (scope.get("query_string") or b""):
             return None
-        try:
-            chain = client_chain(scope)
-        except ValueError:
-            chain = []
-        result = await self.authenticator.authenticate(headers, chain)
+        result = await self._authenticate(scope, headers)
         if result.user is None:
             return None
         try:

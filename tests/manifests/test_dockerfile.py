@@ -11,20 +11,15 @@ import sys
 import tarfile
 from pathlib import Path
 
+from tests.support import dockerfile_instructions
+
 from .conftest import ROOT
 
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 
 
 def _instructions() -> list[tuple[str, str]]:
-    text = re.sub(r"\\\n", " ", DOCKERFILE)
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            op, _, rest = line.partition(" ")
-            out.append((op.upper(), rest.strip()))
-    return out
+    return dockerfile_instructions(ROOT / "Dockerfile")
 
 
 def _ignored(rel: str, patterns: list[str]) -> bool:

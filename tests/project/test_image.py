@@ -17,20 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import dockerfile_instructions
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 PREFIX = "/opt/promscaler"
 
 
 def instructions() -> list[tuple[str, str]]:
-    text = re.sub(r"\\\n", " ", DOCKERFILE)
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            op, _, rest = line.partition(" ")
-            out.append((op.upper(), rest.strip()))
-    return out
+    return dockerfile_instructions(ROOT / "Dockerfile")
 
 
 def stages() -> list[list[tuple[str, str]]]:
