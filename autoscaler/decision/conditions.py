@@ -7,6 +7,8 @@ from .model import Condition
 __all__ = [
     "ABLE_TO_SCALE",
     "CONDITION_ORDER",
+    "FALLBACK",
+    "PAUSED",
     "SCALED_TO_ZERO",
     "SCALING_ACTIVE",
     "SCALING_LIMITED",
@@ -19,7 +21,10 @@ ABLE_TO_SCALE = "AbleToScale"
 SCALING_ACTIVE = "ScalingActive"
 SCALING_LIMITED = "ScalingLimited"
 SCALED_TO_ZERO = "ScaledToZero"
-CONDITION_ORDER = (ABLE_TO_SCALE, SCALING_ACTIVE, SCALING_LIMITED, SCALED_TO_ZERO)
+# Added with the opt-in controls (docs/controls.md); an HPA never has them.
+PAUSED = "Paused"
+FALLBACK = "Fallback"
+CONDITION_ORDER = (ABLE_TO_SCALE, SCALING_ACTIVE, SCALING_LIMITED, SCALED_TO_ZERO, PAUSED, FALLBACK)
 
 # Reasons (pkg/controller/podautoscaler/horizontal.go)
 SUCCEEDED_GET_SCALE = "SucceededGetScale"

@@ -10,18 +10,20 @@ controller never reads them, `simulate` always does, and both see the same text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from . import conditions as C
 from .clock import before, delta
+from .controls import activate
 from .explain import explain
 from .model import (
     Condition,
     Decision,
     DecisionInput,
     History,
+    InForce,
     Lazy,
     MetricDetail,
     Recommendation,
@@ -30,8 +32,9 @@ from .model import (
 )
 from .normalize import Normalized, normalize_legacy, normalize_with_behavior
 from .replicas import Tolerances, render_notes
+from .schedules import Window, floor_window
 from .sources import MetricOutcome, compute_metric
-from .spec import MAX_PERIOD_SECONDS, HPASpec
+from .spec import MAX_PERIOD_SECONDS, MAX_STABILIZATION_SECONDS, HPASpec
 
 __all__ = ["compute_replicas_for_metrics", "decide", "normalize_desired_replicas", "record_scale", "tolerances_for"]
 
@@ -62,6 +65,12 @@ class _Sync:
     rescale_reason: str = ""
     outcomes: list[MetricOutcome] = field(default_factory=list)
     steps: tuple[Any, ...] = ()
+    # The opt-in controls (controls.py): failed syncs in a row, the fallback, the schedule's window.
+    failures: int = 0
+    failing: tuple[str, ...] = ()
+    fallback: bool = False
+    window: Window | None = None
+    activation: str | None = None
 
 
 class _Metrics(NamedTuple):
@@ -76,7 +85,17 @@ class _Metrics(NamedTuple):
 
 
 def decide(inp: DecisionInput) -> Decision:
-    """Compute what the Kubernetes HPA controller would do now. Pure: no I/O, no clock."""
+    """Compute what the Kubernetes HPA controller would do now. Pure: no I/O, no clock.
+    With the opt-in controls (docs/controls.md): a pause decides alone; an open schedule window
+    raises minReplicas for the whole decision; fallback and activation act on the metrics."""
+    if inp.paused is not None:
+        return _decide_paused(inp)
+    window = None
+    controls = inp.spec.controls
+    if controls is not None and controls.schedules:
+        window = floor_window(controls.schedules, inp.now)
+        if window is not None and window.schedule.min_replicas > inp.spec.min_replicas:
+            inp = replace(inp, spec=replace(inp.spec, min_replicas=window.schedule.min_replicas))
     history = inp.history
     recommendations = history.recommendations
     if recommendations is None:
@@ -87,6 +106,11 @@ def decide(inp: DecisionInput) -> Decision:
                         "as a recommendation at now")
     else:
         sync = _Sync({C.ABLE_TO_SCALE: _GOT_SCALE}, recommendations)
+    sync.failures, sync.window = history.failures, window
+    if window is not None:
+        w = window.schedule
+        sync.pre.append(f"schedule {w.name} is open ({window.opened:%Y-%m-%d %H:%M %Z} to "
+                        f"{window.closes:%Y-%m-%d %H:%M %Z}): replica floor {inp.spec.min_replicas}")
     if _metrics_decide(inp, sync):
         if inp.selector_error is not None:
             sync.conditions[C.SCALING_ACTIVE] = C.make(C.SCALING_ACTIVE, False, C.INVALID_SELECTOR, inp.selector_error)
@@ -149,12 +173,15 @@ def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
     metrics = compute_replicas_for_metrics(inp)
     sync.outcomes = metrics.outcomes
     n, invalid = len(metrics.outcomes), metrics.invalid
+    if invalid < n:
+        sync.failures = 0
     if invalid >= n or (invalid > 0 and metrics.replicas < current):
         assert metrics.failure is not None
         sync.conditions[C.SCALING_ACTIVE] = metrics.failure
         sync.desired, sync.rescale = current, False
         if invalid >= n:
-            sync.pre.append("no metric could be computed: nothing changes")
+            if not _fallback(inp, sync, metrics):
+                sync.pre.append("no metric could be computed: nothing changes")
             return
         sync.recommendation = current
         sync.pre.append(f"{invalid} of {n} metrics failed and the others ask for fewer replicas ({metrics.replicas}): "
@@ -164,11 +191,66 @@ def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
     if invalid:
         sync.pre.append(f"{invalid} of {n} metrics failed; scaling up on the others is still allowed")
     recommendation = sync.recommendation = max(metrics.replicas, 0)
+    controls = inp.spec.controls
+    if controls is not None and controls.activates and inp.spec.min_replicas == 0:
+        recommendation, active, why = activate(controls, inp.spec.metrics, inp.readings, current, recommendation)
+        sync.recommendation, sync.activation = recommendation, "active" if active else "inactive"
+        sync.pre.append(why)
     if recommendation > current:
         sync.rescale_reason = f"{metrics.label} above target"
     elif recommendation < current:
         sync.rescale_reason = "All metrics below target"
     _apply_normalized(inp, sync, normalize_desired_replicas(inp, recommendation, sync.recommendations))
+
+
+def _fallback(inp: DecisionInput, sync: _Sync, metrics: _Metrics) -> bool:
+    """No metric could be read: count the failed sync, and once `failureThreshold` are in a row
+    go to the fallback count. False when the autoscaler has no fallback (the HPA's hold)."""
+    controls = inp.spec.controls
+    fallback = controls.fallback if controls is not None else None
+    if fallback is None:
+        return False
+    spec, current, now = inp.spec, inp.current_replicas, inp.now
+    sync.failures = failures = inp.history.failures + 1
+    sync.failing = tuple(ms.label for ms in spec.metrics)
+    if failures < fallback.failure_threshold:
+        sync.pre.append(f"no metric could be computed ({failures} failed syncs in a row, the fallback "
+                        f"starts at {fallback.failure_threshold}): nothing changes")
+        return True
+    count = fallback.count(current, spec.min_replicas, spec.max_replicas)
+    sync.fallback, sync.recommendation = True, count
+    cutoff = before(now, delta(max(MAX_STABILIZATION_SECONDS, inp.config.downscale_stabilization_window)))
+    sync.recommendations = (*(r for r in sync.recommendations if not r.timestamp < cutoff), Recommendation(now, count))
+    sync.desired, sync.rescale = count, count != current
+    sync.rescale_reason = f"fallback after {failures} syncs without metrics"
+    sync.pre.append(f"no metric could be computed for {failures} syncs in a row (fallback.failureThreshold "
+                    f"{fallback.failure_threshold}): fallback {fallback.behavior} gives {count} replicas")
+    return True
+
+
+def _decide_paused(inp: DecisionInput) -> Decision:
+    """Paused by annotation: hold the current size, or go to the paused-replicas count and hold.
+    No metric is read; the history starts afresh, so resuming is a first sync (no stale
+    recommendation pulls the size after a long pause)."""
+    assert inp.paused is not None
+    current, replicas = inp.current_replicas, inp.paused.replicas
+    conds = {C.ABLE_TO_SCALE: _GOT_SCALE,
+             C.SCALING_ACTIVE: C.make(C.SCALING_ACTIVE, False, "ScalingPaused", "autoscaling is paused")}
+    if replicas is None:
+        desired, reason = current, "PausedByAnnotation"
+        line = f"paused (promscaler.io/paused): hold {current} replicas"
+    else:
+        desired, reason = replicas, "PausedAtReplicas"
+        line = f"paused at {replicas} replicas (promscaler.io/paused-replicas)"
+    conds[C.PAUSED] = C.make(C.PAUSED, True, reason, line)
+    if desired != current:
+        conds[C.ABLE_TO_SCALE] = C.rescaled(desired)
+    result = f"result: stay at {current} replicas" if desired == current else \
+        f"result: scale from {current} to {desired} replicas"
+    return make_decision(
+        desired_replicas=desired, current_replicas=current, recommendation=None, current_metrics=[], proposals=[],
+        conditions=C.ordered(conds), explanation=[line, result], history=History(), details=(), steps=(),
+        rescale_reason=line, controls=InForce(paused=True, paused_replicas=replicas))
 
 
 def normalize_desired_replicas(inp: DecisionInput, recommendation: int,
@@ -215,9 +297,10 @@ def _set_rescale_conditions(inp: DecisionInput, sync: _Sync) -> None:
 def _decision(inp: DecisionInput, sync: _Sync) -> Decision:
     """The `Decision`; the words for people are formatted only when read."""
     history = inp.history
-    if sync.recommendations is not history.recommendations:
-        history = History(sync.recommendations, history.scale_up_events, history.scale_down_events)
+    if sync.recommendations is not history.recommendations or sync.failures != history.failures:
+        history = History(sync.recommendations, history.scale_up_events, history.scale_down_events, sync.failures)
     outcomes = sync.outcomes
+    controls = _in_force(inp, sync)
     conditions = C.ordered(sync.conditions)
     details = Lazy(_details, outcomes)
     steps = Lazy(render_notes, sync.steps)
@@ -234,7 +317,35 @@ def _decision(inp: DecisionInput, sync: _Sync) -> Decision:
         details=details,
         steps=steps,
         rescale_reason=sync.rescale_reason,
+        controls=controls,
     )
+
+
+def _in_force(inp: DecisionInput, sync: _Sync) -> InForce | None:
+    """What the controls did, and the Fallback condition (only with spec.fallback); None for an HPA."""
+    controls = inp.spec.controls
+    if controls is None:
+        return None
+    fallback = controls.fallback
+    if fallback is not None:
+        if sync.fallback:
+            sync.conditions[C.FALLBACK] = C.make(
+                C.FALLBACK, True, "FallbackActive",
+                f"no metric could be read for {sync.failures} syncs in a row ({', '.join(sync.failing)}): "
+                f"{sync.desired} replicas by fallback {fallback.behavior}")
+        elif sync.failures:
+            sync.conditions[C.FALLBACK] = C.make(
+                C.FALLBACK, False, "MetricsFailing",
+                f"no metric could be read for {sync.failures} of {fallback.failure_threshold} syncs "
+                "before the fallback")
+        else:
+            sync.conditions[C.FALLBACK] = C.fixed(C.FALLBACK, False, "MetricsAvailable",
+                                                  "the metrics can be read: no fallback")
+    window = sync.window
+    return InForce(fallback=sync.fallback, failures=sync.failures, failing=sync.failing if sync.failures else (),
+                   floor=window.schedule.min_replicas if window else None,
+                   window=window.schedule.name if window else None,
+                   activation=sync.activation)
 
 
 def _details(outcomes: list[MetricOutcome]) -> tuple[MetricDetail, ...]:
@@ -271,6 +382,6 @@ def record_scale(history: History, now: datetime, current: int, desired: int, sp
     event = ScaleEvent(now, abs(desired - current))
     if up:
         return History(history.recommendations, (*_prune(history.scale_up_events, now, max_age), event),
-                       history.scale_down_events)
+                       history.scale_down_events, history.failures)
     return History(history.recommendations, history.scale_up_events,
-                   (*_prune(history.scale_down_events, now, max_age), event))
+                   (*_prune(history.scale_down_events, now, max_age), event), history.failures)

@@ -140,6 +140,17 @@ class History:
     recommendations: tuple[Recommendation, ...] | None = None
     scale_up_events: tuple[ScaleEvent, ...] = ()
     scale_down_events: tuple[ScaleEvent, ...] = ()
+    # Added (spec.fallback): syncs in a row in which no metric could be read; counted only when the
+    # autoscaler has a fallback, so an HPA's history is what it always was.
+    failures: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """The pause annotations: `promscaler.io/paused: "true"` holds the current size (replicas None);
+    `promscaler.io/paused-replicas: "N"` scales to N and holds there."""
+
+    replicas: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +167,8 @@ class DecisionInput:
     # Added: set when the scale's status.selector is missing or invalid (the pods cannot be chosen);
     # decide() then reports ScalingActive False / InvalidSelector with this message and does not scale.
     selector_error: str | None = None
+    # Added: the pause annotations (None: not paused). A paused autoscaler reads no metric.
+    paused: Pause | None = None
 
 
 # --- the decision ------------------------------------------------------------------------------
@@ -189,6 +202,31 @@ class MetricDetail:
     replicas: int | None
     error: str | None = None
     notes: tuple[str, ...] = ()       # pod grouping, conservative recomputation, tolerance
+
+
+@dataclass(frozen=True, slots=True)
+class InForce:
+    """Which of the opt-in controls (docs/controls.md) shaped a decision, for status, events and
+    people. `Decision.controls` is None for an autoscaler without them: an HPA's decision."""
+
+    paused: bool = False
+    paused_replicas: int | None = None
+    fallback: bool = False               # the fallback count was used this sync
+    failures: int = 0                    # syncs in a row with no readable metric (spec.fallback set)
+    failing: tuple[str, ...] = ()        # the metrics that could not be read, when all failed
+    floor: int | None = None             # the schedule's floor, when a window is open
+    window: str | None = None            # the schedule that set the floor
+    activation: str | None = None        # "active" | "inactive" when activation from zero decided
+
+    def summary(self) -> str:
+        """One word for `kubectl get` (status.control): what is in force, or "" when nothing."""
+        if self.paused:
+            return "Paused" if self.paused_replicas is None else f"Paused({self.paused_replicas})"
+        if self.fallback:
+            return "Fallback"
+        if self.window is not None:
+            return f"Schedule({self.window})"
+        return ""
 
 
 class Lazy:
@@ -226,6 +264,7 @@ class Decision:
     # The reason in the controller's SuccessfulRescale event, worded as horizontal.go's rescaleReason
     # ("pods metric http_requests above target", "All metrics below target", ...).
     rescale_reason: str = ""
+    controls: InForce | None = None            # added: the opt-in controls in force (None: an HPA's decision)
 
     @property
     def scale(self) -> bool:
@@ -254,7 +293,8 @@ del _name
 
 def make_decision(desired_replicas: int, current_replicas: int, recommendation: int | None,
                   current_metrics: list[dict[str, Any]], proposals: list[Proposal], conditions: list[Condition],
-                  explanation: Any, history: History, details: Any, steps: Any, rescale_reason: str = "") -> Decision:
+                  explanation: Any, history: History, details: Any, steps: Any, rescale_reason: str = "",
+                  controls: InForce | None = None) -> Decision:
     """`Decision(...)` without the frozen dataclass's per-field `object.__setattr__` calls (the
     same instance state; `decide()` makes one per sync)."""
     decision = object.__new__(Decision)
@@ -262,6 +302,6 @@ def make_decision(desired_replicas: int, current_replicas: int, recommendation: 
         "desired_replicas": desired_replicas, "current_replicas": current_replicas,
         "recommendation": recommendation, "current_metrics": current_metrics, "proposals": proposals,
         "conditions": conditions, "_explanation": explanation, "history": history, "_details": details,
-        "_steps": steps, "rescale_reason": rescale_reason,
+        "_steps": steps, "rescale_reason": rescale_reason, "controls": controls,
     })
     return decision

@@ -13,10 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from promscaler.quantity import QuantityError, format_milli, parse_quantity, to_milli
 from promscaler.selectors import Selector, SelectorError, from_label_selector, go_label_selector
+
+if TYPE_CHECKING:
+    from .controls import Controls
 
 __all__ = [
     "METRIC_TYPES",
@@ -134,6 +137,8 @@ class HPASpec:
     max_replicas: int
     metrics: tuple[MetricSpec, ...]
     behavior: Behavior | None = None
+    # Added: fallback, schedules, activation (decision/controls.py); None for an HPA's spec.
+    controls: Controls | None = None
     # Derived once here (parse_spec runs once per spec generation), read by every decision.
     _has_obj_ext: bool = field(init=False, repr=False, compare=False)
     _has_pod_metrics: bool = field(init=False, repr=False, compare=False)
@@ -396,4 +401,7 @@ def parse_spec(spec: Any, path: str = "hpa.spec") -> HPASpec:
             _parse_rules(raw_behavior.get("scaleUp"), f"{path}.behavior.scaleUp", DEFAULT_SCALE_UP),
             _parse_rules(raw_behavior.get("scaleDown"), f"{path}.behavior.scaleDown", DEFAULT_SCALE_DOWN),
         )
-    return HPASpec(target_ref, min_replicas, max_replicas, metrics, behavior)
+    from .controls import parse_controls  # here: controls.py builds on this module
+
+    controls = parse_controls(root, path, metrics, min_replicas, max_replicas)
+    return HPASpec(target_ref, min_replicas, max_replicas, metrics, behavior, controls)

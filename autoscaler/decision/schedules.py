@@ -1,0 +1,171 @@
+"""`spec.schedules`: cron windows in an IANA time zone that raise the replica floor while open.
+
+Pure: the instant is an argument (the controller passes its clock, `simulate` the scenario's
+`now`, `backtest` each replayed step), so a test never waits for a real window.
+
+Cron arithmetic is cronsim's (the expressions of Debian cron, 5 or 6 fields) over `zoneinfo`
+local times, which fixes what daylight-saving changes do (docs/controls.md):
+- a start or end in the hour skipped in spring (02:30 on 2026-03-29 in Europe/Berlin) fires at
+  the first instant after the gap (03:00 CEST);
+- a start or end with a fixed hour inside the hour repeated in autumn (02:30 on 2026-10-25)
+  fires once, at its first occurrence (02:30 CEST); `*` hours fire in both;
+- `duration` is elapsed time: a 10h window opened at 08:00 closes ten real hours later, which is
+  19:00 or 17:00 on the clock on a day the clocks change in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cronsim import CronSim, CronSimError
+
+from promscaler.times import DurationError, parse_duration
+
+from .clock import shift
+from .spec import SpecError
+
+__all__ = ["Schedule", "Window", "active_window", "floor_window", "parse_schedules"]
+
+_SECOND = timedelta(seconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """One window rule: opens at each `start` tick, closes at the next `end` tick or `duration` later."""
+
+    name: str
+    start: str
+    min_replicas: int
+    time_zone: str = "UTC"
+    end: str | None = None
+    duration: float | None = None   # seconds
+    zone: ZoneInfo = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "zone", ZoneInfo(self.time_zone))
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """An open window: which rule, since when and until when (aware datetimes in the rule's zone)."""
+
+    schedule: Schedule
+    opened: datetime
+    closes: datetime
+
+
+def _closes(schedule: Schedule, opened: datetime) -> datetime:
+    if schedule.duration is not None:
+        return shift(opened.astimezone(UTC), timedelta(seconds=schedule.duration)).astimezone(schedule.zone)
+    assert schedule.end is not None
+    try:
+        return next(CronSim(schedule.end, opened))
+    except StopIteration:  # an end that never comes (e.g. 30 February): open from then on
+        return datetime.max.replace(tzinfo=UTC)
+
+
+def _latest_start(schedule: Schedule, now: datetime) -> datetime | None:
+    """The last `start` tick at or before `now`.
+
+    cronsim steps backwards on the wall clock, which in the repeated autumn hour can land a day
+    early or after `now`; stepping forwards is exact (it knows each instant's fold). So: a
+    backward step for a candidate at or before `now`, then forward steps while they are still at
+    or before `now` (usually none). Comparisons are with `now` in UTC: absolute instants."""
+    # cronsim's ticks are strictly before its instant: one second after `now` (whole seconds) makes
+    # a start at exactly `now` count. UTC arithmetic, then the zone, so no wall-clock step is skipped.
+    after = (now.astimezone(UTC).replace(microsecond=0) + _SECOND).astimezone(schedule.zone)
+    try:
+        back = CronSim(schedule.start, after, reverse=True)
+        opened = next(back)
+        while opened > now:
+            opened = next(back)
+    except StopIteration:
+        return None
+    for tick in CronSim(schedule.start, opened):
+        if tick > now:
+            break
+        opened = tick
+    return opened
+
+
+def active_window(schedule: Schedule, now: datetime) -> Window | None:
+    """The window of `schedule` open at `now` (start <= now < end), or None.
+
+    Only the latest start at or before `now` matters: an earlier start of the same rule closes
+    no later than it (same duration, or the first `end` tick after an earlier instant)."""
+    opened = _latest_start(schedule, now)
+    if opened is None:
+        return None
+    closes = _closes(schedule, opened)
+    return Window(schedule, opened, closes) if now < closes else None
+
+
+def floor_window(schedules: Sequence[Schedule], now: datetime) -> Window | None:
+    """The open window with the highest floor (overlapping windows: the highest wins; on a tie the
+    first in spec order)."""
+    best: Window | None = None
+    for schedule in schedules:
+        window = active_window(schedule, now)
+        if window is not None and (best is None or schedule.min_replicas > best.schedule.min_replicas):
+            best = window
+    return best
+
+
+def _cron(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(path, "required: a cron expression such as '0 8 * * 1-5'")
+    try:
+        CronSim(value, datetime(2000, 1, 1, tzinfo=UTC))
+    except (CronSimError, ValueError) as exc:
+        raise SpecError(path, f"not a cron expression: {value!r} ({exc})") from None
+    return value
+
+
+def parse_schedules(raw: Any, path: str, max_replicas: int) -> tuple[Schedule, ...]:
+    """`spec.schedules` -> Schedules, with the field path of the first problem."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise SpecError(path, "must be a list")
+    out: list[Schedule] = []
+    names: set[str] = set()
+    for i, item in enumerate(raw):
+        p = f"{path}[{i}]"
+        if not isinstance(item, Mapping):
+            raise SpecError(p, "must be an object")
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise SpecError(f"{p}.name", "required")
+        if name in names:
+            raise SpecError(f"{p}.name", f"duplicate schedule name {name!r}")
+        names.add(name)
+        start = _cron(item.get("start"), f"{p}.start")
+        end, duration = item.get("end"), item.get("duration")
+        if (end is None) == (duration is None):
+            raise SpecError(p, "exactly one of end or duration must be set")
+        seconds = None
+        if end is not None:
+            end = _cron(end, f"{p}.end")
+        else:
+            try:
+                seconds = parse_duration(str(duration))
+            except DurationError:
+                raise SpecError(f"{p}.duration", f"not a duration: {duration!r} (e.g. 10h, 90m)") from None
+            if seconds <= 0:
+                raise SpecError(f"{p}.duration", "must be positive")
+        zone = item.get("timeZone", "UTC")
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError, TypeError):
+            raise SpecError(f"{p}.timeZone", f"unknown IANA time zone: {zone!r}") from None
+        floor = item.get("minReplicas")
+        if isinstance(floor, bool) or not isinstance(floor, int):
+            raise SpecError(f"{p}.minReplicas", f"must be an integer, got {floor!r}")
+        if not 0 <= floor <= max_replicas:
+            raise SpecError(f"{p}.minReplicas", f"must be between 0 and maxReplicas ({max_replicas})")
+        out.append(Schedule(name, start, floor, zone, end, seconds))
+    return tuple(out)
