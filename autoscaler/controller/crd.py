@@ -142,6 +142,8 @@ PRINTER_COLUMNS = [
     {"name": "MinPods", "type": "integer", "jsonPath": ".spec.minReplicas"},
     {"name": "MaxPods", "type": "integer", "jsonPath": ".spec.maxReplicas"},
     {"name": "Replicas", "type": "integer", "jsonPath": ".status.currentReplicas"},
+    {"name": "Control", "type": "string", "jsonPath": ".status.control",
+     "description": "The opt-in control in force: Paused, Paused(N), Fallback, Schedule(name)"},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 
@@ -155,6 +157,93 @@ def _with_defaults(spec: dict[str, Any]) -> dict[str, Any]:
         rules["default"] = copy.deepcopy(default)
         for key, value in default.items():
             rules["properties"][key]["default"] = copy.deepcopy(value)
+    return spec
+
+
+# The opt-in controls (docs/controls.md): spec.fallback, spec.schedules, metrics[].activationThreshold,
+# and what the controller reports of them in status. Not in an HPA: dropping them gives its spec.
+_CRON = {"type": "string", "maxLength": 128, "pattern": r"^\s*\S+(\s+\S+){4,5}\s*$",
+         "description": "A cron expression, 5 fields (minute hour day-of-month month day-of-week) or 6 with "
+         "seconds first, read in the schedule's time zone"}
+FALLBACK = {
+    "type": "object",
+    "description": "What to do when no metric can be read for failureThreshold syncs in a row (KEDA's fallback).",
+    "required": ["failureThreshold", "replicas"],
+    "properties": {
+        "failureThreshold": {"type": "integer", "format": "int32", "minimum": 1,
+                             "description": "Syncs in a row without any readable metric before the fallback"},
+        "replicas": {"type": "integer", "format": "int32", "minimum": 0,
+                     "description": "The fallback replica count (kept within minReplicas and maxReplicas)"},
+        "behavior": {"type": "string", "default": "static",
+                     "enum": ["static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"],
+                     "description": "static: replicas; currentReplicas: hold; currentReplicasIfHigher: "
+                     "max(current, replicas); currentReplicasIfLower: min(current, replicas)"},
+    },
+}
+SCHEDULES = {
+    "type": "array",
+    "maxItems": 32,
+    "description": "Time windows that raise the replica floor (minReplicas) while open; overlapping windows: "
+    "the highest floor.",
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["name"],
+    "items": {
+        "type": "object",
+        "required": ["name", "start", "minReplicas"],
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 63},
+            "start": {**_CRON, "description": "When the window opens: " + _CRON["description"]},
+            "end": {**_CRON, "description": "When it closes (the first tick after the start): "
+                    + _CRON["description"]},
+            "duration": {"type": "string", "maxLength": 32,
+                         "pattern": r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d|w|y))+$",
+                         "description": "How long it stays open, elapsed time (e.g. 10h, 90m)"},
+            "timeZone": {"type": "string", "default": "UTC", "maxLength": 64,
+                         "pattern": r"^[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*$",
+                         "description": "An IANA time zone, e.g. Europe/Berlin"},
+            "minReplicas": {"type": "integer", "format": "int32", "minimum": 0,
+                            "description": "The replica floor while the window is open"},
+        },
+        "x-kubernetes-validations": [
+            {"rule": "has(self.end) != has(self.duration)",
+             "message": "schedules[].end or schedules[].duration: exactly one must be set"},
+        ],
+    },
+}
+ACTIVATION_THRESHOLD = {
+    "anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
+    "description": "With minReplicas 0: the target leaves zero only when the metric's value (an Object's value, "
+    "an External metric's total) is above this, and goes to zero only when every such metric is at or below.",
+}
+CONTROL_RULES = [
+    {"rule": "!has(self.schedules) || self.schedules.all(s, s.minReplicas <= self.maxReplicas)",
+     "message": "schedules[].minReplicas must be less than or equal to maxReplicas", "fieldPath": ".schedules"},
+    {"rule": "!has(self.metrics) || !self.metrics.exists(m, has(m.activationThreshold)) || "
+     "(has(self.minReplicas) && self.minReplicas == 0)",
+     "message": "metrics[].activationThreshold needs minReplicas 0 (it decides scaling from and to zero)",
+     "fieldPath": ".metrics"},
+]
+ACTIVATION_RULE = {
+    "rule": "!has(self.activationThreshold) || self.type in ['Object', 'External']",
+    "message": "activationThreshold is allowed only on an Object or External metric",
+    "fieldPath": ".activationThreshold",
+}
+STATUS_CONTROLS = {
+    "control": {"type": "string", "description": "The control in force (printed): Paused, Paused(N), Fallback, "
+                "Schedule(name)"},
+    "metricFailures": {"type": "integer", "format": "int32",
+                       "description": "Syncs in a row in which no metric could be read (with spec.fallback)"},
+}
+
+
+def _with_controls(spec: dict[str, Any]) -> dict[str, Any]:
+    props = spec["properties"]
+    props["fallback"] = copy.deepcopy(FALLBACK)
+    props["schedules"] = copy.deepcopy(SCHEDULES)
+    metric = props["metrics"]["items"]
+    metric["properties"]["activationThreshold"] = {**copy.deepcopy(ACTIVATION_THRESHOLD), "pattern": QUANTITY_PATTERN}
+    metric["x-kubernetes-validations"].append(copy.deepcopy(ACTIVATION_RULE))
+    spec["x-kubernetes-validations"].extend(copy.deepcopy(CONTROL_RULES))
     return spec
 
 
@@ -217,11 +306,13 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], name: str | None = N
 
 def build_crd() -> dict[str, Any]:
     defs = _definitions()
-    spec = _with_defaults(_structural({"$ref": "#/$defs/io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"}, defs))
+    spec = _with_controls(_with_defaults(
+        _structural({"$ref": "#/$defs/io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec"}, defs)))
     status = _structural({"$ref": "#/$defs/io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus"}, defs)
     status["properties"]["reference"] = {"type": "string", "description": "kind/name of the scale target (printed)"}
     status["properties"]["targets"] = {"type": "string", "description": "current/target per metric, as kubectl "
                                        "prints an HPA's TARGETS (printed; currentMetrics has the values)"}
+    status["properties"].update(copy.deepcopy(STATUS_CONTROLS))
     schema = {
         "type": "object",
         "description": "HorizontalAutoscaler is promscaler's HorizontalPodAutoscaler: the same spec and status as "

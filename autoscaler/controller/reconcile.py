@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from autoscaler.decision import decide, record_scale
-from autoscaler.decision.model import Condition, ControllerConfig, Decision, DecisionInput, History, PodInfo
+from autoscaler.decision.controls import parse_pause
+from autoscaler.decision.model import Condition, ControllerConfig, Decision, DecisionInput, History, Pause, PodInfo
 from autoscaler.decision.spec import SpecError, parse_spec
 from promscaler.logs import RepeatLimiter
 from promscaler.selectors import SelectorError, parse_selector
@@ -150,6 +151,7 @@ class Reconciler:
 
         try:
             spec = parse_spec(spec_dict, "spec")
+            paused = _pause(kind, obj)
         except SpecError as exc:
             await fail(
                 "InvalidSpec",
@@ -191,8 +193,11 @@ class Reconciler:
             return None
 
         pods = [info for info in map(self.pod_infos, self.pods.select(ns, selector)) if info is not None]
-        readings = await self.metrics.read_all(ns, spec.metrics, scale.selector, [p.name for p in pods])
-        history = self.histories.get(key) or History()
+        if paused is None:
+            readings = await self.metrics.read_all(ns, spec.metrics, scale.selector, [p.name for p in pods])
+        else:
+            readings = []  # paused: no metric is read
+        history = self.histories.get(key) or _fresh_history(spec, prev_status)
         if book is not None:  # what the real HPA did, not what this shadow would have done
             window = spec.behavior.scale_down.stabilization_window_seconds if spec.behavior is not None else None
             history = book.history(key, self.histories.get(key), now,
@@ -211,6 +216,7 @@ class Reconciler:
                     c.get("type") == "ScaledToZero" and c.get("status") == "True"
                     for c in prev_status.get("conditions") or ()
                 ),
+                paused=paused,
             )
         )
         self.observer.replicas(key, scale.replicas, decision.desired_replicas)
@@ -222,6 +228,7 @@ class Reconciler:
             return decision
 
         await self._metric_events(obj, decision, now)
+        await self._control_events(obj, decision, prev_status, now)
         conditions = list(decision.conditions)
         last_scale: datetime | None = None
         history = decision.history
@@ -248,10 +255,10 @@ class Reconciler:
                     ),
                 )
                 self.histories[key] = history
-                await self._write_status(kind, obj, build_status(
+                await self._write_status(kind, obj, with_controls(build_status(
                     prev_status, generation=_generation(obj), current_replicas=scale.replicas,
                     desired_replicas=scale.replicas, current_metrics=decision.current_metrics,
-                    conditions=conditions, last_scale_time=None, now=now))
+                    conditions=conditions, last_scale_time=None, now=now), decision))
                 raise SyncError(f"FailedRescale: {exc}") from None
             await self._event(
                 obj, "Normal", "SuccessfulRescale", f"New size: {decision.desired_replicas}; reason: {reason}", now
@@ -279,10 +286,10 @@ class Reconciler:
             last_scale = now
         self.histories[key] = history
         self.repeats.clear(key)
-        await self._write_status(kind, obj, build_status(
+        await self._write_status(kind, obj, with_controls(build_status(
             prev_status, generation=_generation(obj), current_replicas=scale.replicas,
             desired_replicas=decision.desired_replicas, current_metrics=decision.current_metrics,
-            conditions=conditions, last_scale_time=last_scale, now=now))
+            conditions=conditions, last_scale_time=last_scale, now=now), decision))
         return decision
 
     async def _metric_events(self, obj: Obj, decision: Decision, now: datetime) -> None:
@@ -300,6 +307,19 @@ class Reconciler:
                 f"first error is: {failed[0].error}",
                 now,
             )
+
+    async def _control_events(self, obj: Obj, decision: Decision, prev_status: Obj, now: datetime) -> None:
+        """A Warning while the fallback decides (naming the failing metrics; repeats are aggregated
+        into one Event's count), and a Normal Event when a pause begins."""
+        controls = decision.controls
+        if controls is None:
+            return
+        was = {c.get("type"): c.get("status") for c in prev_status.get("conditions") or ()}
+        for cond in decision.conditions:
+            if cond.type == "Fallback" and cond.status == "True":
+                await self._event(obj, "Warning", "FallbackActive", cond.message, now)
+            elif cond.type == "Paused" and was.get("Paused") != "True":
+                await self._event(obj, "Normal", cond.reason, cond.message, now)
 
     async def _event(self, obj: Obj, type_: str, reason: str, message: str, now: datetime) -> None:
         await self.events.record(obj, type_, reason, message, now)
@@ -348,3 +368,34 @@ def _rescale_reason(decision: Decision) -> str:
     """Which metric drove the change, in the Kubernetes controller's wording (horizontal.go's rescaleReason)."""
     return decision.rescale_reason
 
+
+
+def _pause(kind: str, obj: Obj) -> Pause | None:
+    """The pause annotations of a HorizontalAutoscaler (an HPA has no such controls)."""
+    if kind != CR:
+        return None
+    return parse_pause((obj.get("metadata") or {}).get("annotations"))
+
+
+def _fresh_history(spec: object, prev_status: Obj) -> History:
+    """A first sync's history: empty, but with the failed syncs counted so far (status.metricFailures)
+    when the autoscaler has a fallback, so a restart does not restart the count."""
+    failures = prev_status.get("metricFailures")
+    controls = getattr(spec, "controls", None)
+    if controls is None or controls.fallback is None or not isinstance(failures, int) or failures <= 0:
+        return History()
+    return History(failures=failures)
+
+
+def with_controls(status: Obj, decision: Decision) -> Obj:
+    """The status with what the controls did: `control` (the printed CONTROL column: Paused,
+    Paused(N), Fallback, Schedule(name)) and `metricFailures` (syncs in a row without metrics)."""
+    controls = decision.controls
+    if controls is None:
+        return status
+    summary = controls.summary()
+    if summary:
+        status["control"] = summary
+    if controls.failures:
+        status["metricFailures"] = controls.failures
+    return status

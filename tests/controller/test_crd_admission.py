@@ -99,6 +99,33 @@ REFUSED = {
     "unknown select policy": (
         _with({"behavior": {"scaleUp": {"selectPolicy": "Sometimes"}}}), "spec.behavior.scaleUp.selectPolicy",
         "Unsupported value"),
+    # the opt-in controls (docs/controls.md)
+    "fallback after 0 failures": (
+        _with({"fallback": {"failureThreshold": 0, "replicas": 3}}), "spec.fallback.failureThreshold",
+        "greater than or equal to 1"),
+    "fallback without replicas": (_with({"fallback": {"failureThreshold": 3}}), "spec.fallback.replicas",
+                                  "Required value"),
+    "unknown fallback behavior": (
+        _with({"fallback": {"failureThreshold": 3, "replicas": 3, "behavior": "often"}}), "spec.fallback.behavior",
+        "Unsupported value"),
+    "schedule with end and duration": (
+        _with({"schedules": [{"name": "a", "start": "0 8 * * *", "end": "0 9 * * *", "duration": "1h",
+                              "minReplicas": 2}]}), "spec.schedules[0]", "exactly one must be set"),
+    "schedule with neither end nor duration": (
+        _with({"schedules": [{"name": "a", "start": "0 8 * * *", "minReplicas": 2}]}), "spec.schedules[0]",
+        "schedules[].end or schedules[].duration"),
+    "schedule with a three-field cron": (
+        _with({"schedules": [{"name": "a", "start": "0 8 *", "duration": "1h", "minReplicas": 2}]}),
+        "spec.schedules[0].start", "should match"),
+    "schedule floor above maxReplicas": (
+        _with({"schedules": [{"name": "a", "start": "0 8 * * *", "duration": "1h", "minReplicas": 99}]}),
+        "spec.schedules", "schedules[].minReplicas must be less than or equal to maxReplicas"),
+    "activation on a Pods metric": (
+        _with({"minReplicas": 0}, [copy.deepcopy(EXTERNAL), {**copy.deepcopy(PODS), "activationThreshold": "5"}]),
+        "spec.metrics[1].activationThreshold", "allowed only on an Object or External metric"),
+    "activation without minReplicas 0": (
+        _with({}, [{**copy.deepcopy(EXTERNAL), "activationThreshold": "5"}]), "spec.metrics",
+        "metrics[].activationThreshold needs minReplicas 0"),
 }
 
 
@@ -108,6 +135,17 @@ def test_refused_at_admission_with_the_field(api, case: str) -> None:
     message = _refused(api, obj)
     assert message.startswith('HorizontalAutoscaler.promscaler.io "web" is invalid: '), message
     assert f"{field}: " in message and why in message, message
+
+
+def test_every_control_is_accepted(api) -> None:
+    obj = _with({"minReplicas": 0, "fallback": {"failureThreshold": 3, "replicas": 4},
+                 "schedules": [{"name": "office", "start": "0 8 * * 1-5", "end": "0 18 * * 1-5",
+                                "timeZone": "Europe/Berlin", "minReplicas": 5}]},
+                [{**copy.deepcopy(EXTERNAL), "activationThreshold": "5"}])
+    spec = _create(api, obj)["spec"]
+    assert spec["fallback"] == {"failureThreshold": 3, "replicas": 4, "behavior": "static"}  # defaulted
+    assert spec["schedules"][0]["timeZone"] == "Europe/Berlin"
+    assert spec["metrics"][0]["activationThreshold"] == "5"
 
 
 def test_scale_to_zero_with_an_external_metric_is_accepted(api) -> None:
@@ -166,11 +204,11 @@ async def test_kubectl_get_prints_the_hpa_columns(sim, fake) -> None:
         await eventually(lambda: "778m/500m" in _kubectl(sim, "-n", NS, "get", "horizontalautoscalers"))
     for resource in ("horizontalautoscalers", "has", "horizontalautoscaler.promscaler.io"):
         lines = _kubectl(sim, "-n", NS, "get", resource).splitlines()
-        header = ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
+        header = ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "CONTROL", "AGE"]
         assert re.split(r"\s{2,}", lines[0]) == header
         cells = re.split(r"\s{2,}", lines[1])
         # 2332m over 3 pods = 778m per pod against 500m; queue 36 over 3 replicas = 12 per replica against 30
         assert cells[:6] == ["web", "Deployment/web", "778m/500m, 12/30 (avg)", "1", "3", "3"], lines
-        assert re.fullmatch(r"\d+s", cells[6])
+        assert len(cells) == 7 and re.fullmatch(r"\d+s", cells[6])  # no control in force: CONTROL is empty
     raw = yaml.safe_load(_kubectl(sim, "-n", NS, "get", "has", "web", "-o", "yaml"))
     assert raw["status"]["currentMetrics"][0]["pods"]["current"]["averageValue"] == "778m"  # raw values unchanged
