@@ -56,6 +56,7 @@ class Exporter:
         self.lock = threading.Lock()
         self.port = free_port()
         self.prometheus_url = ""
+        self.prometheus: PrometheusServer | None = None  # the one scraping it (tests stop and restart it)
         exporter = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -117,7 +118,7 @@ def aggregated_world(make_exporter: Callable[[KubeSim], E], rules: dict, groups:
         sim.apply(yaml.safe_load((ROOT / "apiservice/horizontalautoscaler-crd.yaml").read_text()))
         exporter = make_exporter(sim)
         prom = PrometheusServer(scrape_targets=[f"127.0.0.1:{exporter.port}"], scrape_interval="1s").start()
-        exporter.prometheus_url = prom.url
+        exporter.prometheus_url, exporter.prometheus = prom.url, prom
         rules_file = Path(prom.dir) / "rules.yaml"
         rules_file.write_text(yaml.safe_dump(rules))
         adapter = None

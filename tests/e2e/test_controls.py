@@ -1,0 +1,185 @@
+"""The opt-in controls live (docs/controls.md): KubeSim + a real Prometheus scraping the test
+exporter + the real adapter aggregated as the external metrics API + the controller, 1 s syncs.
+
+Expected counts come from the rules as documented and the HPA's arithmetic by hand
+(ceil(queue / 10 per replica)); the metric values are asked of Prometheus directly."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+
+from promscaler.times import parse_time
+
+from .conftest import NS, ROOT, controller, eventually, syncs
+
+pytestmark = pytest.mark.e2e
+
+KUBECTL = str(ROOT / ".venv" / "bin" / "kubectl")
+QUEUE = {"type": "External", "external": {
+    "metric": {"name": "queue_messages_ready", "selector": {"matchLabels": {"queue": "jobs"}}},
+    "target": {"type": "AverageValue", "averageValue": "10"}}}
+FAST_DOWN = {"scaleDown": {"stabilizationWindowSeconds": 0}}
+
+
+def deployment(name: str, replicas: int) -> dict[str, Any]:
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NS},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "app", "image": "app:1"}]}}}}
+
+
+def autoscaler(name: str, metric: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    body = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": 1, "maxReplicas": 10, "metrics": [metric or QUEUE], "behavior": FAST_DOWN}
+    body.update(spec)
+    return {"apiVersion": "promscaler.io/v1alpha1", "kind": "HorizontalAutoscaler",
+            "metadata": {"name": name, "namespace": NS}, "spec": body}
+
+
+def replicas(sim: Any, name: str) -> int:
+    return sim.get("apps/v1", "Deployment", NS, name)["spec"]["replicas"]
+
+
+def status(sim: Any, name: str) -> dict[str, Any]:
+    return (sim.get("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, name) or {}).get("status") or {}
+
+
+def condition(sim: Any, name: str, ctype: str) -> dict[str, Any]:
+    return next((c for c in status(sim, name).get("conditions") or () if c.get("type") == ctype), {})
+
+
+def kubectl(sim: Any, *args: str) -> str:
+    out = subprocess.run([KUBECTL, "--kubeconfig", sim.kubeconfig_path, "-n", NS, *args], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def prometheus_queue(exporter: Any) -> float | None:
+    """The backlog as Prometheus has it (the independent source)."""
+    body = httpx.get(f"{exporter.prometheus_url}/api/v1/query",
+                     params={"query": 'sum(queue_messages_ready{queue="jobs"})'}, timeout=10).json()
+    result = body["data"]["result"]
+    return float(result[0]["value"][1]) if result else None
+
+
+def events(sim: Any, name: str) -> list[dict[str, Any]]:
+    return [e for e in sim.list("v1", "Event", NS) if e["involvedObject"]["name"] == name]
+
+
+async def settle_queue(exporter: Any, value: float) -> None:
+    exporter.queues["jobs"] = value
+    await eventually(lambda: prometheus_queue(exporter) == value)
+
+
+async def test_fallback_when_prometheus_stops_then_recovery(world) -> None:
+    sim, exporter = world
+    exporter.queues["jobs"] = 20.0  # 20 / 10 per replica = 2 replicas
+    sim.apply(deployment("worker", 2))
+    sim.apply(autoscaler("worker", fallback={"failureThreshold": 3, "replicas": 5}))
+    async with controller(sim) as c:
+        await eventually(lambda: condition(sim, "worker", "Fallback").get("reason") == "MetricsAvailable")
+        assert replicas(sim, "worker") == 2
+        prom = exporter.prometheus
+        assert prom is not None
+        prom.stop()
+        stopped_at = syncs(c)
+        await eventually(lambda: replicas(sim, "worker") == 5)
+        # at least the 3 failed syncs of the threshold ran meanwhile, and the status says so
+        assert syncs(c) >= stopped_at + 3
+        fallback = condition(sim, "worker", "Fallback")
+        assert fallback["status"] == "True" and "queue_messages_ready" in fallback["message"]
+        assert status(sim, "worker").get("metricFailures", 0) >= 3
+        assert status(sim, "worker").get("control") == "Fallback"
+        warnings = [e for e in events(sim, "worker") if e["reason"] == "FallbackActive"]
+        assert warnings and warnings[0]["type"] == "Warning" and "queue_messages_ready" in warnings[0]["message"]
+        rescale = [e["message"] for e in events(sim, "worker") if e["reason"] == "SuccessfulRescale"]
+        assert any("New size: 5; reason: fallback after 3 syncs without metrics" in m for m in rescale), rescale
+        assert "Fallback" in kubectl(sim, "get", "has", "worker")
+        # Prometheus back on the same port: the metrics decide again (2 replicas), the fallback clears
+        prom.start()
+        await eventually(lambda: replicas(sim, "worker") == 2, timeout=90)
+        await eventually(lambda: condition(sim, "worker", "Fallback").get("reason") == "MetricsAvailable")
+        assert "metricFailures" not in status(sim, "worker") and "control" not in status(sim, "worker")
+
+
+async def test_paused_autoscaler_holds_through_a_spike_and_resumes(world) -> None:
+    sim, exporter = world
+    exporter.queues["jobs"] = 20.0
+    sim.apply(deployment("worker", 2))
+    sim.apply(autoscaler("worker"))
+    async with controller(sim) as c:
+        await eventually(lambda: status(sim, "worker").get("currentMetrics") and replicas(sim, "worker") == 2)
+        kubectl(sim, "annotate", "has", "worker", "promscaler.io/paused=true")
+        await eventually(lambda: condition(sim, "worker", "Paused").get("status") == "True")
+        await settle_queue(exporter, 80.0)  # the spike: 80 / 10 = 8 replicas if it were not paused
+        synced = syncs(c)
+        await eventually(lambda: syncs(c) >= synced + 5)
+        assert replicas(sim, "worker") == 2
+        assert "Paused" in kubectl(sim, "get", "has", "worker")
+        # paused-replicas: to 4, and held there through the spike
+        kubectl(sim, "annotate", "has", "worker", "promscaler.io/paused-replicas=4")
+        await eventually(lambda: replicas(sim, "worker") == 4)
+        synced = syncs(c)
+        await eventually(lambda: syncs(c) >= synced + 5)
+        assert replicas(sim, "worker") == 4
+        assert condition(sim, "worker", "Paused")["reason"] == "PausedAtReplicas"
+        # resumed: the metrics decide, 8 replicas
+        kubectl(sim, "annotate", "has", "worker", "promscaler.io/paused-", "promscaler.io/paused-replicas-")
+        await eventually(lambda: replicas(sim, "worker") == 8)
+        assert not condition(sim, "worker", "Paused")
+
+
+async def test_a_schedule_window_raises_the_floor_on_time_and_releases_it(world) -> None:
+    """A window of 20 s opening 25 s from now, written in Europe/Berlin's local time with a
+    seconds field (6-field cron): the floor 3 holds while it is open, then the metric's 1 again."""
+    sim, exporter = world
+    exporter.queues["jobs"] = 10.0  # 10 / 10 = 1 replica
+    berlin = ZoneInfo("Europe/Berlin")
+    opens = (datetime.now(UTC) + timedelta(seconds=25)).replace(microsecond=0)
+    closes = opens + timedelta(seconds=20)
+    local = opens.astimezone(berlin)
+    start = f"{local.second} {local.minute} {local.hour} {local.day} {local.month} *"
+    sim.apply(deployment("worker", 1))
+    sim.apply(autoscaler("worker", schedules=[{"name": "burst", "start": start, "duration": "20s",
+                                               "timeZone": "Europe/Berlin", "minReplicas": 3}]))
+    async with controller(sim):
+        await eventually(lambda: status(sim, "worker").get("currentMetrics"))
+        assert datetime.now(UTC) < opens and replicas(sim, "worker") == 1
+        await eventually(lambda: replicas(sim, "worker") == 3, timeout=60)
+        raised_at = parse_time(status(sim, "worker")["lastScaleTime"])
+        assert raised_at >= opens  # not before the window opened
+        assert status(sim, "worker").get("control") == "Schedule(burst)"
+        await eventually(lambda: replicas(sim, "worker") == 1, timeout=60)
+        released_at = parse_time(status(sim, "worker")["lastScaleTime"])
+        assert released_at >= closes  # held until the window closed
+        assert "control" not in status(sim, "worker")
+    assert prometheus_queue(exporter) == 10.0  # the metric alone asks for 1 throughout
+
+
+async def test_queue_worker_at_zero_starts_only_above_the_activation_value(world) -> None:
+    sim, exporter = world
+    exporter.queues["jobs"] = 0.0
+    sim.apply(deployment("worker", 1))
+    metric = {**QUEUE, "activationThreshold": "5"}
+    sim.apply(autoscaler("worker", metric, minReplicas=0))
+    async with controller(sim) as c:
+        await eventually(lambda: replicas(sim, "worker") == 0)  # an empty queue: scaled to zero
+        await settle_queue(exporter, 3.0)  # the HPA alone would start ceil(3 / 10) = 1 replica
+        synced = syncs(c)
+        await eventually(lambda: syncs(c) >= synced + 5)
+        assert replicas(sim, "worker") == 0
+        assert condition(sim, "worker", "ScaledToZero").get("status") == "True"
+        await settle_queue(exporter, 8.0)  # above the activation value 5: start
+        await eventually(lambda: replicas(sim, "worker") == 1)
+        await settle_queue(exporter, 35.0)  # above zero the target decides: ceil(35 / 10) = 4
+        await eventually(lambda: replicas(sim, "worker") == 4)
+        await settle_queue(exporter, 0.0)  # every metric at or below its activation value: back to zero
+        await eventually(lambda: replicas(sim, "worker") == 0)
