@@ -162,9 +162,9 @@ def _with_defaults(spec: dict[str, Any]) -> dict[str, Any]:
 
 # The opt-in controls (docs/controls.md): spec.fallback, spec.schedules, metrics[].activationThreshold,
 # and what the controller reports of them in status. Not in an HPA: dropping them gives its spec.
-_CRON = {"type": "string", "maxLength": 128, "pattern": r"^\s*\S+(\s+\S+){4,5}\s*$",
-         "description": "A cron expression, 5 fields (minute hour day-of-month month day-of-week) or 6 with "
-         "seconds first, read in the schedule's time zone"}
+_CRON_WORDS = ("A cron expression, 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds "
+               "first, read in the schedule's time zone")
+_CRON: dict[str, Any] = {"type": "string", "maxLength": 128, "pattern": r"^\s*\S+(\s+\S+){4,5}\s*$"}
 FALLBACK = {
     "type": "object",
     "description": "What to do when no metric can be read for failureThreshold syncs in a row (KEDA's fallback).",
@@ -192,9 +192,8 @@ SCHEDULES = {
         "required": ["name", "start", "minReplicas"],
         "properties": {
             "name": {"type": "string", "minLength": 1, "maxLength": 63},
-            "start": {**_CRON, "description": "When the window opens: " + _CRON["description"]},
-            "end": {**_CRON, "description": "When it closes (the first tick after the start): "
-                    + _CRON["description"]},
+            "start": {**_CRON, "description": "When the window opens. " + _CRON_WORDS},
+            "end": {**_CRON, "description": "When it closes (the first tick after the start). " + _CRON_WORDS},
             "duration": {"type": "string", "maxLength": 32,
                          "pattern": r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d|w|y))+$",
                          "description": "How long it stays open, elapsed time (e.g. 10h, 90m)"},

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from autoscaler.decision import decide, record_scale
-from autoscaler.decision.controls import parse_pause
+from autoscaler.decision.controls import failures_so_far, parse_pause
 from autoscaler.decision.model import Condition, ControllerConfig, Decision, DecisionInput, History, Pause, PodInfo
 from autoscaler.decision.spec import SpecError, parse_spec
 from promscaler.logs import RepeatLimiter
@@ -378,13 +378,10 @@ def _pause(kind: str, obj: Obj) -> Pause | None:
 
 
 def _fresh_history(spec: object, prev_status: Obj) -> History:
-    """A first sync's history: empty, but with the failed syncs counted so far (status.metricFailures)
-    when the autoscaler has a fallback, so a restart does not restart the count."""
-    failures = prev_status.get("metricFailures")
-    controls = getattr(spec, "controls", None)
-    if controls is None or controls.fallback is None or not isinstance(failures, int) or failures <= 0:
-        return History()
-    return History(failures=failures)
+    """A first sync's history: empty, but with the failed syncs counted so far (status.metricFailures),
+    so a restart does not restart the fallback's count."""
+    failures = failures_so_far(spec, prev_status)
+    return History(failures=failures) if failures else History()
 
 
 def with_controls(status: Obj, decision: Decision) -> Obj:

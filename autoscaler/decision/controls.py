@@ -23,12 +23,14 @@ from .schedules import Schedule, parse_schedules
 from .spec import MetricSpec, SpecError
 
 __all__ = [
+    "CONTROL_LINES",
     "FALLBACK_BEHAVIORS",
     "PAUSED_ANNOTATION",
     "PAUSED_REPLICAS_ANNOTATION",
     "Controls",
     "Fallback",
     "activate",
+    "failures_so_far",
     "parse_controls",
     "parse_pause",
 ]
@@ -36,6 +38,8 @@ __all__ = [
 FALLBACK_BEHAVIORS = ("static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower")
 PAUSED_ANNOTATION = "promscaler.io/paused"
 PAUSED_REPLICAS_ANNOTATION = "promscaler.io/paused-replicas"
+# How the explanation lines of the controls begin (decide() words them), for the reports.
+CONTROL_LINES = ("schedule ", "paused", "activation ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +150,16 @@ def parse_pause(annotations: Mapping[str, Any] | None) -> Pause | None:
     if text == "false":
         return None
     raise SpecError(f"{path}[{PAUSED_ANNOTATION}]", f"must be \"true\" or \"false\", got {paused!r}")
+
+
+def failures_so_far(spec: Any, status: Mapping[str, Any] | None) -> int:
+    """The failed syncs counted before a (re)start, from the autoscaler's `status.metricFailures`;
+    0 unless the spec has a fallback."""
+    failures = (status or {}).get("metricFailures")
+    controls = getattr(spec, "controls", None)
+    if controls is None or controls.fallback is None or isinstance(failures, bool) or not isinstance(failures, int):
+        return 0
+    return max(failures, 0)
 
 
 def _value(reading: Reading | None) -> int | None:

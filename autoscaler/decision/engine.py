@@ -212,7 +212,7 @@ def _fallback(inp: DecisionInput, sync: _Sync, metrics: _Metrics) -> bool:
         return False
     spec, current, now = inp.spec, inp.current_replicas, inp.now
     sync.failures = failures = inp.history.failures + 1
-    sync.failing = tuple(ms.label for ms in spec.metrics)
+    sync.failing = tuple(f"{ms.type} {ms.name}" for ms in spec.metrics)
     if failures < fallback.failure_threshold:
         sync.pre.append(f"no metric could be computed ({failures} failed syncs in a row, the fallback "
                         f"starts at {fallback.failure_threshold}): nothing changes")

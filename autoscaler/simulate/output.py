@@ -37,7 +37,23 @@ def decision_json(d: Decision) -> dict[str, Any]:
         "conditions": [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
                        for c in d.conditions],
         "explanation": d.explanation,
+        **({} if d.controls is None else {"controls": controls_json(d)}),
     }
+
+
+def controls_json(d: Decision) -> dict[str, Any]:
+    """What the opt-in controls did (docs/controls.md); absent for an HPA's decision."""
+    c = d.controls
+    assert c is not None
+    out: dict[str, Any] = {"control": c.summary(), "paused": c.paused, "fallback": c.fallback,
+                           "failures": c.failures}
+    if c.paused_replicas is not None:
+        out["pausedReplicas"] = c.paused_replicas
+    if c.window is not None:
+        out["schedule"], out["floor"] = c.window, c.floor
+    if c.activation is not None:
+        out["activation"] = c.activation
+    return out
 
 
 def _show(value: Any) -> str:
@@ -91,6 +107,10 @@ def check(expect: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
     for key in ("desiredReplicas", "recommendation", "scale"):
         if key in expect and expect[key] != result[key]:
             diffs.append(f"{key}: expected {_show(expect[key])}, got {_show(result[key])}")
+    if "control" in expect:
+        got = (result.get("controls") or {}).get("control", "")
+        if expect["control"] != got:
+            diffs.append(f"control: expected {_show(expect['control'])}, got {_show(got)}")
     for key in ("currentMetrics", "proposals"):
         if key in expect:
             _match(expect[key], result[key], key, None, diffs)

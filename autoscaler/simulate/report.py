@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..decision import Decision, DecisionInput
+from ..decision.controls import CONTROL_LINES
 
 __all__ = ["render"]
 
@@ -55,6 +56,8 @@ def _header(console: Console, label: str, inp: DecisionInput, d: Decision) -> No
     for line in d.explanation:
         if line.startswith(("fresh controller", "the target", "current ")):
             console.print(f"  {line}", style="dim")
+        elif line.startswith(CONTROL_LINES):
+            console.print(f"  {line}", style="cyan")
 
 
 def _metrics(console: Console, d: Decision) -> None:

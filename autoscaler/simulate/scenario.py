@@ -28,6 +28,7 @@ from promscaler.times import DurationError, parse_duration
 
 from ..decision import ControllerConfig, DecisionInput, History, MetricFailure, Reading, Recommendation, ScaleEvent
 from ..decision.clock import before
+from ..decision.controls import failures_so_far, parse_pause
 from ..decision.spec import METRIC_TYPES, HPASpec, MetricSpec, SpecError, parse_spec
 from ..objects import (
     ObjectError,
@@ -230,13 +231,19 @@ def _history_entries(raw: Mapping[str, Any], key: str, count: str, make: Any) ->
     return tuple(out)
 
 
-def _history(doc: Mapping[str, Any]) -> History:
+def _history(doc: Mapping[str, Any], spec: HPASpec, status: Mapping[str, Any]) -> History:
+    """`history:`; the failed syncs so far from `history.failures`, else (as the controller after a
+    restart) from the autoscaler's `status.metricFailures`."""
     raw = _map(doc, "history", "history")
+    if raw.get("failures") is not None:
+        failures = _int(raw["failures"], "history.failures")
+    else:
+        failures = failures_so_far(spec, status)
     # Absent recommendations mean a fresh controller; an explicit list, even empty, is used as is.
     recs = (_history_entries(raw, "recommendations", "replicas", Recommendation)
             if raw.get("recommendations") is not None else None)
     return History(recs, _history_entries(raw, "scaleUpEvents", "replicaChange", ScaleEvent),
-                   _history_entries(raw, "scaleDownEvents", "replicaChange", ScaleEvent))
+                   _history_entries(raw, "scaleDownEvents", "replicaChange", ScaleEvent), failures)
 
 
 def _expect(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -553,7 +560,10 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None) ->
     namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
     try:
         spec = parse_spec(hpa.get("spec"), "hpa.spec")
+        paused = parse_pause(meta.get("annotations"))
     except SpecError as exc:
+        if exc.path.startswith("metadata."):
+            raise _err(f"hpa.{exc.path}", exc.reason) from None
         raise ScenarioError(str(exc)) from None
     status = _map(hpa, "status", "hpa.status")
     scaled_to_zero = any(c.get("type") == "ScaledToZero" and c.get("status") == "True"
@@ -568,7 +578,7 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None) ->
     name = meta.get("name")
     inp = DecisionInput(
         spec=spec, current_replicas=target.current, status_replicas=target.status_replicas, pods=tuple(pods),
-        readings=tuple(readings), now=now, config=config, history=_history(doc),
-        scaled_to_zero=scaled_to_zero, selector_error=target.selector_error,
+        readings=tuple(readings), now=now, config=config, history=_history(doc, spec, status),
+        scaled_to_zero=scaled_to_zero, selector_error=target.selector_error, paused=paused,
     )
     return Scenario(f"{label} ({name})" if name else label, inp, _expect(doc))

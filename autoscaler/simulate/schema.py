@@ -38,7 +38,7 @@ REF = _fields("apiVersion", "kind", "name")
 TARGET = _fields("type", "value", "averageValue", "averageUtilization")
 IDENT = _fields("name", selector=SELECTOR)
 METRIC_SPEC = _fields(
-    "type",
+    "type", "activationThreshold",
     resource=_fields("name", target=TARGET),
     containerResource=_fields("name", "container", target=TARGET),
     pods=_fields(metric=IDENT, target=TARGET),
@@ -47,14 +47,16 @@ METRIC_SPEC = _fields(
 )
 RULES = _fields("stabilizationWindowSeconds", "selectPolicy", "tolerance",
                 policies=[_fields("type", "value", "periodSeconds")])
+FALLBACK = _fields("failureThreshold", "replicas", "behavior")  # the controls: docs/controls.md
+SCHEDULE = _fields("name", "start", "end", "duration", "timeZone", "minReplicas")
 CONDITION = _fields("type", "status", "lastTransitionTime", "lastProbeTime", "reason", "message", "observedGeneration")
 HPA = _fields(
     "apiVersion", "kind", metadata=OBJECT_META,
     spec=_fields("minReplicas", "maxReplicas", scaleTargetRef=REF, metrics=[METRIC_SPEC],
-                 behavior=_fields(scaleUp=RULES, scaleDown=RULES)),
+                 behavior=_fields(scaleUp=RULES, scaleDown=RULES), fallback=FALLBACK, schedules=[SCHEDULE]),
     # `reference` and `targets`: a HorizontalAutoscaler's printer-column summary (kubectl get has)
     status=_fields("observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas", "currentMetrics",
-                   "reference", "targets", conditions=[CONDITION]),
+                   "reference", "targets", "control", "metricFailures", conditions=[CONDITION]),
 )
 SCALE_TARGET = _fields("apiVersion", "kind", "replicas", metadata=OBJECT_META, spec=_fields("replicas"),
                        status=_fields("replicas", "selector"))
@@ -91,9 +93,11 @@ METRICS_FULL = _fields(resource=[POD_METRICS], custom=[METRIC_VALUE], external=[
                        failures=[_fields("type", "name", "message")])
 HISTORY = _fields(recommendations=[_fields("timestamp", "replicas")],
                   scaleUpEvents=[_fields("timestamp", "replicaChange")],
-                  scaleDownEvents=[_fields("timestamp", "replicaChange")])
+                  scaleDownEvents=[_fields("timestamp", "replicaChange")],
+                  failures=ANY)  # syncs in a row without any readable metric so far (spec.fallback)
 CONFIG = _fields("tolerance", "cpuInitializationPeriod", "initialReadinessDelay", "downscaleStabilizationWindow")
-EXPECT = _fields("desiredReplicas", "recommendation", "scale", "currentMetrics", "proposals", conditions=MAP)
+EXPECT = _fields("desiredReplicas", "recommendation", "scale", "currentMetrics", "proposals", "control",
+                 conditions=MAP)
 TOP = _fields("now", config=CONFIG, hpa=HPA, scaleTarget=SCALE_TARGET, pods=(PODS_SHORT, [POD]),
               metrics=ANY, history=HISTORY, expect=EXPECT)  # metrics: scenario._check_metrics (keys name metrics)
 
