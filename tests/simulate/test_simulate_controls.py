@@ -16,6 +16,7 @@ from .simulate_run import run_doc
 SCENARIOS = list(yaml.safe_load_all(
     (Path(__file__).resolve().parents[2] / "examples/worker/scenarios/controls.yaml").read_text()))
 FALLBACK, PAUSE, SCHEDULE, ACTIVATION = (copy.deepcopy(d) for d in SCENARIOS)
+STDIN = "autoscaler simulate: <stdin>: "  # how an error about a scenario on stdin begins
 
 
 def decide(doc: dict[str, Any]) -> dict[str, Any]:
@@ -53,8 +54,8 @@ def test_pause_holds_or_goes_to_its_count() -> None:
 def test_bad_pause_annotation_names_it() -> None:
     doc = copy.deepcopy(PAUSE)
     doc["hpa"]["metadata"]["annotations"] = {"promscaler.io/paused": "maybe"}
-    rc, out, err = run_doc(doc)
-    assert rc == 2 and err.startswith("autoscaler simulate: <stdin>: hpa.metadata.annotations[promscaler.io/paused]: must be"), err
+    rc, _, err = run_doc(doc)
+    assert rc == 2 and err.startswith(f"{STDIN}hpa.metadata.annotations[promscaler.io/paused]: must be"), err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
@@ -73,11 +74,11 @@ def test_bad_schedule_names_the_field() -> None:
     doc = copy.deepcopy(SCHEDULE)
     doc["hpa"]["spec"]["schedules"][0]["timeZone"] = "Europe/Atlantis"
     rc, _, err = run_doc(doc)
-    assert rc == 2 and err.startswith("autoscaler simulate: <stdin>: hpa.spec.schedules[0].timeZone: unknown IANA time zone"), err
+    assert rc == 2 and err.startswith(f"{STDIN}hpa.spec.schedules[0].timeZone: unknown IANA time zone"), err
     doc = copy.deepcopy(SCHEDULE)
     doc["hpa"]["spec"]["schedules"][0]["startAt"] = "0 8 * * *"
     rc, _, err = run_doc(doc)
-    assert rc == 2 and err.startswith("autoscaler simulate: <stdin>: hpa.spec.schedules[0].startAt: unknown field"), err
+    assert rc == 2 and err.startswith(f"{STDIN}hpa.spec.schedules[0].startAt: unknown field"), err
 
 
 def test_activation_starts_above_its_value() -> None:
