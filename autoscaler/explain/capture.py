@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from autoscaler.decision import ControllerConfig, Decision, MetricFailure
+from autoscaler.decision.controls import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION
 from promscaler.selectors import Operator, parse_selector
 
 from .gather import Moment
@@ -42,6 +43,13 @@ def _config(config: ControllerConfig) -> dict[str, Any]:
     return out
 
 
+def _pause_annotations(meta: dict[str, Any]) -> dict[str, Any]:
+    """The pause annotations (docs/controls.md), the only ones a decision reads."""
+    kept = {k: v for k, v in (meta.get("annotations") or {}).items()
+            if k in (PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION)}
+    return {"annotations": kept} if kept else {}
+
+
 def scenario(m: Moment, decision: Decision, config: ControllerConfig) -> dict[str, Any]:
     resource: list[Any] = []
     custom: list[Any] = []
@@ -65,7 +73,8 @@ def scenario(m: Moment, decision: Decision, config: ControllerConfig) -> dict[st
     doc: dict[str, Any] = {
         "now": m.now.isoformat().replace("+00:00", "Z"),
         "hpa": {"apiVersion": m.obj["apiVersion"], "kind": m.obj["kind"],
-                "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+                "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
+                             **_pause_annotations(meta)},
                 "spec": m.obj.get("spec"), "status": m.obj.get("status") or {}},
         "scaleTarget": {"spec": {"replicas": m.scale.replicas},
                         "status": {"replicas": m.scale.status_replicas, "selector": m.scale.selector}},

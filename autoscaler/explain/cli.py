@@ -17,7 +17,8 @@ from typing import Any, TextIO
 import yaml
 
 from autoscaler.commandline import ArgError, Parser, add_controller_flags, controller_config
-from autoscaler.decision import ControllerConfig, Decision, DecisionInput, History, MetricFailure, decide
+from autoscaler.decision import ControllerConfig, Decision, DecisionInput, History, MetricFailure, SpecError, decide
+from autoscaler.decision.controls import failures_so_far, parse_pause
 from autoscaler.simulate.shorten import short_form
 
 from .capture import scenario
@@ -25,6 +26,8 @@ from .compare import Difference, assumptions, compare
 from .gather import KINDS, GatherError, Moment, gather
 
 __all__ = ["explain", "main"]
+
+CR_KIND = "HorizontalAutoscaler"  # the pause annotations are promscaler's: an HPA has none
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,11 +49,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def decide_moment(m: Moment, config: ControllerConfig) -> Decision:
-    """The controller's decide() on this moment, with the assumed (empty) history."""
+    """The controller's decide() on this moment, with the assumed (empty) history, the failed syncs
+    so far from the status, and the pause annotations of a HorizontalAutoscaler (docs/controls.md).
+    Raises SpecError naming a pause annotation that is not understood."""
     status = m.obj.get("status") or {}
+    paused = parse_pause((m.obj.get("metadata") or {}).get("annotations")) if m.kind == CR_KIND else None
     return decide(DecisionInput(
         spec=m.spec, current_replicas=m.scale.replicas, status_replicas=m.scale.status_replicas, pods=m.pods,
-        readings=m.readings, now=m.now, config=config, history=History(recommendations=()),
+        readings=m.readings, now=m.now, config=config, paused=paused,
+        history=History(recommendations=(), failures=failures_so_far(m.spec, status)),
         scaled_to_zero=any(c.get("type") == "ScaledToZero" and c.get("status") == "True"
                            for c in status.get("conditions") or ()),
         selector_error=None if m.scale.selector else "the HPA target's scale is missing a selector",
@@ -76,7 +83,10 @@ async def explain(kubeconfig: str | None, context: str | None, kind: str, namesp
                           f"{type(exc).__name__}: {exc}") from None
     finally:
         await kube.close()
-    decision = decide_moment(moment, config)
+    try:
+        decision = decide_moment(moment, config)
+    except SpecError as exc:
+        raise GatherError(f"{moment.label}: {exc}") from None
     diffs = compare(moment.obj, moment.spec, decision, moment.scale.replicas, moment.now,
                     config.downscale_stabilization_window)
     return moment, decision, diffs
@@ -110,6 +120,9 @@ def _text(m: Moment, d: Decision, diffs: Sequence[Difference], config: Controlle
     inp = DecisionInput(spec=m.spec, current_replicas=m.scale.replicas, status_replicas=m.scale.status_replicas,
                         pods=m.pods, readings=m.readings, now=m.now, config=config)
     render([(f"{m.label} (live)", inp, d)], out)
+    in_force = d.controls.summary() if d.controls is not None else ""
+    if in_force:
+        out.write(f"  control in force: {in_force}\n")
     out.write("  assumed:\n")
     for line in assumptions(m.spec, config.downscale_stabilization_window):
         out.write(f"    {line}\n")

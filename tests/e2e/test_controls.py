@@ -183,3 +183,45 @@ async def test_queue_worker_at_zero_starts_only_above_the_activation_value(world
         await eventually(lambda: replicas(sim, "worker") == 4)
         await settle_queue(exporter, 0.0)  # every metric at or below its activation value: back to zero
         await eventually(lambda: replicas(sim, "worker") == 0)
+
+
+async def test_explain_shows_the_control_in_force(world, tmp_path) -> None:
+    """`autoscaler explain` reads the live moment: a window open now (a start every minute, open for
+    an hour) sets the floor 3 over the metric's 1; with the pause annotation the pause decides."""
+    import asyncio
+    import io
+    import json
+
+    from autoscaler.explain import cli
+    from autoscaler.simulate import cli as simulate_cli
+
+    sim, exporter = world
+    await settle_queue(exporter, 10.0)  # 10 / 10 = 1 replica
+    sim.apply(deployment("worker", 1))
+    sim.apply(autoscaler("worker", schedules=[{"name": "always", "start": "* * * * *", "duration": "1h",
+                                               "minReplicas": 3}]))
+
+    async def explain(*args: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        code = await asyncio.to_thread(cli.main, ["worker", "-n", NS, "--kubeconfig", sim.kubeconfig_path, *args],
+                                       out, err)
+        return code, out.getvalue(), err.getvalue()
+
+    code, out, err = await explain("-o", "json")
+    assert code == 0, err
+    decision = json.loads(out)["decision"]
+    assert decision["desiredReplicas"] == 3 and decision["controls"]["schedule"] == "always"
+    code, out, _ = await explain()
+    assert "schedule always is open" in out and "control in force: Schedule(always)" in out
+    kubectl(sim, "annotate", "has", "worker", "promscaler.io/paused-replicas=2")
+    capture = tmp_path / "paused.yaml"
+    code, out, err = await explain("-o", "json", "--capture", str(capture))
+    assert code == 0, err
+    decision = json.loads(out)["decision"]
+    assert decision["desiredReplicas"] == 2 and decision["controls"]["control"] == "Paused(2)"
+    # the capture replays offline with the annotation
+    replay = io.StringIO()
+    assert simulate_cli.main(["--check", str(capture)], replay, io.StringIO()) == 0, replay.getvalue()
+    kubectl(sim, "annotate", "--overwrite", "has", "worker", "promscaler.io/paused-replicas=lots")
+    code, _, err = await explain()
+    assert code == 1 and "promscaler.io/paused-replicas" in err and len(err.strip().splitlines()) == 1
