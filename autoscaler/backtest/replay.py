@@ -64,6 +64,9 @@ class Replay:
     values: np.ndarray            # per metric x step: per-pod (or total, for Value targets) value the engine saw
     events: list[ScaleStep] = field(default_factory=list)
     failures: int = 0             # steps where some metric had no data
+    controls: bool = False        # the spec has fallback, schedules or activation (docs/controls.md)
+    fallback: int = 0             # steps decided by spec.fallback
+    scheduled: int = 0            # steps with a schedule window open
 
 
 def _target_value(ms: MetricSpec, requests: Mapping[str, int]) -> float:
@@ -134,7 +137,7 @@ def replay(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Ser
     pods = _Pods(initial_replicas, grid.at(0), requests or {})
     current = initial_replicas
     history = History()
-    out = Replay(grid, replicas_out, ready_out, ratios, values)
+    out = Replay(grid, replicas_out, ready_out, ratios, values, controls=spec.controls is not None)
     for i in range(n):
         now = grid.at(i)
         infos, ready = pods.state(now)
@@ -170,6 +173,9 @@ def replay(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Ser
         decision = decide(DecisionInput(spec=spec, current_replicas=current, status_replicas=len(pods.pods),
                                         pods=infos, readings=readings, now=now, config=config, history=history))
         history = decision.history
+        if decision.controls is not None:
+            out.fallback += decision.controls.fallback
+            out.scheduled += decision.controls.window is not None
         desired = decision.desired_replicas
         if desired != current:
             history = record_scale(history, now, current, desired, spec)

@@ -73,6 +73,7 @@ def summarize(o: Outcome) -> dict[str, Any]:
         "loadRises": len(rises),
         "scaleUpDelaySeconds": {"first": delays[0] if delays else None, "max": max(delays) if delays else None},
         "stepsWithoutData": r.failures,
+        **({"stepsInFallback": r.fallback, "stepsWithScheduleFloor": r.scheduled} if r.controls else {}),
         "loadModel": LOAD_MODEL,
         "metrics": [{"type": q.metric.type, "name": q.metric.name, "promql": q.promql, "shape": q.shape,
                      "source": q.source} for q in o.queries],
