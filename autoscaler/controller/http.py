@@ -98,6 +98,19 @@ class Telemetry:
                                      "Dry-run: 1 when promscaler's decision differs from the cluster HPA's.",
                                      ["namespace", "name"], registry=shadow_registry)
         self.leader = Gauge("promscaler_autoscaler_leader", "1 while this instance holds the leader lease.", registry=r)
+        # The opt-in controls (docs/controls.md), from status.control; per autoscaler, the Fallback and
+        # Paused conditions are in status_condition above.
+        self.fallbacks = Counter("promscaler_autoscaler_fallbacks",
+                                 "Times an autoscaler went to its fallback count (no metric readable).", registry=r)
+        self.fallback_syncs = Counter("promscaler_autoscaler_fallback_syncs",
+                                      "Syncs decided by the fallback count.", registry=r)
+        self.pauses = Counter("promscaler_autoscaler_pauses", "Times an autoscaler was paused by annotation.",
+                              registry=r)
+        self.in_fallback = Gauge("promscaler_autoscaler_in_fallback",
+                                 "Autoscalers deciding by their fallback count now.", registry=r)
+        self.paused = Gauge("promscaler_autoscaler_paused", "Autoscalers paused by annotation now.", registry=r)
+        self._fallback_keys: set[WorkKey] = set()
+        self._paused_keys: set[WorkKey] = set()
         # client-go's workqueue metrics, same names and meaning (name="horizontalautoscalers").
         q = ["name"]
         self.queue_depth = Gauge("workqueue_depth", "Current depth of workqueue.", q, registry=r).labels(QUEUE)
@@ -170,6 +183,25 @@ class Telemetry:
         if status.get("lastScaleTime"):
             put(self.last_scale, key, parse_time(status["lastScaleTime"]).timestamp())
         self._series[key] = series
+        self._controls(key, str(status.get("control") or ""))
+
+    def _controls(self, key: WorkKey, control: str) -> None:
+        if control == "Fallback":
+            self.fallback_syncs.inc()
+            if key not in self._fallback_keys:
+                self.fallbacks.inc()
+        if control.startswith("Paused") and key not in self._paused_keys:
+            self.pauses.inc()
+        self._mark(self._fallback_keys, key, control == "Fallback")
+        self._mark(self._paused_keys, key, control.startswith("Paused"))
+
+    def _mark(self, keys: set[WorkKey], key: WorkKey, on: bool) -> None:
+        if on:
+            keys.add(key)
+        else:
+            keys.discard(key)
+        self.in_fallback.set(len(self._fallback_keys))
+        self.paused.set(len(self._paused_keys))
 
     def _drop(self, key: WorkKey) -> None:
         for gauge, labels in self._series.pop(key, []):
@@ -185,6 +217,7 @@ class Telemetry:
 
     def forget(self, key: WorkKey) -> None:
         self._drop(key)
+        self._controls(key, "")
         for gauge in (self.current, self.desired):
             with contextlib.suppress(KeyError):
                 gauge.remove(*key)

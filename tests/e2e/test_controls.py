@@ -74,6 +74,13 @@ def events(sim: Any, name: str) -> list[dict[str, Any]]:
     return [e for e in sim.list("v1", "Event", NS) if e["involvedObject"]["name"] == name]
 
 
+def metric(c: Any, name: str) -> float:
+    """A sample of the controller's /metrics registry."""
+    value = c.telemetry.registry.get_sample_value(name)
+    assert value is not None, name
+    return value
+
+
 async def settle_queue(exporter: Any, value: float) -> None:
     exporter.queues["jobs"] = value
     await eventually(lambda: prometheus_queue(exporter) == value)
@@ -103,11 +110,16 @@ async def test_fallback_when_prometheus_stops_then_recovery(world) -> None:
         rescale = [e["message"] for e in events(sim, "worker") if e["reason"] == "SuccessfulRescale"]
         assert any("New size: 5; reason: fallback after 3 syncs without metrics" in m for m in rescale), rescale
         assert "Fallback" in kubectl(sim, "get", "has", "worker")
+        assert metric(c, "promscaler_autoscaler_fallbacks_total") == 1
+        assert metric(c, "promscaler_autoscaler_in_fallback") == 1
+        assert metric(c, "promscaler_autoscaler_fallback_syncs_total") >= 1
         # Prometheus back on the same port: the metrics decide again (2 replicas), the fallback clears
         prom.start()
         await eventually(lambda: replicas(sim, "worker") == 2, timeout=90)
         await eventually(lambda: condition(sim, "worker", "Fallback").get("reason") == "MetricsAvailable")
         assert "metricFailures" not in status(sim, "worker") and "control" not in status(sim, "worker")
+        assert metric(c, "promscaler_autoscaler_in_fallback") == 0
+        assert metric(c, "promscaler_autoscaler_fallbacks_total") == 1
 
 
 async def test_paused_autoscaler_holds_through_a_spike_and_resumes(world) -> None:
@@ -124,6 +136,7 @@ async def test_paused_autoscaler_holds_through_a_spike_and_resumes(world) -> Non
         await eventually(lambda: syncs(c) >= synced + 5)
         assert replicas(sim, "worker") == 2
         assert "Paused" in kubectl(sim, "get", "has", "worker")
+        assert metric(c, "promscaler_autoscaler_paused") == 1 and metric(c, "promscaler_autoscaler_pauses_total") == 1
         # paused-replicas: to 4, and held there through the spike
         kubectl(sim, "annotate", "has", "worker", "promscaler.io/paused-replicas=4")
         await eventually(lambda: replicas(sim, "worker") == 4)
@@ -135,6 +148,7 @@ async def test_paused_autoscaler_holds_through_a_spike_and_resumes(world) -> Non
         kubectl(sim, "annotate", "has", "worker", "promscaler.io/paused-", "promscaler.io/paused-replicas-")
         await eventually(lambda: replicas(sim, "worker") == 8)
         assert not condition(sim, "worker", "Paused")
+        assert metric(c, "promscaler_autoscaler_paused") == 0
 
 
 async def test_a_schedule_window_raises_the_floor_on_time_and_releases_it(world) -> None:

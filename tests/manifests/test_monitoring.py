@@ -31,7 +31,8 @@ def test_alerts_pass_promtool() -> None:
     assert f"SUCCESS: {sum(len(g['rules']) for g in ALERTS['groups'])} rules found" in out.stdout
     alerts = {r["alert"] for g in ALERTS["groups"] for r in g["rules"]}
     assert {"PromscalerAPIServiceUnavailable", "PromscalerAdapterQueryErrors", "PromscalerAutoscalerUnableToScale",
-            "PromscalerAutoscalerAtMaxReplicas", "PromscalerAutoscalerMetricMissing"} <= alerts
+            "PromscalerAutoscalerAtMaxReplicas", "PromscalerAutoscalerMetricMissing",
+            "PromscalerAutoscalerInFallback"} <= alerts
 
 
 def test_promtool_catches_a_broken_rule(tmp_path: Path) -> None:
