@@ -44,6 +44,6 @@ def test_links_resolve_and_the_alert_is_the_charts() -> None:
     targets = [t for t in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", DOC) if not re.match(r"[a-z]+:", t)]
     assert targets and all((ROOT / "docs" / t).exists() for t in targets), targets
     assert "PromscalerAutoscalerInFallback" in (ROOT / "charts/promscaler/files/alerts.yaml").read_text()
+    headings = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#+ (.*)$", DOC, re.M)}
     for anchor in re.findall(r"\]\(#([^)]+)\)", DOC):
-        headings = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#+ (.*)$", DOC, re.M)}
         assert anchor in headings, anchor
