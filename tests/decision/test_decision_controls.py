@@ -44,7 +44,7 @@ def test_fallback_after_n_failed_syncs_then_recovery() -> None:
     assert d.desired_replicas == 6 and d.history.failures == 3
     assert d.controls is not None and d.controls.fallback and d.controls.summary() == "Fallback"
     fb = next(c for c in d.conditions if c.type == "Fallback")
-    assert fb.status == "True" and "external metric queue" in fb.message
+    assert fb.status == "True" and "External queue" in fb.message
     assert "fallback" in d.rescale_reason
     # Metrics back: 30 / 10 = 3 replicas; the count resets, the condition clears.
     d = decide(replace(inp(s, 6, readings=[external(30000)]), history=d.history, now=NOW + timedelta(seconds=15)))
