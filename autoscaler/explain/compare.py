@@ -103,16 +103,9 @@ def compare(obj: Mapping[str, Any], spec: HPASpec, decision: Decision, scale_rep
 
     theirs = int(status["desiredReplicas"])
     ours = decision.desired_replicas
+    history = _history_reasons(spec, status, ours, theirs, scale_replicas, now, down_default)
     if ours != theirs:
-        reasons = list(common)
-        if ours < theirs <= scale_replicas:
-            reasons.append(f"downscale stabilization: the controller keeps the highest recommendation of the last "
-                           f"{_down_window(spec, down_default):g}s, which may be {theirs}")
-        since = _since(status, now)
-        if since is not None and since <= _longest_period(spec):
-            reasons.append(f"a scale {since:.0f}s ago (lastScaleTime) counts against the rate limits, and it was "
-                           "assumed absent here")
-        diffs.append(Difference("desiredReplicas", ours, theirs, tuple(reasons)))
+        diffs.append(Difference("desiredReplicas", ours, theirs, tuple(common + history)))
     their_conds = {c.get("type"): c for c in status.get("conditions") or ()}
     for c in decision.conditions:
         t = their_conds.get(c.type)
@@ -120,8 +113,34 @@ def compare(obj: Mapping[str, Any], spec: HPASpec, decision: Decision, scale_rep
             diffs.append(Difference(f"conditions.{c.type}", f"{c.status} {c.reason}", "absent", tuple(common)))
         elif (t.get("status"), t.get("reason")) != (c.status, c.reason):
             reasons = list(common)
-            if c.type == "ScalingLimited" or c.reason in ("ScaleDownStabilized", "ScaleUpStabilized"):
-                reasons.append("the controller's stabilization and rate-limit history differs from the assumed one")
+            if c.type in _HISTORY_CONDITIONS or {c.reason, t.get("reason")} & _STABILIZED:
+                # the same unseen history that explains desiredReplicas explains these
+                reasons += history or ["the controller's stabilization and rate-limit history differs from the "
+                                       "assumed one"]
             diffs.append(Difference(f"conditions.{c.type}", f"{c.status} {c.reason}",
                                      f"{t.get('status')} {t.get('reason')}", tuple(reasons)))
     return diffs
+
+
+# Conditions the controller's stabilization window and rate limits decide: AbleToScale says which
+# window held the recommendation, ScalingLimited whether the range or a policy clamped it.
+_HISTORY_CONDITIONS = frozenset({"AbleToScale", "ScalingLimited"})
+_STABILIZED = frozenset({"ScaleDownStabilized", "ScaleUpStabilized"})
+
+
+def _history_reasons(spec: HPASpec, status: Mapping[str, Any], ours: int, theirs: int, scale_replicas: int,
+                     now: datetime, down_default: float) -> list[str]:
+    """What the controller's memory, invisible from outside, can explain of the status' decision."""
+    reasons = []
+    if ours < theirs <= scale_replicas:
+        reasons.append(f"downscale stabilization: the controller keeps the highest recommendation of the last "
+                       f"{_down_window(spec, down_default):g}s, which may be {theirs}")
+    up_window = spec.behavior.scale_up.stabilization_window_seconds if spec.behavior is not None else None
+    if up_window and ours > theirs >= scale_replicas:
+        reasons.append(f"upscale stabilization: the controller keeps the lowest recommendation of the last "
+                       f"{up_window}s, which may be {theirs}")
+    since = _since(status, now)
+    if since is not None and since <= _longest_period(spec):
+        reasons.append(f"a scale {since:.0f}s ago (lastScaleTime) counts against the rate limits, and it was "
+                       "assumed absent here")
+    return reasons
