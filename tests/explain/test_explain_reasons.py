@@ -52,3 +52,30 @@ async def test_a_held_scale_down_explains_desired_replicas_and_able_to_scale(sim
     assert "conditions.AbleToScale: recomputed True SucceededRescale, status says True ScaleDownStabilized: " \
            "downscale stabilization" in text
     assert "no likely reason found" not in text
+
+
+async def test_a_metric_that_failed_at_the_last_sync_explains_the_conditions(sim, fake):
+    sim.apply(deployment("web", 2))
+    # 1500m per pod against 500m: ratio 3 -> 6, limited to max(2 x 2, 4) = 4, once the metric reads.
+    fake.pods[(NS, "http_requests")] = "1500m"
+    fake.failing.add("http_requests")
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
+    async with running(sim, settings()) as controller:
+        await eventually(lambda: conditions(sim, "web").get("ScalingActive") == ("False", "FailedGetPodsMetric"))
+        await more_syncs(controller)
+    # As Kubernetes: the failed sync keeps 2 and stops after reading the scale.
+    assert status(sim, "web")["desiredReplicas"] == 2
+    assert conditions(sim, "web")["AbleToScale"] == ("True", "SucceededGetScale")
+    fake.failing.discard("http_requests")  # the metric reads again; no controller has synced since
+
+    code, out, err = await _explain("web", "-n", NS, "--kubeconfig", sim.kubeconfig_path, "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["decision"]["desiredReplicas"] == 4
+    diffs = {d["field"]: d for d in doc["differences"]}
+    assert set(diffs) >= {"desiredReplicas", "conditions.ScalingActive", "conditions.AbleToScale"}
+    for field in ("desiredReplicas", "conditions.ScalingActive", "conditions.AbleToScale"):
+        assert any(r.startswith("the controller's last sync could not read a metric (FailedGetPodsMetric: ")
+                   and r.endswith("and it reads now") for r in diffs[field]["reasons"]), diffs[field]
+    for d in doc["differences"]:
+        assert d["reasons"], f"{d['field']} reported without a reason"
