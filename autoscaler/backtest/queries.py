@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from adapter.naming import BUILTIN_TABLE, NAMESPACES, CompiledRule, CompiledRules, compile_rules, resource_by_api_name
-from adapter.promql import QueryBuildError, external_query, quote, render_query, resource_query, selector_matchers
+from adapter.promql import QueryBuildError, external_query, quote, resource_query, workload_query
 from adapter.rules import RuleError, load_rules
 from autoscaler.decision.spec import MetricSpec
 from promscaler.selectors import Selector
@@ -101,11 +101,8 @@ def metric_query(ms: MetricSpec, namespace: str, pod_regex: str, rules: Compiled
         pod_label = rule.converter.label_for_resource(pods) if pods else None
         if pod_label is None:
             raise QueryError(f"{label}: rules[{rule.index}] has no label for pods")
-        matchers = selector_matchers(selector)
-        if ns_label:
-            matchers.append((ns_label, f"{ns_label}={quote(namespace)}", (namespace,)))
-        matchers.append((pod_label, f"{pod_label}=~{quote(pod_regex)}", ()))
-        return MetricQuery(ms, render_query(rule, series, matchers, [pod_label]), "per-pod", f"rules[{rule.index}]")
+        return MetricQuery(ms, workload_query(rule, series, pod_label, ns_label, namespace, pod_regex, selector),
+                           "per-pod", f"rules[{rule.index}]")
     except QueryBuildError as exc:
         raise QueryError(f"{label}: {exc}") from None
 
