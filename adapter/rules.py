@@ -73,7 +73,8 @@ class Forecast:
     `seasonal`: the value one `season` ago, `horizon` ahead, times the ratio of the mean over the
     last `levelWindow` to the mean over the same window one season ago. `linear`: the least-squares
     trend over the last `window`, `horizon` ahead, never below zero. Windows are sampled every
-    `resolution` (the PromQL subquery step)."""
+    `resolution` (the PromQL subquery step). Without history there is no value, unless `fallback:
+    present` serves the present value then."""
 
     path: str  # "rules[0].forecast", for error messages
     method: Literal["seasonal", "linear"]
@@ -83,6 +84,7 @@ class Forecast:
     level_window: float = 3600.0
     window: float = 0.0
     resolution: float = 60.0
+    fallback: bool = False  # `fallback: present`: no history -> the present value
 
 
 @dataclass(frozen=True)
@@ -139,8 +141,8 @@ def _bool(value: Any, where: str) -> bool | None:
 
 
 _FORECAST_FIELDS = {
-    "seasonal": {"name", "method", "horizon", "season", "levelWindow", "resolution"},
-    "linear": {"name", "method", "horizon", "window", "resolution"},
+    "seasonal": {"name", "method", "horizon", "season", "levelWindow", "resolution", "fallback"},
+    "linear": {"name", "method", "horizon", "window", "resolution", "fallback"},
 }
 
 
@@ -176,6 +178,9 @@ def _forecast(raw: Any, where: str) -> Forecast | None:
     horizon = _duration(raw.get("horizon"), f"{where}.horizon")
     resolution = _duration(raw.get("resolution"), f"{where}.resolution", 60.0)
     name = _str(raw.get("name"), f"{where}.name")
+    fallback = _str(raw.get("fallback"), f"{where}.fallback") or "none"
+    if fallback not in ("none", "present"):
+        raise RuleError(f"{where}.fallback: must be none or present, got {fallback!r}")
     if method == "seasonal":
         season = _duration(raw.get("season"), f"{where}.season")
         level_window = _duration(raw.get("levelWindow"), f"{where}.levelWindow", 3600.0)
@@ -184,11 +189,12 @@ def _forecast(raw: Any, where: str) -> Forecast | None:
         if level_window < resolution:
             raise RuleError(f"{where}.levelWindow: must be at least the resolution ({resolution:g}s)")
         return Forecast(where, "seasonal", horizon, name, season=season, level_window=level_window,
-                        resolution=resolution)
+                        resolution=resolution, fallback=fallback == "present")
     window = _duration(raw.get("window"), f"{where}.window")
     if window < 2 * resolution:
         raise RuleError(f"{where}.window: must be at least twice the resolution ({resolution:g}s) to fit a trend")
-    return Forecast(where, "linear", horizon, name, window=window, resolution=resolution)
+    return Forecast(where, "linear", horizon, name, window=window, resolution=resolution,
+                    fallback=fallback == "present")
 
 
 def _rule(raw: Any, where: str) -> DiscoveryRule:

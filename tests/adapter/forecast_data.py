@@ -64,6 +64,10 @@ rules:
   resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
   forecast: {method: seasonal, season: 1d, horizon: 30m, levelWindow: 30m}
+- seriesQuery: 'inflight{namespace!="",pod!=""}'
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+  forecast: {method: seasonal, season: 1d, horizon: 30m, levelWindow: 30m, name: inflight_or_now, fallback: present}
 - seriesQuery: 'backlog{namespace!="",pod!=""}'
   resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
@@ -81,6 +85,10 @@ externalRules:
   resources: {overrides: {namespace: {resource: namespace}}}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
   forecast: {method: seasonal, season: 1d, horizon: 30m, levelWindow: 30m, name: queue_depth_seasonal}
+- seriesQuery: 'queue_depth{queue!=""}'
+  resources: {overrides: {namespace: {resource: namespace}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+  forecast: {method: linear, window: 30m, horizon: 10m, name: queue_depth_or_now, fallback: present}
 - seriesQuery: 'stream_lag{stream!=""}'
   resources: {overrides: {namespace: {resource: namespace}}}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (stream)'

@@ -91,7 +91,8 @@ def test_discovery_lists_each_forecast_beside_its_metric(forecasting, tmp_path):
     assert {"pods/inflight", "pods/inflight_forecast", "pods/backlog", "pods/backlog_trend",
             "services/service_load", "services/service_load_forecast", "services/service_rps_forecast"} <= custom
     external = {r["name"] for r in raw(forecasting, EXTERNAL, tmp_path)["resources"]}
-    assert {"queue_depth", "queue_depth_seasonal", "stream_lag", "stream_lag_forecast"} <= external
+    assert {"queue_depth", "queue_depth_seasonal", "queue_depth_or_now", "stream_lag",
+            "stream_lag_forecast"} <= external
 
 
 def test_pods_seasonal_forecast_is_yesterdays_workload_total_over_todays_pods(forecasting, tmp_path):
@@ -145,6 +146,15 @@ def test_missing_history_gives_no_forecast_never_a_zero(forecasting, tmp_path):
     assert "new" not in values(raw(forecasting, f"{EXTERNAL}/namespaces/web/stream_lag_forecast", tmp_path))
 
 
+def test_fallback_present_answers_the_present_value_without_history(forecasting, tmp_path):
+    body = raw(forecasting, f"{CUSTOM}/namespaces/web/pods/*/inflight_or_now?labelSelector=app%3Dfresh", tmp_path)
+    assert [v for v, _ in values(body).values()] == [pytest.approx(7.0, abs=0.0011)]  # its present value
+    body = raw(forecasting, f"{CUSTOM}/namespaces/web/pods/*/inflight_or_now?labelSelector=app%3Dweb", tmp_path)
+    assert all(near(v, fd.POD_SEASONAL) for v, _ in values(body).values())  # with history: the forecast
+    got = values(raw(forecasting, f"{EXTERNAL}/namespaces/web/queue_depth_or_now", tmp_path))
+    assert near(got["new"][0], 7.0) and near(got["orders"][0], fd.QUEUE["today"])  # flat line: today's value
+
+
 SEASONAL = {"method": "seasonal", "horizon": "5m", "season": "1d"}
 
 
@@ -170,6 +180,7 @@ def forecast_error(block: object) -> str:
     ({"method": "linear", "horizon": "5m"}, "rules[0].forecast.window: required field is missing"),
     ({"method": "linear", "horizon": "5m", "window": "1m"}, "rules[0].forecast.window: must be at least twice"),
     ({**SEASONAL, "name": 3}, "rules[0].forecast.name: must be a string"),
+    ({**SEASONAL, "fallback": "zero"}, "rules[0].forecast.fallback: must be none or present, got 'zero'"),
     ("seasonal", "rules[0].forecast: must be a mapping"),
 ])
 def test_invalid_forecast_block_names_its_field(block, message):
