@@ -6,6 +6,7 @@ worked out by hand in `forecast_data`, never asked of the code under test."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +17,10 @@ import yaml
 from adapter.discovery import build_catalogue
 from adapter.forecast import workload_pattern
 from adapter.naming import compile_rules
+from adapter.prometheus import PrometheusClient
+from adapter.rulecheck import check_queries
 from adapter.rules import Forecast, RuleError, parse_rules
+from adapter.settings import parse_settings
 from kubesim.apiserver import KubeSim
 from kubesim.prometheus import PrometheusServer, start_backfilled
 from promscaler.quantity import parse_quantity
@@ -221,3 +225,30 @@ def test_a_file_without_forecast_serves_what_it_did():
 ])
 def test_workload_pattern_names_every_pod_of_the_controller(pods, pattern):
     assert workload_pattern(pods) == pattern
+
+
+async def test_rule_check_parses_each_forecast_in_prometheus(history):
+    """A metricsQuery that parses but gives a scalar cannot be forecast (a subquery needs a vector):
+    the start-up check names the forecast; the sound rules pass."""
+    scalar = {"seriesQuery": "queue_depth", "metricsQuery": "scalar(sum(<<.Series>>{<<.LabelMatchers>>}))",
+              "forecast": {"method": "linear", "horizon": "5m", "window": "30m"}}
+    doc = yaml.safe_load(fd.RULES)
+    rules = compile_rules(parse_rules(yaml.safe_dump({**doc, "externalRules": [*doc["externalRules"], scalar]})))
+    client = PrometheusClient(parse_settings(["--prometheus-url", history.url]))
+    try:
+        problems = await check_queries(rules, client)
+    finally:
+        await client.aclose()
+    index = len(doc["externalRules"])
+    assert [p.split(" does not parse")[0] for p in problems] == [f"externalRules[{index}].forecast"]
+
+
+def test_the_documented_rules_example_serves_its_forecasts():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "forecast-and-tune.md").read_text()
+    example = next(b for b in re.findall(r"```yaml\n(.*?)```", doc, re.DOTALL) if "forecast:" in b)
+    rules = compile_rules(parse_rules(example))
+    series = {r.series_query: [{"__name__": name, "namespace": "shop", "pod": "web-1", "queue": "q"}
+                               for name in ("http_requests_total", "queue_messages_ready")] for r in rules.all}
+    catalogue = build_catalogue(rules, series)
+    assert ("pods", "http_requests_forecast") in catalogue.custom
+    assert "queue_messages_ready_trend" in catalogue.external
