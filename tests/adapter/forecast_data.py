@@ -40,6 +40,7 @@ SERVICE = {"before": 20.0, "after": 50.0, "today": 30.0}  # service_load{service
 SERVICE_SEASONAL = 50.0 * 30.0 / 20.0
 QUEUE = {"before": 10.0, "after": 30.0, "today": 15.0}  # queue_depth{queue="orders"}
 QUEUE_SEASONAL = 30.0 * 15.0 / 10.0
+QUEUE_CAPPED = 30.0 * 1.2  # the level ratio 15 / 10 capped at maxLevelRatio 1.2
 
 
 # linear, by hand: the line at (seconds after T0)
@@ -84,6 +85,7 @@ RULES = yaml.safe_dump({
     ],
     "externalRules": [
         _rule("queue_depth", "namespace", {**SEASONAL, "name": "queue_depth_seasonal"}, by="queue"),
+        _rule("queue_depth", "namespace", {**SEASONAL, "name": "queue_depth_capped", "maxLevelRatio": 1.2}, by="queue"),
         _rule("queue_depth", "namespace", {**LINEAR, "name": "queue_depth_or_now", "fallback": "present"}, by="queue"),
         _rule("stream_lag", "namespace", LINEAR, by="stream"),
     ],

@@ -117,6 +117,9 @@ def test_object_and_external_seasonal_forecasts(forecasting, tmp_path):
     body = raw(forecasting, f"{EXTERNAL}/namespaces/web/queue_depth_seasonal?labelSelector=queue%3Dorders", tmp_path)
     [(value, _)] = values(body).values()
     assert near(value, fd.QUEUE_SEASONAL)  # 30 * 15 / 10
+    body = raw(forecasting, f"{EXTERNAL}/namespaces/web/queue_depth_capped?labelSelector=queue%3Dorders", tmp_path)
+    [(value, _)] = values(body).values()
+    assert near(value, fd.QUEUE_CAPPED)  # 30 * min(15 / 10, 1.2)
 
 
 def test_linear_forecasts_follow_the_trend_horizon_ahead(forecasting, t0, tmp_path):
@@ -184,6 +187,9 @@ def forecast_error(block: object) -> str:
     ({"method": "linear", "horizon": "5m"}, "rules[0].forecast.window: required field is missing"),
     ({"method": "linear", "horizon": "5m", "window": "1m"}, "rules[0].forecast.window: must be at least twice"),
     ({**SEASONAL, "name": 3}, "rules[0].forecast.name: must be a string"),
+    ({**SEASONAL, "maxLevelRatio": 0.5}, "rules[0].forecast.maxLevelRatio: must be a number of at least 1"),
+    ({"method": "linear", "horizon": "5m", "window": "30m", "maxLevelRatio": 2},
+     "rules[0].forecast.maxLevelRatio: applies to method seasonal, not linear"),
     ({**SEASONAL, "fallback": "zero"}, "rules[0].forecast.fallback: must be none or present, got 'zero'"),
     ("seasonal", "rules[0].forecast: must be a mapping"),
 ])
