@@ -108,16 +108,18 @@ class CachePolicy:
         return cache_ttl(self.ttl, rule), False
 
 
-def backend_failure(exc: PrometheusError, what: str, query: str) -> StatusError:
-    """The Status a client gets when the backend failed on `query` for `what` (a rule, a metric):
-    the kind of failure and what it was for, never the backend's own text, which may quote the
-    query (VictoriaMetrics: `error when executing query="..."`). That and the query go to the
-    log, with the request (`log_failure`)."""
+def backend_failure(exc: PrometheusError, what: str, query: str, metric: str | None = None) -> StatusError:
+    """The Status a client gets when the backend failed on `query` for `what` (a rule's query) and
+    `metric`: the kind of failure and what it was for, never the backend's own text, which may
+    quote the query (VictoriaMetrics: `error when executing query="..."`). That and the query go
+    to the log, with the request (`log_failure`)."""
     detail = f"{exc}; query: {query}"
+    of = f" (metric {metric})" if metric else ""
     if isinstance(exc, PrometheusQueryError):
-        return InternalError(f"{what} failed in Prometheus: {exc.brief}; the adapter's log has the detail",
+        return InternalError(f"{what} failed in Prometheus{of}: {exc.brief}; the adapter's log has the detail",
                              log_detail=detail)
-    return ServiceUnavailable(f"unable to fetch metrics from Prometheus for {what}: {exc.brief}", log_detail=detail)
+    return ServiceUnavailable(f"unable to fetch metrics from Prometheus for {what}{of}: {exc.brief}",
+                              log_detail=detail)
 
 
 async def _run(prometheus: PrometheusClient, query: str, policy: tuple[float, bool],
@@ -129,7 +131,7 @@ async def _run(prometheus: PrometheusClient, query: str, policy: tuple[float, bo
              (time.perf_counter() - started) * 1000, query)
         return samples, fresh_until
     except PrometheusError as exc:  # the route logs it once, with the request
-        raise backend_failure(exc, f"{rule.rule.path}.metricsQuery (metric {metric})", query) from None
+        raise backend_failure(exc, f"{rule.rule.path}.metricsQuery", query, metric) from None
     finally:
         if prometheus.metrics is not None:
             prometheus.metrics.rule_query(rule.rule.path, time.perf_counter() - started)
