@@ -235,3 +235,31 @@ def test_outage_and_refusals_carry_no_query_text_then_recover(tmp_path, rules_fi
             assert wait_for(lambda: a.get("/readyz").status_code == 200)
     finally:
         vm.close()
+
+
+LATE_RULES = """
+externalRules:
+- seriesQuery: 'late_gauge{queue!=""}'
+  resources: {namespaced: false}
+  metricsQuery: 'max(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+"""
+
+
+def test_latency_offset_delays_values_unless_nocache(tmp_path):
+    """VictoriaMetrics evaluates an instant query at now - `-search.latencyOffset` unless the request
+    says `nocache=1` (docs/adapter.md#backends). 5 minutes here: the value changed 1 minute ago."""
+    now = int(time.time())
+    text = "".join(f'late_gauge{{queue="q"}} {1 if t < now - 60 else 2} {t * 1000}\n'
+                   for t in range(now - 1800, now + 600, 5))
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(LATE_RULES)
+    path = f"{E}/namespaces/default/late_gauge"
+    with start_vm(text, "-search.latencyOffset=5m", probe="late_gauge") as vm:
+        values = {}
+        for extra in ((), ("--prometheus-query-param", "nocache=1")):
+            with AdapterProcess("--prometheus-url", vm.url, "--config", str(rules), "--metrics-max-age", "1h",
+                                *extra).wait_ready() as a:
+                values[extra] = [_value(i) for i in a.get(path).json()["items"]]
+        assert time.time() < now + 240, "too slow to tell the two apart"  # T - 5m still before the change
+    assert values[()] == [1.0]  # as of 5 minutes ago
+    assert values[("--prometheus-query-param", "nocache=1")] == [2.0]  # now
