@@ -10,14 +10,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 import httpx
 
 from kubesim.net import free_port, wait_http
-from kubesim.processes import stop_process
+from kubesim.processes import TempDirServer
 
 
 def victoriametrics_binary() -> str:
@@ -28,7 +26,7 @@ def victoriametrics_binary() -> str:
     return path
 
 
-class VictoriaMetricsServer:
+class VictoriaMetricsServer(TempDirServer):
     """Start with `start()` (or as a context manager); `url` is the base URL to query.
 
     `extra_args`: more flags (`-search.maxUniqueTimeseries=5`, `-search.latencyOffset=1s`...).
@@ -36,19 +34,13 @@ class VictoriaMetricsServer:
     """
 
     def __init__(self, extra_args: Sequence[str] = (), port: int | None = None) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="promscaler-vm-")
-        self.dir = Path(self._tmp.name)
+        super().__init__("promscaler-vm-")
         self.port = port or free_port()
         self.extra_args = list(extra_args)
-        self.proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
 
     def start(self, timeout: float = 60.0) -> VictoriaMetricsServer:
         """Start the server (a no-op when it runs already) and wait until `/health` says OK."""
@@ -81,18 +73,3 @@ class VictoriaMetricsServer:
         if resp.status_code != 204:
             raise RuntimeError(f"victoria-metrics import failed: HTTP {resp.status_code} {resp.text[:500]}")
         httpx.get(f"{self.url}/internal/force_flush", timeout=60).raise_for_status()
-
-    def stop(self) -> None:
-        if self.proc:
-            stop_process(self.proc, timeout=15)
-        self.proc = None
-
-    def close(self) -> None:
-        self.stop()
-        self._tmp.cleanup()
-
-    def __enter__(self) -> VictoriaMetricsServer:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.close()

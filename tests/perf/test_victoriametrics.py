@@ -1,5 +1,5 @@
 """A real VictoriaMetrics (Debian's `victoria-metrics`) as the backend: discovery in both modes
-(with `--metrics-max-age` though its series index works by the day), custom and external values
+(`--metrics-max-age` with it: tests/adapter/test_discovery_max_age.py), custom and external values
 as VictoriaMetrics answers the same PromQL, a broken rule found at start-up and on reload without
 `/api/v1/format_query`, its limits refusing aggregated discovery (said once), and an outage: no
 query text to clients in any error, and recovery."""
@@ -16,20 +16,12 @@ import yaml
 
 from kubesim.victoriametrics import VictoriaMetricsServer
 from promscaler.quantity import parse_quantity
+from tests.support import wait_for
 
 from .conftest import AdapterProcess, direct, prometheus_text
 
 C = "/apis/custom.metrics.k8s.io/v1beta2"
 E = "/apis/external.metrics.k8s.io/v1beta1"
-
-
-def wait_for(check, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(0.1)
 
 
 def _sees(url: str, expr: str) -> bool:
@@ -74,53 +66,6 @@ def test_discovery_in_both_modes_lists_what_prometheus_lists(vm, prometheus, rul
         with AdapterProcess("--prometheus-url", vm.url, "--config", str(rules_file), "--metrics-discovery", mode,
                             "--metrics-max-age", "1h").wait_ready() as a:
             assert _documents(a) == expected, mode
-
-
-MAX_AGE_RULES = """
-rules:
-- seriesQuery: '{__name__=~"app_.*",namespace!="",pod!=""}'
-  resources: {template: "<<.Resource>>"}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-externalRules:
-- seriesQuery: '{__name__=~"queue_.*",queue!=""}'
-  resources: {namespaced: false}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
-"""
-
-
-@pytest.fixture(scope="module")
-def stopped_vm() -> Iterator[VictoriaMetricsServer]:
-    """Two series stopped 5 minutes ago beside two fresh ones."""
-    now = int(time.time())
-    lines = []
-    for name, labels, until in (("app_fresh", 'namespace="a",pod="p"', now + 1800),
-                                ("app_stopped", 'namespace="a",pod="q"', now - 300),
-                                ("queue_fresh", 'queue="x"', now + 1800),
-                                ("queue_stopped", 'queue="y"', now - 300)):
-        lines += [f"{name}{{{labels}}} 1 {t * 1000}" for t in range(now - 1200, until, 15)]
-    server = start_vm("\n".join(lines) + "\n", probe="app_fresh")
-    yield server
-    server.close()
-
-
-def test_victoriametrics_lists_series_stopped_minutes_ago(stopped_vm):
-    listed = httpx.get(f"{stopped_vm.url}/api/v1/series",
-                       params={"match[]": '{namespace="a"}', "start": time.time() - 60}).json()["data"]
-    assert {s["__name__"] for s in listed} == {"app_fresh", "app_stopped"}  # what series mode used to serve
-
-
-@pytest.mark.parametrize("mode", ["aggregate", "series"])
-@pytest.mark.parametrize("max_age, stopped_listed", [("60s", False), ("15m", True)])
-def test_max_age_in_both_modes(stopped_vm, tmp_path, mode, max_age, stopped_listed):
-    rules = tmp_path / "rules.yaml"
-    rules.write_text(MAX_AGE_RULES)
-    with AdapterProcess("--prometheus-url", stopped_vm.url, "--config", str(rules), "--metrics-discovery", mode,
-                        "--metrics-max-age", max_age).wait_ready() as a:
-        custom = {r["name"] for r in a.get("/apis/custom.metrics.k8s.io/v1beta1").json()["resources"]}
-        external = {r["name"] for r in a.get("/apis/external.metrics.k8s.io/v1beta1").json()["resources"]}
-    assert {"pods/app_fresh", "namespaces/app_fresh"} <= custom and "queue_fresh" in external
-    assert ("pods/app_stopped" in custom) is stopped_listed
-    assert ("queue_stopped" in external) is stopped_listed
 
 
 def _value(item: dict) -> float:
