@@ -171,6 +171,9 @@ def test_outage_and_refusals_carry_no_query_text_then_recover(tmp_path, rules_fi
             down = a.get(one)
             assert down.status_code == 503 and down.json()["reason"] == "ServiceUnavailable"
             assert "app_requests_total" not in down.text and "rules[0]" in down.json()["message"]
+            external = a.get(f"{E}/namespaces/web/queue_depth")
+            assert external.status_code == 503 and "externalRules[0]" in external.json()["message"]
+            assert "queue_depth{" not in external.text
             assert wait_for(lambda: a.get("/readyz").status_code == 503)
 
             vm.start()  # back on the same port with its data: values and readiness recover
