@@ -305,8 +305,8 @@ class Discovery:
         """The listed series whose name has a sample within `--metrics-max-age` (the freshness
         of aggregated discovery, `_fresh_names`): `/api/v1/series` answers from the index, and
         VictoriaMetrics' index works by the day, so its `start` alone keeps a series stopped
-        minutes ago. Not filtered when the seriesQuery is not a plain selector, or the backend
-        refuses the freshness query (said once)."""
+        minutes ago. Not filtered when the seriesQuery is not a plain selector, or the freshness
+        query fails (said once)."""
         if not self.max_age or not series or with_matcher(query, 'x=""') is None:
             return series
         try:
@@ -314,10 +314,8 @@ class Discovery:
         except _NotAggregatable as exc:
             log.debug("seriesQuery %r: --metrics-max-age not applied (%s)", query, exc)
             return series
-        except PrometheusError as exc:
-            if _unanswered(exc):
-                raise
-            self._warn_once(("max-age", query), "seriesQuery %r (%s): the backend refused the freshness query, "
+        except PrometheusError as exc:  # the listing answered: serve it rather than nothing
+            self._warn_once(("max-age", query), "seriesQuery %r (%s): the freshness query failed, "
                             "--metrics-max-age is not applied to its series: %s", query, _paths(rules, query), exc)
             return series
         return [labels for labels in series if labels.get("__name__") in fresh]
