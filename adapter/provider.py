@@ -18,12 +18,12 @@ from typing import NamedTuple, Protocol
 from adapter.discovery import CustomMetric, Discovery, ExternalMetric
 from adapter.forecast import forecast_query, workload_pattern
 from adapter.naming import NAMESPACES, CompiledRule, Resource
-from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable, Sample
+from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusQueryError, Sample
 from adapter.promql import QueryBuildError, external_query, resource_query, workload_query
 from adapter.rules import Forecast
 from promscaler.logs import vlog
 from promscaler.selectors import Selector
-from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavailable
+from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavailable, StatusError
 
 __all__ = [
     "CachePolicy",
@@ -33,6 +33,7 @@ __all__ = [
     "ExternalValue",
     "LabelLookup",
     "MetricInfo",
+    "backend_failure",
 ]
 
 log = logging.getLogger("adapter.queries")
@@ -110,19 +111,30 @@ class CachePolicy:
         return cache_ttl(self.ttl, rule), False
 
 
+def backend_failure(exc: PrometheusError, what: str, query: str, metric: str | None = None) -> StatusError:
+    """The Status a client gets when the backend failed on `query` for `what` (a rule's query) and
+    `metric`: the kind of failure and what it was for, never the backend's own text, which may
+    quote the query (VictoriaMetrics: `error when executing query="..."`). That and the query go
+    to the log, with the request (`log_failure`)."""
+    detail = f"{exc}; query: {query}"
+    of = f" (metric {metric})" if metric else ""
+    if isinstance(exc, PrometheusQueryError):
+        return InternalError(f"{what} failed in Prometheus{of}: {exc.brief}; the adapter's log has the detail",
+                             log_detail=detail)
+    return ServiceUnavailable(f"unable to fetch metrics from Prometheus for {what}{of}: {exc.brief}",
+                              log_detail=detail)
+
+
 async def _run(prometheus: PrometheusClient, query: str, policy: tuple[float, bool],
-               rule: CompiledRule) -> tuple[list[Sample], float]:
+               rule: CompiledRule, metric: str) -> tuple[list[Sample], float]:
     started = time.perf_counter()
     try:
         samples, fresh_until = await prometheus.query_fresh(query, *policy)
         vlog(log, 6, "%s: %d series in %.1f ms: %s", rule.rule.path, len(samples),
              (time.perf_counter() - started) * 1000, query)
         return samples, fresh_until
-    except PrometheusUnavailable as exc:  # the route logs it once, with the request
-        raise ServiceUnavailable(f"unable to fetch metrics from Prometheus: {exc}") from None
-    except PrometheusQueryError as exc:  # the query text goes to the log, never to clients
-        log.warning("Prometheus rejected the query %s: %s", query, exc)
-        raise InternalError(f"the rule's metricsQuery failed in Prometheus: {exc}") from None
+    except PrometheusError as exc:  # the route logs it once, with the request
+        raise backend_failure(exc, f"{rule.rule.path}.metricsQuery", query, metric) from None
     finally:
         if prometheus.metrics is not None:
             prometheus.metrics.rule_query(rule.rule.path, time.perf_counter() - started)
@@ -183,7 +195,8 @@ class CustomMetricsProvider:
                 query = forecast_query(found.forecast, query)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
-        samples, fresh_until = await _run(self.prometheus, query, self.cache.for_rule(rule), rule)
+        samples, fresh_until = await _run(self.prometheus, query, self.cache.for_rule(rule), rule,
+                                          f"{res.api_name}/{found.metric}")
         out = []
         metric, window = found.metric, rule.window_seconds
         for labels, ts, value in samples:
@@ -216,11 +229,12 @@ class CustomMetricsProvider:
         policy = self.cache.for_rule(rule)
         if by_name:
             (samples, fresh_until), (now, _) = await asyncio.gather(
-                _run(self.prometheus, total, policy, rule), _run(self.prometheus, pods, policy, rule))
+                _run(self.prometheus, total, policy, rule, f"pods/{found.metric}"),
+                _run(self.prometheus, pods, policy, rule, f"pods/{found.metric}"))
             reporting = {s.labels.get(label) for s in now}
             count = len(reporting) if names[0] in reporting else 0
         else:
-            samples, fresh_until = await _run(self.prometheus, total, policy, rule)
+            samples, fresh_until = await _run(self.prometheus, total, policy, rule, f"pods/{found.metric}")
             count = len(names)
         if not samples or not count:
             return []
@@ -299,7 +313,7 @@ class ExternalMetricsProvider:
                 query = forecast_query(found.forecast, query)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
-        samples, fresh_until = await _run(self.prometheus, query, self.cache.for_rule(rule), rule)
+        samples, fresh_until = await _run(self.prometheus, query, self.cache.for_rule(rule), rule, metric)
         return [
             ExternalValue(
                 metric,

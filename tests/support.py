@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,17 @@ async def eventually(check: Callable[[], Any], timeout: float = 15.0, interval: 
             return value
         await asyncio.sleep(interval)
     raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 20.0, interval: float = 0.1) -> Any:
+    """`eventually` for tests outside an event loop (child processes polled over HTTP): `check`'s
+    first truthy value, or its last one once `timeout` seconds have passed (for the caller to assert)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
 
 
 async def more_syncs(controller: Controller, n: int = 3, timeout: float = 15.0) -> None:

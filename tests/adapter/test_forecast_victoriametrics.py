@@ -7,9 +7,6 @@ every hand-worked window holds from T0 - 8m on."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 
 import httpx
@@ -19,7 +16,7 @@ from adapter.forecast import forecast_query, workload_pattern
 from adapter.naming import NAMESPACES, CompiledRule, compile_rules, resource_by_api_name
 from adapter.promql import external_query, resource_query, workload_query
 from adapter.rules import parse_rules
-from kubesim.net import free_port
+from kubesim.victoriametrics import VictoriaMetricsServer
 from promscaler.selectors import parse_selector
 from tests.support import eventually
 
@@ -31,31 +28,12 @@ AT = -60  # seconds after T0
 @pytest.fixture(scope="module")
 def victoria() -> Iterator[tuple[str, int]]:
     """(URL, T0) of a VictoriaMetrics loaded with the history (its import takes milliseconds)."""
-    data = tempfile.mkdtemp(prefix="vm-")
-    url = f"http://127.0.0.1:{free_port()}"
-    proc = subprocess.Popen(["victoria-metrics", f"-httpListenAddr={url.removeprefix('http://')}",
-                             f"-storageDataPath={data}", "-retentionPeriod=100y", "-search.disableCache"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        asyncio.run(eventually(lambda: _up(url), 30))
+    with VictoriaMetricsServer(["-search.disableCache"]) as vm:
         t0 = fd.start_time()
         lines = [line.rsplit(" ", 1) for line in fd.openmetrics(t0).splitlines() if line and line[0] != "#"]
-        body = "\n".join(f"{sample} {int(ts) * 1000}" for sample, ts in lines)  # milliseconds
-        assert httpx.post(f"{url}/api/v1/import/prometheus", content=body, timeout=30).status_code == 204
-        httpx.get(f"{url}/internal/force_flush", timeout=30)
-        asyncio.run(eventually(lambda: _vector(url, "sum(queue_depth)", t0 + AT), 30))
-        yield url, t0
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        shutil.rmtree(data, ignore_errors=True)
-
-
-def _up(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/health", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
+        vm.import_prometheus("\n".join(f"{sample} {int(ts) * 1000}" for sample, ts in lines))  # milliseconds
+        asyncio.run(eventually(lambda: _vector(vm.url, "sum(queue_depth)", t0 + AT), 30))
+        yield vm.url, t0
 
 
 def _vector(url: str, query: str, at: float) -> dict[str, float]:
