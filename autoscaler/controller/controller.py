@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import uvicorn
 
 from autoscaler import objects
+from autoscaler.decision.controls import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION
 from autoscaler.decision.model import ControllerConfig, PodInfo
 from promscaler.logs import vlog
 
@@ -73,9 +74,14 @@ def _path(group_version: str, resource: str, namespace: str | None) -> str:
 
 
 def _spec_changed(old: Obj | None, new: Obj | None) -> bool:
+    """A change that asks for a sync now: the spec (its generation), or a pause annotation, which
+    changes no generation (docs/controls.md)."""
     if old is None or new is None:
         return True
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    oa, na = om.get("annotations") or {}, nm.get("annotations") or {}
+    if any(oa.get(k) != na.get(k) for k in (PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION)):
+        return True
     if om.get("generation") is not None and nm.get("generation") is not None:
         return om.get("generation") != nm.get("generation")
     return old.get("spec") != new.get("spec")
