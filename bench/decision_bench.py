@@ -17,6 +17,7 @@ import platform
 import statistics
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -58,6 +59,16 @@ SPEC = {
         "scaleDown": {"stabilizationWindowSeconds": 300, "policies": [
             {"type": "Pods", "value": 5, "periodSeconds": 60}, {"type": "Percent", "value": 10, "periodSeconds": 120}]},
     },
+}
+
+
+CONTROLS = {
+    "fallback": {"failureThreshold": 3, "replicas": 20},
+    "schedules": [
+        {"name": "office", "start": "0 8 * * 1-5", "end": "0 18 * * 1-5", "timeZone": "Europe/Berlin",
+         "minReplicas": 50},
+        {"name": "night", "start": "0 1 * * *", "duration": "2h", "timeZone": "Europe/Berlin", "minReplicas": 20},
+    ],
 }
 
 
@@ -108,6 +119,10 @@ def breakdown(inp: DecisionInput) -> dict[str, float]:
         inp.spec, inp.current_replicas, 140, inp.spec.min_replicas, h.recommendations or (),
         h.scale_up_events, h.scale_down_events, inp.now, inp.config.downscale_stabilization_window))
     out["whole decide()"] = _per_call_us(lambda: decide(inp))
+    # The opt-in controls (docs/controls.md): the same decision with a fallback and two schedule
+    # windows (at NOW, 01:10 in Berlin, "night" is open), both evaluated with cronsim each decision.
+    controlled = replace(inp, spec=parse_spec({**SPEC, **CONTROLS}))
+    out["whole decide() with fallback + 2 schedules"] = _per_call_us(lambda: decide(controlled))
     return out
 
 

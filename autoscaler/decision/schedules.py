@@ -44,9 +44,13 @@ class Schedule:
     end: str | None = None
     duration: float | None = None   # seconds
     zone: ZoneInfo = field(init=False, repr=False, compare=False)
+    # The last answer of active_window, with the instants between which it holds (a window's state
+    # changes only when it opens or closes): cron arithmetic once per change, not once per sync.
+    memo: list[tuple[datetime, datetime, Window | None]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "zone", ZoneInfo(self.time_zone))
+        object.__setattr__(self, "memo", [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,11 +101,27 @@ def active_window(schedule: Schedule, now: datetime) -> Window | None:
 
     Only the latest start at or before `now` matters: an earlier start of the same rule closes
     no later than it (same duration, or the first `end` tick after an earlier instant)."""
+    memo = schedule.memo
+    if memo and memo[0][0] <= now < memo[0][1]:
+        return memo[0][2]
     opened = _latest_start(schedule, now)
-    if opened is None:
-        return None
-    closes = _closes(schedule, opened)
-    return Window(schedule, opened, closes) if now < closes else None
+    window = None
+    if opened is not None:
+        closes = _closes(schedule, opened)
+        if now < closes:
+            window = Window(schedule, opened, closes)
+    if window is not None:
+        memo[:] = [(window.opened, window.closes, window)]
+    else:  # closed until the next start
+        memo[:] = [(now, _next_start(schedule, now), None)]
+    return window
+
+
+def _next_start(schedule: Schedule, now: datetime) -> datetime:
+    try:
+        return next(CronSim(schedule.start, now.astimezone(schedule.zone)))
+    except StopIteration:
+        return datetime.max.replace(tzinfo=UTC)
 
 
 def floor_window(schedules: Sequence[Schedule], now: datetime) -> Window | None:

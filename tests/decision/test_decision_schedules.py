@@ -181,3 +181,19 @@ def test_schedule_errors_name_the_field(schedule: dict, field: str) -> None:
         parse_spec({"scaleTargetRef": {"kind": "Deployment", "name": "t"}, "maxReplicas": 20,
                     "metrics": [ext_avg("1")], "schedules": [schedule]}, "spec")
     assert err.value.path == field
+
+
+def test_the_remembered_window_answers_as_a_fresh_computation() -> None:
+    # One schedule object asked at instants in shuffled order (its memo in play) agrees with a new
+    # object per instant (no memo), over both DST days.
+    import random
+    from datetime import timedelta
+
+    rules = [("30 2 * * *", None, 1800.0), ("0 8 * * 1-5", "0 18 * * 1-5", None), ("0 * * * *", None, 600.0)]
+    for start, end, duration in rules:
+        kept = sched(start, end=end, duration=duration)
+        for day in (utc(2026, 3, 28, 12), utc(2026, 10, 24, 12)):
+            instants = [day + timedelta(minutes=7 * k) for k in range(24 * 60 // 7 * 2)]
+            random.Random(22).shuffle(instants)
+            for at in instants + sorted(instants):
+                assert is_open(kept, at) == is_open(sched(start, end=end, duration=duration), at), (start, at)
