@@ -13,7 +13,7 @@ from adapter.discovery import Discovery, ResourceDiscoveryError, fetch_resource_
 from adapter.naming import BUILTIN_TABLE, compile_rules
 from adapter.prometheus import PrometheusClient
 from adapter.provider import CachePolicy, CustomMetricsProvider, ExternalMetricsProvider
-from adapter.resourcemetrics import ResourceMetricsProvider, compile_resource_rules
+from adapter.resourcemetrics import ResourceMetricsProvider, compile_resource_rules, reloader
 from adapter.rules import RuleError, RulesConfig, load_rules
 from adapter.selfmetrics import SelfMetrics
 from adapter.server import SecurityUnavailable, check_security, serve
@@ -66,9 +66,18 @@ async def run(settings: Settings, config: RulesConfig) -> int:
             resource_rules = compile_resource_rules(config.resource_rules, resources)
         except RuleError as exc:
             return _fail(f"invalid rules file {settings.config}: {exc}")
+        resource = None
+        if resource_rules is not None:
+            if labels is None:
+                log.warning("resourceRules are not served: metrics.k8s.io needs the cluster's pods and nodes "
+                            "(start with --kubeconfig or --in-cluster)")
+            else:
+                resource = ResourceMetricsProvider(resource_rules, prometheus, labels, settings.query_cache_ttl)
+                resource.start()  # the pod and node caches list while discovery does: neither waits for the other
         discovery = Discovery(rules, prometheus, settings.metrics_relist_interval, settings.metrics_max_age,
                               settings.config, settings.config_check_interval, metrics,
-                              aggregate=settings.metrics_discovery == "aggregate", refresh_resources=refresh)
+                              aggregate=settings.metrics_discovery == "aggregate", refresh_resources=refresh,
+                              also_reload=reloader(resource))
         if not await discovery.relist():
             if settings.fail_on_prometheus_unavailable:
                 return _fail(f"Prometheus is unavailable: {discovery.last_error}")
@@ -78,25 +87,21 @@ async def run(settings: Settings, config: RulesConfig) -> int:
         custom = (None if settings.disable_custom_metrics
                   else CustomMetricsProvider(discovery, prometheus, labels, cache))
         external = None if settings.disable_external_metrics else ExternalMetricsProvider(discovery, prometheus, cache)
-        resource = None
-        if resource_rules is not None:
-            if labels is None:
-                log.warning("resourceRules are not served: metrics.k8s.io needs the cluster's pods and nodes "
-                            "(start with --kubeconfig or --in-cluster)")
-            else:
-                resource = ResourceMetricsProvider(resource_rules, prometheus, labels, settings.query_cache_ttl)
 
-        async def readiness() -> tuple[bool, str]:
+        async def readiness() -> list[tuple[str, str | None]]:
+            checks: list[tuple[str, str | None]] = []
             if not discovery.synced:
-                return False, f"discovery has not succeeded yet: {discovery.last_error or 'waiting'}"
-            if not await prometheus.cache.get(("readiness-probe",), 1.0, prometheus.ready):
-                return False, f"Prometheus at {settings.prometheus_url} is unreachable"
-            return True, ""
+                checks.append(("prometheus", f"discovery has not succeeded yet: {discovery.last_error or 'waiting'}"))
+            elif not await prometheus.cache.get(("readiness-probe",), 1.0, prometheus.ready):
+                checks.append(("prometheus", f"Prometheus at {settings.prometheus_url} is unreachable"))
+            else:
+                checks.append(("prometheus", None))
+            if resource is not None:  # metrics.k8s.io answers from the pod and node watch caches
+                checks.append(("resource-caches", resource.unsynced()))
+            return checks
 
         async def startup() -> None:
             discovery.start()
-            if resource is not None:
-                resource.start()
 
         async def shutdown() -> None:
             await discovery.stop()

@@ -244,8 +244,12 @@ class LabelCache:
         self.watch_timeout = watch_timeout
         self._informers: dict[str, _Informer] = {}  # by api name (plus `?fieldSelector=...` when watched so)
 
+    @staticmethod
+    def _key(resource: Resource, field_selector: str) -> str:
+        return f"{resource.api_name}?fieldSelector={field_selector}" if field_selector else resource.api_name
+
     def _informer(self, resource: Resource, field_selector: str = "") -> _Informer:
-        key = f"{resource.api_name}?fieldSelector={field_selector}" if field_selector else resource.api_name
+        key = self._key(resource, field_selector)
         inf = self._informers.get(key)
         if inf is None:
             if list_path(resource) is None:
@@ -264,6 +268,14 @@ class LabelCache:
                 raise ServiceUnavailable(f"the labels of {resource.api_name} are not available from Kubernetes yet"
                                          + (f": {inf.last_error}" if inf.last_error else "")) from None
         return inf.index
+
+    def unsynced(self, resource: Resource, field_selector: str = "") -> str | None:
+        """None once the cache of `resource` (started by `start`) has listed, else why not."""
+        inf = self._informers.get(self._key(resource, field_selector))
+        if inf is not None and inf.synced.is_set():
+            return None
+        why = (inf.last_error if inf is not None else None) or "waiting"
+        return f"the {resource.api_name} cache has not synced with Kubernetes yet: {why}"
 
     async def names(self, resource: Resource, namespace: str | None, selector: Selector) -> set[str]:
         index = await self.index(resource)
