@@ -44,7 +44,7 @@ def _openmetrics(now: int) -> str:
 
 
 class Env:
-    def __init__(self, tmp: Path, sim, prom_url: str) -> None:
+    def __init__(self, tmp: Path, sim, prom_url: str, rules: str = RULES) -> None:
         self.tmp, self.sim = tmp, sim
         self.server_ca = pki.new_ca("server-ca")
         self.front_proxy_ca = pki.new_ca("front-proxy-ca")
@@ -52,7 +52,7 @@ class Env:
         (tmp / "front-proxy-ca.crt").write_bytes(self.front_proxy_ca.cert_pem)
         self.serving = pki.issue(self.server_ca, "adapter", dns=["localhost"], ips=["127.0.0.1"], server=True)
         pki.write_pair(self.serving, tmp / "tls.crt", tmp / "tls.key")
-        (tmp / "rules.yaml").write_text(RULES)
+        (tmp / "rules.yaml").write_text(rules)
         kubeconfig = str(sim.kubeconfig_path)
         self.adapter = AdapterProcess(
             "--prometheus-url", prom_url, "--config", str(tmp / "rules.yaml"),
