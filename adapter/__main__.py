@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import importlib
 import logging
 import sys
 
-from adapter.app import create_app
 from adapter.discovery import Discovery, ResourceDiscoveryError, fetch_resource_table
 from adapter.naming import BUILTIN_TABLE, compile_rules
 from adapter.prometheus import PrometheusClient
@@ -35,16 +35,25 @@ def kube_source(settings: Settings) -> Source | None:
     return Source("in-cluster", None) if settings.in_cluster else locate(settings.kubeconfig)
 
 
+def _import_app() -> asyncio.Future:
+    """The HTTP app's module (FastAPI: about as much import time as the rest of the adapter),
+    imported on a worker thread while the event loop waits for the cluster and Prometheus. Started
+    once the main thread's own imports (the kubernetes client, which shares pydantic) are done."""
+    return asyncio.get_running_loop().run_in_executor(None, importlib.import_module, "adapter.app")
+
+
 async def run(settings: Settings, config: RulesConfig) -> int:
     metrics = SelfMetrics()
     prometheus = PrometheusClient(settings, metrics)
     labels = None
+    app_import: asyncio.Future | None = None
     try:
         # Connected to a cluster, rules name its resources (CRDs too) through API discovery, so
         # discovery comes before compiling the rules; offline the built-in table serves.
         resources, refresh = BUILTIN_TABLE, None
         source = kube_source(settings)
         if source is None:
+            app_import = _import_app()
             vlog(log, 1, "no Kubernetes configuration (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config): "
                  "built-in resource table, and labelSelector with '*' is unavailable")
         else:
@@ -56,6 +65,7 @@ async def run(settings: Settings, config: RulesConfig) -> int:
             except Exception as exc:  # a bad kubeconfig is a start-up error, said in one line
                 return _fail(f"cannot use the Kubernetes configuration from {source}: {exc}")
             vlog(log, 1, "Kubernetes configuration from %s: %s", source, configuration.host)
+            app_import = _import_app()
             try:
                 resources = await fetch_resource_table(labels.get_json)
             except ResourceDiscoveryError as exc:
@@ -106,6 +116,10 @@ async def run(settings: Settings, config: RulesConfig) -> int:
         async def shutdown() -> None:
             await discovery.stop()
 
+        assert app_import is not None
+        await app_import
+        from adapter.app import create_app  # imported by now
+
         app = create_app(settings, custom, external, readiness, metrics, startup, shutdown, resource)
         gc.freeze()  # start-up objects (modules, rules, app) leave the collector's full passes: steadier p99
         listening = asyncio.Event()
@@ -118,6 +132,8 @@ async def run(settings: Settings, config: RulesConfig) -> int:
             announce.cancel()
         return 0
     finally:
+        if app_import is not None and not app_import.done():
+            await asyncio.wait([app_import])  # a failed start-up still lets the import finish
         await prometheus.aclose()
         if labels is not None:
             await labels.aclose()
