@@ -81,6 +81,14 @@ class Env:
     def aggregator(self) -> ssl.SSLContext:
         return self.ctx(pki.issue(self.front_proxy_ca, "front-proxy-client", client=True))
 
+    def aggregate_through_sim(self, group: str) -> None:
+        """Route `group` through KubeSim's aggregation layer to the adapter, as an APIService with
+        caBundle = the serving CA does: TLS, the front-proxy client certificate, X-Remote-User."""
+        proxy = pki.issue(self.front_proxy_ca, "front-proxy-client", client=True)
+        crt, key = self.tmp / f"proxy-{group}.crt", self.tmp / f"proxy-{group}.key"
+        pki.write_pair(proxy, crt, key)
+        self.sim.set_aggregated_api(group, self.url, verify=str(self.tmp / "server-ca.crt"), cert=(str(crt), str(key)))
+
     def get(self, path: str, ctx: ssl.SSLContext, headers=None) -> httpx.Response:
         with httpx.Client(verify=ctx, timeout=15) as c:
             return c.get(self.url + path, headers=headers)
@@ -193,10 +201,7 @@ def test_security_counters_on_the_adapters_metrics(env: Env) -> None:
 def test_through_kubesims_aggregation_layer(env: Env) -> None:
     """Client -> KubeSim (authenticates the bearer token) -> adapter over TLS with the front-proxy
     certificate and X-Remote-User, as an APIService with caBundle = the serving CA."""
-    proxy = pki.issue(env.front_proxy_ca, "front-proxy-client", client=True)
-    pki.write_pair(proxy, env.tmp / "proxy.crt", env.tmp / "proxy.key")
-    env.sim.set_aggregated_api("custom.metrics.k8s.io", env.url, verify=str(env.tmp / "server-ca.crt"),
-                               cert=(str(env.tmp / "proxy.crt"), str(env.tmp / "proxy.key")))
+    env.aggregate_through_sim("custom.metrics.k8s.io")
     env.sim.tokens["hpa-sa-token"] = {"username": HPA, "groups": []}
     env.sim.tokens["dan-token"] = {"username": "dan", "groups": []}
     try:

@@ -129,10 +129,7 @@ def test_authorization_names_the_verb_and_the_resource(env: Env) -> None:
 def test_through_kubesims_aggregation_layer_over_tls(env: Env) -> None:
     """Client -> KubeSim (bearer token) -> adapter over TLS with the front-proxy certificate, as an
     APIService for metrics.k8s.io with caBundle = the serving CA routes `kubectl top` and the HPA."""
-    proxy = pki.issue(env.front_proxy_ca, "front-proxy-client", client=True)
-    pki.write_pair(proxy, env.tmp / "rproxy.crt", env.tmp / "rproxy.key")
-    env.sim.set_aggregated_api("metrics.k8s.io", env.url, verify=str(env.tmp / "server-ca.crt"),
-                               cert=(str(env.tmp / "rproxy.crt"), str(env.tmp / "rproxy.key")))
+    env.aggregate_through_sim("metrics.k8s.io")
     env.sim.tokens["hpa-token"] = {"username": HPA, "groups": []}
     env.sim.tokens["eve-token"] = {"username": "eve", "groups": []}
     try:
