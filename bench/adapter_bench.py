@@ -419,8 +419,9 @@ def _time_starts(args: list[str], runs: int, until_ready: bool = False) -> dict:
 def import_profile(runs: int = 3) -> dict[str, float]:
     """Where the import time of a connected start goes (`python -X importtime`, median of `runs`):
     milliseconds each package adds where it is first imported."""
-    code = "import adapter.__main__, adapter.kube, adapter.resourceroutes, promscaler.kubeconfig, kubernetes.aio.config"
-    watched = ("adapter.__main__", "fastapi", "starlette.applications", "pydantic", "uvicorn", "aiohttp",
+    code = ("import adapter.__main__, adapter.kube, adapter.resourceroutes, promscaler.kubeconfig, "
+            "kubernetes.aio.config, adapter.app")
+    watched = ("adapter.__main__", "adapter.app", "fastapi", "starlette.applications", "pydantic", "uvicorn", "aiohttp",
                "kubernetes", "adapter.kube", "yaml", "prometheus_client")
     samples: dict[str, list[float]] = {m: [] for m in (*watched, "total")}
     for _ in range(runs):
