@@ -17,7 +17,9 @@ any seriesQuery that is not a plain selector, or a backend without these endpoin
 `/api/v1/series` listing. The label endpoints see every series in the blocks that overlap the
 window (a stopped series stays for up to ~2h), so the names come from one query instead,
 `group by (__name__) (last_over_time(Q[max-age]))`: a metric is listed only while it has samples
-within `--metrics-max-age` (default: the relist interval), as with the series listing. Which
+within `--metrics-max-age` (default: the relist interval). The series listing is filtered by the
+same query (VictoriaMetrics' index works by the day: its `/api/v1/series` lists a series stopped
+minutes ago). A backend that refuses aggregation (a limit) gets the series listing, said once. Which
 resource labels a name carries still comes from the index: a name that is fresh for one resource
 keeps its other resources listed while their series are in the index.
 
@@ -40,8 +42,8 @@ from pathlib import Path
 
 from adapter import rulecheck
 from adapter.naming import CompiledRule, CompiledRules, Resource, ResourceTable, compile_rules
-from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusQueryError
-from adapter.rules import RuleError, RulesConfig, parse_rules
+from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusQueryError, PrometheusUnavailable
+from adapter.rules import Forecast, RuleError, RulesConfig, parse_rules
 from promscaler.apidiscovery import parse_resource_list, preferred_group_versions
 from promscaler.logs import vlog
 from promscaler.wire import CUSTOM_GROUP, EXTERNAL_GROUP
@@ -57,6 +59,7 @@ class CustomMetric:
     metric: str
     series: str
     rule: CompiledRule
+    forecast: Forecast | None = None  # set: this is the rule's forecast of `series`
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,7 @@ class ExternalMetric:
     metric: str
     series: str
     rule: CompiledRule
+    forecast: Forecast | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,11 @@ def _strings(value: object, what: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _NotAggregatable(f"{what} did not answer a list of strings")
     return value
+
+
+def _unanswered(exc: PrometheusError) -> bool:
+    """Unreachable or timed out, as opposed to an answer that refuses (a limit, a missing endpoint)."""
+    return isinstance(exc, PrometheusUnavailable) and exc.status is None
 
 
 def _paths(rules: CompiledRules, series_query: str) -> str:
@@ -139,22 +148,28 @@ async def fetch_resource_table(get_json: GetJSON, previous: ResourceTable | None
 
 
 def build_catalogue(rules: CompiledRules, series_by_query: Mapping[str, Sequence[Mapping[str, str]]]) -> Catalogue:
-    """Pure: rules plus the series each seriesQuery returned -> the metrics served."""
+    """Pure: rules plus the series each seriesQuery returned -> the metrics served. Forecasts come
+    second: a forecast name that a rule also yields as a metric is that metric."""
     custom: dict[tuple[str, str], CustomMetric] = {}
     external: dict[str, ExternalMetric] = {}
-    for rule in rules.all:
-        for labels in series_by_query.get(rule.series_query, ()):
-            name = labels.get("__name__", "")
-            if not name or not rule.accepts(name):
+    for forecasts in (False, True):
+        for rule in rules.all:
+            forecast = rule.rule.forecast
+            if forecasts and forecast is None:
                 continue
-            metric = rule.metric_name(name)
-            if not metric:
-                continue
-            if rule.external:
-                external.setdefault(metric, ExternalMetric(metric, name, rule))
-                continue
-            for res in rule.converter.resources_for_labels(labels):
-                custom.setdefault((res.api_name, metric), CustomMetric(res, metric, name, rule))
+            for labels in series_by_query.get(rule.series_query, ()):
+                name = labels.get("__name__", "")
+                if not name or not rule.accepts(name):
+                    continue
+                metric = rule.forecast_name(name) if forecasts else rule.metric_name(name)
+                if not metric:
+                    continue
+                kept = forecast if forecasts else None
+                if rule.external:
+                    external.setdefault(metric, ExternalMetric(metric, name, rule, kept))
+                    continue
+                for res in rule.converter.resources_for_labels(labels):
+                    custom.setdefault((res.api_name, metric), CustomMetric(res, metric, name, rule, kept))
     count = sum(len(v) for v in series_by_query.values())
     return Catalogue(custom, external, count)
 
@@ -189,6 +204,7 @@ class Discovery:
         self._tasks: list[asyncio.Task] = []
         self._report_pending = True
         self.query_problems: list[str] = []
+        self._warned: set[tuple[str, str]] = set()
 
     # -- relisting -----------------------------------------------------------------------------
     async def relist(self) -> bool:
@@ -274,12 +290,47 @@ class Discovery:
                 vlog(log, 6, "seriesQuery %r (%s): %d series names in %.1f ms", query, _paths(rules, query),
                      len(found), (time.perf_counter() - started) * 1000)
                 return found
-            except (_NotAggregatable, PrometheusQueryError) as exc:
+            except _NotAggregatable as exc:
                 log.debug("seriesQuery %r: exact listing (%s)", query, exc)
+            except PrometheusError as exc:
+                if _unanswered(exc):  # the listing would get no answer either
+                    raise
+                self._warn_once(("aggregate", query), "seriesQuery %r (%s): the backend refused aggregated "
+                                "discovery, listing its series instead (/api/v1/series): %s",
+                                query, _paths(rules, query), exc)
         found = await self.prometheus.series(query, start)
+        found = await self._fresh_series(query, rules, found)
         vlog(log, 6, "seriesQuery %r (%s): %d series in %.1f ms", query, _paths(rules, query), len(found),
              (time.perf_counter() - started) * 1000)
         return found
+
+    def _warn_once(self, key: tuple[str, str], message: str, *args: object) -> None:
+        """A backend's refusal is said once per seriesQuery at WARNING, then at -v=4 on each relist."""
+        if key in self._warned:
+            vlog(log, 4, message, *args)
+        else:
+            self._warned.add(key)
+            log.warning(message, *args)
+
+    async def _fresh_series(self, query: str, rules: CompiledRules,
+                            series: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The listed series whose name has a sample within `--metrics-max-age` (the freshness
+        of aggregated discovery, `_fresh_names`): `/api/v1/series` answers from the index, and
+        VictoriaMetrics' index works by the day, so its `start` alone keeps a series stopped
+        minutes ago. Not filtered when the seriesQuery is not a plain selector, or the freshness
+        query fails (said once)."""
+        if not self.max_age or not series or with_matcher(query, 'x=""') is None:
+            return series
+        try:
+            fresh = set(await self._fresh_names(query, None))
+        except _NotAggregatable as exc:
+            log.debug("seriesQuery %r: --metrics-max-age not applied (%s)", query, exc)
+            return series
+        except PrometheusError as exc:  # the listing answered: serve it rather than nothing
+            self._warn_once(("max-age", query), "seriesQuery %r (%s): the freshness query failed, "
+                            "--metrics-max-age is not applied to its series: %s", query, _paths(rules, query), exc)
+            return series
+        return [labels for labels in series if labels.get("__name__") in fresh]
 
     async def _aggregated(self, query: str, rules: CompiledRules, start: float | None) -> list[dict[str, str]]:
         converters = [r.converter for r in rules.rules if r.series_query == query]

@@ -83,19 +83,22 @@ def _check_version(version: str, versions: tuple[str, ...], group: str) -> None:
 
 
 def log_failure(method: str, path: str, query: str, exc: StatusError) -> None:
-    """Every failed request at warning with its reason; a 404 (an unknown metric: clients probe)
-    only at -v=4."""
+    """Every failed request at warning with its reason (and the detail kept from the client); a 404
+    (an unknown metric: clients probe) only at -v=4."""
     where = f"{method} {path}" + (f"?{query}" if query else "")
+    why = f"{exc.message} [{exc.log_detail}]" if exc.log_detail else exc.message
     if exc.code == 404:
-        vlog(log, 4, "%s: %d %s: %s", where, exc.code, exc.reason, exc.message)
+        vlog(log, 4, "%s: %d %s: %s", where, exc.code, exc.reason, why)
     else:
-        log.warning("%s: %d %s: %s", where, exc.code, exc.reason, exc.message)
+        log.warning("%s: %d %s: %s", where, exc.code, exc.reason, why)
 
 
-def error_answer(path: str, exc: Exception) -> tuple[int, bytes]:
-    """The code and metav1.Status body of a failed request: a StatusError as it says, anything
-    else a logged 500 naming only its type (never a traceback to the client)."""
+def error_answer(scope: Any, exc: Exception) -> tuple[int, bytes]:
+    """The code and metav1.Status body of a failed request, logged: a StatusError as it says
+    (`log_failure`), anything else a 500 naming only its type (never a traceback to the client)."""
+    path: str = scope["path"]
     if isinstance(exc, StatusError):
+        log_failure(scope["method"], path, scope["query_string"].decode("latin-1"), exc)
         return exc.code, orjson.dumps(exc.to_status())
     log.error("unexpected error serving %s: %s", path, exc, exc_info=exc)
     return 500, orjson.dumps(status_body(500, "InternalError",
@@ -150,9 +153,7 @@ class MetricRoutes:
             else:
                 body = await self._values(group, version, tail, scope["query_string"])
         except Exception as exc:
-            code, body = error_answer(path, exc)
-            if isinstance(exc, StatusError):
-                log_failure(scope["method"], path, scope["query_string"].decode("latin-1"), exc)
+            code, body = error_answer(scope, exc)
         await send_json(send, code, body)
 
     def _custom(self) -> CustomMetricsProvider:

@@ -37,7 +37,16 @@ __all__ = ["PrometheusClient", "PrometheusError", "PrometheusQueryError", "Prome
 
 
 class PrometheusError(Exception):
-    """Base: Prometheus could not answer."""
+    """Base: Prometheus could not answer.
+
+    The message is for the log: it may quote the backend's own error, which can carry the query
+    (VictoriaMetrics': `error when executing query="sum(rate(..."`). `brief` says what happened
+    without the backend's text, for clients; `status` is the HTTP status when the backend answered."""
+
+    def __init__(self, message: str, brief: str | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.brief = brief or message
+        self.status = status
 
 
 class PrometheusUnavailable(PrometheusError):
@@ -55,6 +64,9 @@ class Sample(NamedTuple):
     timestamp: float
     value: float
 
+
+# What a backend answers for an API path it does not have (VictoriaMetrics: 400, text body).
+_NO_SUCH_ENDPOINT = frozenset({400, 404, 405, 501})
 
 # Timestamps a sample may carry: 1970 to 9999 (what RFC 3339 with a four-digit year can show).
 _MIN_TS, _MAX_TS = 0.0, 253402300799.0
@@ -174,6 +186,7 @@ class PrometheusClient:
         self._headers.update(dict(settings.prometheus_headers))
         self._ssl: ssl.SSLContext | bool = ctx if ctx is not None else False  # plain http: no CA loading
         self._session: aiohttp.ClientSession | None = None
+        self._no_format_query = False  # learnt from the backend: see check_query
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -223,26 +236,30 @@ class PrometheusClient:
                         status, content = resp.status, await self._read_bounded(resp)
             except TimeoutError:
                 outcome = "timeout"
-                raise PrometheusUnavailable(
-                    f"Prometheus at {self.base} did not answer within {self.timeout:g}s") from None
+                raise PrometheusUnavailable(f"Prometheus at {self.base} did not answer within {self.timeout:g}s",
+                                            f"Prometheus did not answer within {self.timeout:g}s") from None
             except (aiohttp.ClientError, OSError, zlib.error, ValueError) as exc:
                 outcome = "unreachable"
-                raise PrometheusUnavailable(
-                    f"Prometheus at {self.base} is unreachable: {exc or type(exc).__name__}") from None
+                raise PrometheusUnavailable(f"Prometheus at {self.base} is unreachable: {exc or type(exc).__name__}",
+                                            "Prometheus is unreachable") from None
             try:
                 body = orjson.loads(content)
             except orjson.JSONDecodeError:
                 body = None
             if not isinstance(body, dict):
                 outcome = "bad_response"
-                raise PrometheusUnavailable(f"Prometheus at {self.base} answered HTTP {status} without a JSON body")
+                raise PrometheusUnavailable(f"Prometheus at {self.base} answered HTTP {status} without a JSON body: "
+                                            f"{_text(bytes(content[:300]).decode('utf-8', 'replace'))}".rstrip(": "),
+                                            f"Prometheus answered HTTP {status} without a JSON body", status)
             if status in (400, 422):  # bad_data, execution: the query itself (an error with 200 is no answer)
                 outcome = "bad_query"
-                raise PrometheusQueryError(f"Prometheus rejected the query: {_text(body.get('error', status))}")
+                raise PrometheusQueryError(f"Prometheus rejected the query: {_text(body.get('error', status), 1000)}",
+                                           f"Prometheus rejected the query (HTTP {status})", status)
             if status >= 300 or body.get("status") != "success":
                 outcome = "server_error"
                 raise PrometheusUnavailable(
-                    f"Prometheus at {self.base} failed: HTTP {status} {_text(body.get('error', ''))}".rstrip())
+                    f"Prometheus at {self.base} failed: HTTP {status} {_text(body.get('error', ''), 1000)}".rstrip(),
+                    f"Prometheus failed (HTTP {status})", status)
             outcome = "success"
             return body.get("data")
         finally:
@@ -356,6 +373,29 @@ class PrometheusClient:
     async def format_query(self, expr: str) -> str:
         """Prometheus' own parse of `expr` (`/api/v1/format_query`): PrometheusQueryError when it does not parse."""
         return str(await self._call("format_query", [("query", expr)]))
+
+    @property
+    def query_check(self) -> str:
+        """The endpoint `check_query` uses now."""
+        return "/api/v1/query" if self._no_format_query else "/api/v1/format_query"
+
+    async def check_query(self, expr: str) -> str:
+        """Whether the backend takes `expr` (PrometheusQueryError when not); returns which check ran.
+
+        `/api/v1/format_query` parses without evaluating, but only Prometheus (2.45+) has it:
+        VictoriaMetrics answers 400 "unsupported path", Thanos Querier and Mimir 404. There `expr`
+        is evaluated through `/api/v1/query` instead: a parse error is a 400/422 with an error
+        body, an answer (empty or not) means it parses. The backend's lack is remembered."""
+        if not self._no_format_query:
+            try:
+                await self.format_query(expr)
+                return "/api/v1/format_query"
+            except PrometheusUnavailable as exc:
+                if exc.status not in _NO_SUCH_ENDPOINT:
+                    raise
+                self._no_format_query = True
+        await self._query(expr)  # uncached; a range vector or a string is refused here too
+        return "/api/v1/query"
 
     async def ready(self) -> bool:
         """Cheap reachability probe: the buildinfo endpoint, falling back to a trivial query."""

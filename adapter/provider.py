@@ -8,19 +8,22 @@ The seam of kubernetes-sigs/custom-metrics-apiserver: `CustomMetricsProvider`
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple, Protocol
 
 from adapter.discovery import CustomMetric, Discovery, ExternalMetric
+from adapter.forecast import forecast_query, workload_pattern
 from adapter.naming import NAMESPACES, CompiledRule, Resource
-from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable, Sample
-from adapter.promql import QueryBuildError, external_query, resource_query
+from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusQueryError, Sample
+from adapter.promql import QueryBuildError, external_query, resource_query, workload_query
+from adapter.rules import Forecast
 from promscaler.logs import vlog
 from promscaler.selectors import Selector
-from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavailable
+from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavailable, StatusError
 
 __all__ = [
     "CachePolicy",
@@ -30,6 +33,7 @@ __all__ = [
     "ExternalValue",
     "LabelLookup",
     "MetricInfo",
+    "backend_failure",
 ]
 
 log = logging.getLogger("adapter.queries")
@@ -107,19 +111,30 @@ class CachePolicy:
         return cache_ttl(self.ttl, rule), False
 
 
+def backend_failure(exc: PrometheusError, what: str, query: str, metric: str | None = None) -> StatusError:
+    """The Status a client gets when the backend failed on `query` for `what` (a rule's query) and
+    `metric`: the kind of failure and what it was for, never the backend's own text, which may
+    quote the query (VictoriaMetrics: `error when executing query="..."`). That and the query go
+    to the log, with the request (`log_failure`)."""
+    detail = f"{exc}; query: {query}"
+    of = f" (metric {metric})" if metric else ""
+    if isinstance(exc, PrometheusQueryError):
+        return InternalError(f"{what} failed in Prometheus{of}: {exc.brief}; the adapter's log has the detail",
+                             log_detail=detail)
+    return ServiceUnavailable(f"unable to fetch metrics from Prometheus for {what}{of}: {exc.brief}",
+                              log_detail=detail)
+
+
 async def _run(prometheus: PrometheusClient, query: str, policy: tuple[float, bool],
-               rule: CompiledRule) -> tuple[list[Sample], float]:
+               rule: CompiledRule, metric: str) -> tuple[list[Sample], float]:
     started = time.perf_counter()
     try:
         samples, fresh_until = await prometheus.query_fresh(query, *policy)
         vlog(log, 6, "%s: %d series in %.1f ms: %s", rule.rule.path, len(samples),
              (time.perf_counter() - started) * 1000, query)
         return samples, fresh_until
-    except PrometheusUnavailable as exc:  # the route logs it once, with the request
-        raise ServiceUnavailable(f"unable to fetch metrics from Prometheus: {exc}") from None
-    except PrometheusQueryError as exc:  # the query text goes to the log, never to clients
-        log.warning("Prometheus rejected the query %s: %s", query, exc)
-        raise InternalError(f"the rule's metricsQuery failed in Prometheus: {exc}") from None
+    except PrometheusError as exc:  # the route logs it once, with the request
+        raise backend_failure(exc, f"{rule.rule.path}.metricsQuery", query, metric) from None
     finally:
         if prometheus.metrics is not None:
             prometheus.metrics.rule_query(rule.rule.path, time.perf_counter() - started)
@@ -162,7 +177,7 @@ class CustomMetricsProvider:
         return found
 
     async def _query(self, found: CustomMetric, namespace: str | None, names: list[str],
-                     metric_selector: Selector) -> list[CustomValue]:
+                     metric_selector: Selector, by_name: bool = False) -> list[CustomValue]:
         rule, res = found.rule, found.resource
         label = rule.converter.label_for_resource(res)
         ns_label = rule.converter.label_for_resource(NAMESPACES)
@@ -170,14 +185,20 @@ class CustomMetricsProvider:
             raise InternalError(f"{rule.rule.path}: no label maps to resource {res.api_name}")
         if namespace is not None and res.namespaced and ns_label is None:
             raise BadRequest(f"{rule.rule.path} has no label for namespaces, so it cannot answer namespaced requests")
+        ns = namespace if res.namespaced else None
+        if found.forecast is not None and res.api_name == "pods":
+            return await self._pods_forecast(found, found.forecast, label, ns_label, ns, names, metric_selector,
+                                             by_name)
         try:
-            query = resource_query(rule, found.series, label, ns_label, namespace if res.namespaced else None,
-                                   names, metric_selector)
+            query = resource_query(rule, found.series, label, ns_label, ns, names, metric_selector)
+            if found.forecast is not None:
+                query = forecast_query(found.forecast, query)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
-        samples, fresh_until = await _run(self.prometheus, query, self.cache.for_rule(rule), rule)
+        samples, fresh_until = await _run(self.prometheus, query, self.cache.for_rule(rule), rule,
+                                          f"{res.api_name}/{found.metric}")
         out = []
-        ns, metric, window = namespace if res.namespaced else None, found.metric, rule.window_seconds
+        metric, window = found.metric, rule.window_seconds
         for labels, ts, value in samples:
             name = labels.get(label)
             if name is None and len(names) == 1 and len(samples) == 1:
@@ -187,10 +208,44 @@ class CustomMetricsProvider:
             out.append(CustomValue(res, ns, name, metric, value, ts, window, fresh_until))
         return out
 
+    async def _pods_forecast(self, found: CustomMetric, forecast: Forecast, label: str, ns_label: str | None,
+                             namespace: str | None, names: list[str], metric_selector: Selector,
+                             by_name: bool) -> list[CustomValue]:
+        """A Pods forecast: the forecast of the workload's total (its pods had other names one season
+        ago), divided evenly over the pods that exist now: the pods asked for, or for one pod asked
+        by name, the workload's pods that report the metric now. No history, no value."""
+        rule = found.rule
+        present = replace(found, forecast=None)
+        if not names:  # no cluster to list the pods: the ones reporting now
+            names = sorted({v.name for v in await self._query(present, namespace, [], metric_selector)})
+            if not names:
+                return []
+        try:
+            pods = workload_query(rule, found.series, label, ns_label, namespace, workload_pattern(names),
+                                  metric_selector)
+            total = forecast_query(forecast, f"sum({pods})")
+        except QueryBuildError as exc:
+            raise BadRequest(str(exc)) from None
+        policy = self.cache.for_rule(rule)
+        if by_name:
+            (samples, fresh_until), (now, _) = await asyncio.gather(
+                _run(self.prometheus, total, policy, rule, f"pods/{found.metric}"),
+                _run(self.prometheus, pods, policy, rule, f"pods/{found.metric}"))
+            reporting = {s.labels.get(label) for s in now}
+            count = len(reporting) if names[0] in reporting else 0
+        else:
+            samples, fresh_until = await _run(self.prometheus, total, policy, rule, f"pods/{found.metric}")
+            count = len(names)
+        if not samples or not count:
+            return []
+        _, ts, value = samples[0]
+        return [CustomValue(found.resource, namespace, name, found.metric, value / count, ts, rule.window_seconds,
+                            fresh_until) for name in names]
+
     async def get_metric_by_name(self, resource_name: str, namespace: str | None, name: str, metric: str,
                                  metric_selector: Selector) -> CustomValue:
         found = self._lookup(resource_name, metric, namespace)
-        for v in await self._query(found, namespace, [name], metric_selector):
+        for v in await self._query(found, namespace, [name], metric_selector, by_name=True):
             if v.name == name:
                 return v
         where = f"{namespace}/{name}" if namespace else name
@@ -254,9 +309,11 @@ class ExternalMetricsProvider:
             ns_label = "namespace"  # a namespaced external rule without a mapping: the conventional label
         try:
             query = external_query(rule, found.series, ns_label, namespace, selector)
+            if found.forecast is not None:
+                query = forecast_query(found.forecast, query)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
-        samples, fresh_until = await _run(self.prometheus, query, self.cache.for_rule(rule), rule)
+        samples, fresh_until = await _run(self.prometheus, query, self.cache.for_rule(rule), rule, metric)
         return [
             ExternalValue(
                 metric,

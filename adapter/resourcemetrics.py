@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from adapter.gotemplate import Template, TemplateError
 from adapter.naming import BUILTIN_TABLE, NAMESPACES, Resource, ResourceConverter, ResourceTable
-from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable, Sample
+from adapter.prometheus import PrometheusClient, PrometheusError, Sample
 from adapter.promql import matcher
+from adapter.provider import backend_failure
 from adapter.rules import GroupResource, RuleError, RulesConfig
 from promscaler.selectors import Operator, Selector
-from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavailable
+from promscaler.status import BadRequest, NotFound
 from promscaler.times import DurationError, parse_duration
 
 if TYPE_CHECKING:  # the watch caches import the kubernetes client: only when connected to a cluster
@@ -296,10 +297,8 @@ class ResourceMetricsProvider:
         async def run(path: str, query: str) -> tuple[list[Sample], float]:
             try:
                 return await self.prometheus.query_fresh(query, self.ttl)
-            except PrometheusUnavailable as exc:
-                raise ServiceUnavailable(f"unable to fetch resource metrics from Prometheus: {exc}") from None
-            except PrometheusQueryError as exc:
-                raise InternalError(f"{path} failed in Prometheus: {exc} (query: {query})") from None
+            except PrometheusError as exc:
+                raise backend_failure(exc, path, query) from None
         (cpu, fresh_cpu), (mem, fresh_mem) = await asyncio.gather(
             run(f"{self.rules.cpu.path} query", cpu_query), run(f"{self.rules.memory.path} query", memory_query))
         return cpu, mem, min(fresh_cpu, fresh_mem)

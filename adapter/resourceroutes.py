@@ -84,7 +84,7 @@ class ResourceRoutes:
         try:
             body = await self._answer(scope, path)
         except Exception as exc:
-            code, body = error_answer(path, exc)
+            code, body = error_answer(scope, exc)
         await send_json(send, code, body)
 
     async def _answer(self, scope, path: str) -> bytes:

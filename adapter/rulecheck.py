@@ -1,7 +1,8 @@
 """What the operator needs to see at start-up and after a reload: per rule, the series it matched and
 the metrics it yields (a warning for a rule that matches nothing), and each `metricsQuery`
-rendered with sample values and parsed by Prometheus itself, so a broken template is reported
-naming its rule rather than found at the first request as a 500."""
+rendered with sample values and parsed by the backend itself (Prometheus' `/api/v1/format_query`, or
+an evaluation through `/api/v1/query` on VictoriaMetrics, Thanos and Mimir, which lack it), so a
+broken template is reported naming its rule rather than found at the first request as a 500."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from adapter.forecast import forecast_query
 from adapter.naming import KNOWN_RESOURCES, NAMESPACES, CompiledRule, CompiledRules
 from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 from adapter.promql import QueryBuildError, render_query
-from promscaler.logs import vlog
 
 __all__ = ["RuleSummary", "check_queries", "log_summary", "sample_query", "summarize"]
 
@@ -74,23 +75,39 @@ def sample_query(rule: CompiledRule) -> str:
 
 
 async def check_queries(rules: CompiledRules, prometheus: PrometheusClient) -> list[str]:
-    """Each rule's rendered metricsQuery parsed by Prometheus; the problems, each naming its rule,
-    are logged as errors and returned. A backend without `/api/v1/format_query` is not checked."""
+    """Each rule's rendered metricsQuery checked by the backend (`PrometheusClient.check_query`:
+    parsed by `/api/v1/format_query`, or evaluated through `/api/v1/query` where the backend has no
+    such endpoint); the problems, each naming its rule, are logged as errors and returned, and which
+    check ran is said at INFO."""
+    unchecked: list[str] = []
 
     async def check(rule: CompiledRule) -> str | None:
         try:
             query = sample_query(rule)
         except (QueryBuildError, ValueError) as exc:
+            unchecked.append(rule.rule.path)
             return f"{rule.rule.path}.metricsQuery cannot be rendered: {exc}"
-        try:
-            await prometheus.format_query(query)
-        except PrometheusQueryError as exc:
-            return f"{rule.rule.path}.metricsQuery does not parse in Prometheus: {exc} (rendered: {query})"
-        except PrometheusUnavailable as exc:  # down, or no format_query (Thanos, older versions): not checked
-            vlog(log, 2, "%s.metricsQuery not checked: %s", rule.rule.path, exc)
+        checks = [(f"{rule.rule.path}.metricsQuery", query)]
+        if rule.rule.forecast is not None:  # its PromQL is built around the metricsQuery: checked likewise
+            checks.append((rule.rule.forecast.path, forecast_query(rule.rule.forecast, query)))
+        for where, text in checks:
+            try:
+                await prometheus.check_query(text)
+            except PrometheusQueryError as exc:
+                return f"{where} does not parse in Prometheus: {exc} (rendered: {text})"
+            except PrometheusUnavailable as exc:  # down, or failing: the rule is not checked
+                unchecked.append(f"{rule.rule.path} ({exc})")
+                return None
         return None
 
     problems = [p for p in await asyncio.gather(*(check(r) for r in rules.all)) if p]
+    checked = len(rules.all) - len(unchecked)
+    if checked:
+        how = prometheus.query_check
+        why = " (the backend has no /api/v1/format_query)" if how == "/api/v1/query" else ""
+        log.info("metricsQuery check: %d rules checked through %s%s", checked, how, why)
+    if unchecked:
+        log.info("metricsQuery check: not checked: %s", "; ".join(unchecked))
     for problem in problems:
         log.error("%s", problem)
     return problems

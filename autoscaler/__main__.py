@@ -18,7 +18,7 @@ _NO_DEMO = ("not part of this installation ({missing} is missing; the container 
             "the controller): run the demo from a checkout with ./scripts/demo.sh")
 _NO_EXTRA = "it needs the demo extra: pip install 'promscaler[demo]'"
 
-_COMMANDS = {
+COMMANDS = {
     "simulate": ("autoscaler.simulate.cli", "main", "what the HPA controller would do with a scenario file"),
     "run": ("autoscaler.controller.cli", "main", "run the autoscaler controller against a cluster"),
     "demo": ("autoscaler.demo", "main", "a sandboxed demo: simulated cluster, Prometheus and workloads"),
@@ -28,8 +28,8 @@ _COMMANDS = {
 
 
 def _usage() -> str:
-    lines = ["usage: promscaler-autoscaler [--version] {" + ",".join(_COMMANDS) + "} ...", "", "commands:"]
-    lines += [f"  {name:<9} {help_}" for name, (_, _, help_) in _COMMANDS.items()]
+    lines = ["usage: promscaler-autoscaler [--version] {" + ",".join(COMMANDS) + "} ...", "", "commands:"]
+    lines += [f"  {name:<9} {help_}" for name, (_, _, help_) in COMMANDS.items()]
     return "\n".join(lines)
 
 
@@ -44,10 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_usage())
         return 0 if args else 2
     name, rest = args[0], args[1:]
-    if name not in _COMMANDS:
-        print(f"autoscaler: unknown command {name!r} (use {', '.join(_COMMANDS)})", file=sys.stderr)
+    if name not in COMMANDS:
+        print(f"autoscaler: unknown command {name!r} (use {', '.join(COMMANDS)})", file=sys.stderr)
         return 2
-    module_name, func, _ = _COMMANDS[name]
+    module_name, func, _ = COMMANDS[name]
     try:
         module = importlib.import_module(module_name)
         entry = getattr(module, func, None)

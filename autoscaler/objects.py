@@ -3,17 +3,19 @@
 Pure converters shared by the live controller and `simulate`, so both read pods and the three
 metrics APIs the same way. They follow the Kubernetes HPA metrics client
 (`pkg/controller/podautoscaler/metrics`): a pod whose containers lack the resource has no sample;
-a named container missing from the metrics a pod reports fails the whole metric; custom metrics without a
-window get one minute; an empty answer is an error ("no metrics returned from ... API").
+so has a pod whose metrics lack the named container (1.36: logged at V(2), never an error); custom
+metrics without a window get one minute; an empty answer is an error ("no metrics returned from ... API").
 Bad input raises `ObjectError` with the field path relative to the object given.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from promscaler.logs import vlog
 from promscaler.quantity import QuantityError, to_milli
 from promscaler.selectors import Selector, SelectorError, from_label_selector, parse_selector
 from promscaler.times import DurationError, parse_duration, parse_time
@@ -33,6 +35,8 @@ __all__ = [
     "sample_time",
     "scale_selector",
 ]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CUSTOM_WINDOW = 60.0  # metricServerDefaultMetricWindow
 _MAX_INT64 = 2**63 - 1
@@ -165,10 +169,11 @@ def pod_metrics_reading(
 ) -> PodReading | MetricFailure:
     """metrics.k8s.io PodMetrics items -> one sample per pod (containers summed, or one container).
 
-    As the Kubernetes metrics client reads them: a pod absent from the answer, or present with no
-    container metrics at all, has no sample (the replica calculator's missing-pod rules apply); a
-    pod whose containers lack the resource has none either; with a named container, a pod that
-    reports other containers but not that one fails the metric (`getContainerMetrics`)."""
+    As the Kubernetes 1.36 metrics client reads them: a pod absent from the answer, or present with
+    no container metrics at all, has no sample (the replica calculator's missing-pod rules apply); a
+    pod whose containers lack the resource has none either; with a named container, neither has a
+    pod that reports other containers but not that one (`getContainerMetrics` logs it at V(2) and
+    counts the pod as missing; before 1.36 it failed the whole metric)."""
     items = list(items)
     if not items:
         return MetricFailure("no metrics returned from resource metrics API")
@@ -185,8 +190,9 @@ def pod_metrics_reading(
         if container:
             containers = [(p, c) for p, c in containers if c.get("name") == container][:1]
             if not containers:
-                return MetricFailure(f"failed to get container metrics: container {container} not present in "
-                                     f"metrics for pod {meta.get('namespace', '')}/{name}")
+                vlog(log, 2, "Missing container metric container=%s pod=%s/%s", container, meta.get("namespace", ""),
+                     name)
+                continue
         usages = [(p, _map(c.get("usage"), f"{p}.usage")) for p, c in containers]
         if all(resource in usage for _, usage in usages):
             total = sum(_milli(usage[resource], f"{p}.usage.{resource}") for p, usage in usages)

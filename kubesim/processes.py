@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Self
 
 import httpx
 
@@ -27,6 +28,40 @@ def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+class TempDirServer:
+    """A child server with its own temporary directory (`dir`): `stop()` ends the process and keeps
+    the directory (a later `start()` serves the same data), `close()` removes it too; as a context
+    manager it is started on entry and closed on exit."""
+
+    def __init__(self, prefix: str) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix=prefix)
+        self.dir = Path(self._tmp.name)
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout: float = 60.0) -> TempDirServer:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self.proc:
+            stop_process(self.proc, timeout=15)
+        self.proc = None
+
+    def close(self) -> None:
+        self.stop()
+        self._tmp.cleanup()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 class AdapterProcess:

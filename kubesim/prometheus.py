@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from kubesim.net import free_port, wait_http
-from kubesim.processes import stop_process
+from kubesim.processes import TempDirServer
 
 
 def prometheus_binary() -> str:
@@ -53,7 +53,7 @@ def backfill(openmetrics: str, data_dir: str | Path) -> None:
         os.unlink(src)
 
 
-class PrometheusServer:
+class PrometheusServer(TempDirServer):
     """Start with `start()` (or as a context manager); `url` is the base URL to query.
 
     `scrape_targets`: `host:port` strings scraped every `scrape_interval` as job `sandbox`.
@@ -72,8 +72,7 @@ class PrometheusServer:
         extra_args: Sequence[str] = (),
         port: int | None = None,
     ) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="promscaler-prom-")
-        self.dir = Path(self._tmp.name)
+        super().__init__("promscaler-prom-")
         self.data_dir = Path(data_dir) if data_dir else self.dir / "data"
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
@@ -83,7 +82,6 @@ class PrometheusServer:
         self.scrape_interval = scrape_interval
         self.extra_scrape_configs = list(extra_scrape_configs)
         self.extra_args = list(extra_args)
-        self.proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
@@ -97,10 +95,6 @@ class PrometheusServer:
             "global": {"scrape_interval": self.scrape_interval, "evaluation_interval": self.scrape_interval},
             "scrape_configs": scrape,
         }
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
 
     def start(self, timeout: float = 60.0) -> PrometheusServer:
         """Start the server (a no-op when it runs already, so `with server.start():` is safe)."""
@@ -134,21 +128,6 @@ class PrometheusServer:
                 f"prometheus did not start: {(self.dir / 'prometheus.log').read_text()[-2000:]}"
             ) from None
         return self
-
-    def stop(self) -> None:
-        if self.proc:
-            stop_process(self.proc, timeout=15)
-        self.proc = None
-
-    def close(self) -> None:
-        self.stop()
-        self._tmp.cleanup()
-
-    def __enter__(self) -> PrometheusServer:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def start_backfilled(openmetrics: str, **kwargs) -> PrometheusServer:

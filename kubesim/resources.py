@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from importlib.resources import files
 from typing import Any
 
-from autoscaler.controller.crd import PRINTER_COLUMNS
+import yaml
 
 __all__ = ["BUILTIN", "HORIZONTAL_AUTOSCALER_CRD", "METRICS", "Registry", "ResourceType", "ScaleSpec", "crd_types"]
 
@@ -115,21 +116,20 @@ METRICS: tuple[ResourceType, ...] = (
     ResourceType("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", namespaced=False, verbs=("get", "list")),
 )
 
-# promscaler's own CRD, installed in every sandbox (the controller's HorizontalAutoscaler).
-HORIZONTAL_AUTOSCALER_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "horizontalautoscalers.promscaler.io"},
-    "spec": {
-        "group": "promscaler.io",
-        "scope": "Namespaced",
-        "names": {"plural": "horizontalautoscalers", "singular": "horizontalautoscaler",
-                  "kind": "HorizontalAutoscaler", "listKind": "HorizontalAutoscalerList", "shortNames": ["has"]},
-        "versions": [{"name": "v1alpha1", "served": True, "storage": True, "subresources": {"status": {}},
-                      "additionalPrinterColumns": PRINTER_COLUMNS,
-                      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
-    },
-}
+# promscaler's own CRD, installed in every sandbox (the controller's HorizontalAutoscaler): the
+# manifest a real API server is given (names, versions, subresources, printer columns), with each
+# version's schema left open so that tests may store partial objects; tests of admission apply the
+# manifest itself. Read at import, so a regenerated manifest (new fields, columns) needs no change here.
+CRD_MANIFEST = files("apiservice") / "horizontalautoscaler-crd.yaml"
+
+
+def _open_schema(crd: dict[str, Any]) -> dict[str, Any]:
+    for v in crd["spec"]["versions"]:
+        v["schema"] = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    return crd
+
+
+HORIZONTAL_AUTOSCALER_CRD: dict[str, Any] = _open_schema(yaml.safe_load(CRD_MANIFEST.read_text(encoding="utf-8")))
 
 
 def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:

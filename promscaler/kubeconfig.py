@@ -4,13 +4,14 @@ account, else `~/.kube/config`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SERVICE_ACCOUNT_DIR", "ConfigNotFound", "Source", "load_configuration", "locate"]
+__all__ = ["SERVICE_ACCOUNT_DIR", "ConfigNotFound", "Source", "context_namespace", "load_configuration", "locate"]
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -48,6 +49,33 @@ def locate(kubeconfig: str | None, *, environ: Mapping[str, str] | None = None, 
     if default.is_file():
         return Source("home", str(default))
     return None
+
+
+def context_namespace(kubeconfig: str | None, context: str | None = None, *,
+                      environ: Mapping[str, str] | None = None, home: Path | None = None,
+                      service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> str:
+    """The namespace kubectl uses without `-n`: the (current or named) context's, in-cluster the
+    service account's, else `default`. A configuration that cannot be read gives `default`: loading
+    it for the request then says what is wrong, in one line."""
+    found = locate(kubeconfig, environ=environ, home=home, service_account_dir=service_account_dir)
+    if found is None:
+        return "default"
+    if found.kind == "in-cluster":
+        with contextlib.suppress(OSError):
+            return (service_account_dir / "namespace").read_text().strip() or "default"
+        return "default"
+    assert found.path is not None
+    if not any(Path(p).expanduser().is_file() for p in found.path.split(os.pathsep)):
+        return "default"
+    from kubernetes.aio.config.kube_config import KubeConfigMerger
+
+    try:  # the client's own reading and merging of the file(s), so the context is the one load_configuration uses
+        merged = KubeConfigMerger(found.path).config.value
+        name = context or merged.get("current-context")
+        chosen = next((c for c in merged.get("contexts") or () if c.value.get("name") == name), None)
+        return str(((chosen.value if chosen else {}).get("context") or {}).get("namespace") or "default")
+    except Exception:  # any unreadable file: reported in one line when the configuration is loaded
+        return "default"
 
 
 async def load_configuration(kubeconfig: str | None, context: str | None = None, *,

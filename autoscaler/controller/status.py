@@ -97,8 +97,7 @@ def format_targets(specs: Sequence[Obj] | None, statuses: Sequence[Obj] | None) 
     out: list[str] = []
     for i, spec in enumerate(specs):
         kind = spec.get("type")
-        source = {"External": "external", "Pods": "pods", "Object": "object", "Resource": "resource",
-                  "ContainerResource": "containerResource"}.get(str(kind), "")
+        source = _SOURCES.get(str(kind), "")
         block = (spec.get(source) or {}) if source else {}
         target = block.get("target") or {}
         if kind in ("External", "Object"):
@@ -123,10 +122,58 @@ def format_targets(specs: Sequence[Obj] | None, statuses: Sequence[Obj] | None) 
     return ", ".join(out)
 
 
+def describe_metrics(specs: Sequence[Obj] | None, statuses: Sequence[Obj] | None) -> list[str]:
+    """The `Metrics: ( current / target )` lines of `kubectl describe hpa` (kubectl's
+    describeHorizontalPodAutoscalerV2), one per spec metric, so that `kubectl describe` of a
+    HorizontalAutoscaler (the generic describer, which prints fields) shows them too."""
+    st = list(statuses or ())
+    out: list[str] = []
+    for i, spec in enumerate(specs or ()):
+        kind = str(spec.get("type"))
+        source = _SOURCES.get(kind, "")
+        block = (spec.get(source) or {}) if source else {}
+        target = block.get("target") or {}
+        name = (block.get("metric") or {}).get("name", "")
+        if kind in ("External", "Object"):
+            what = f'"{name}"'
+            if kind == "Object":
+                described = block.get("describedObject") or {}
+                what += f" on {described.get('kind', '')}/{described.get('name', '')}"
+            average = target.get("averageValue") is not None if kind == "External" else \
+                target.get("type") == "AverageValue"
+            field = "averageValue" if average else "value"
+            how = "target average value" if average else "target value"
+            out.append(f"{what} ({how}): {_current(st, i, source, field)} / {_q(target.get(field))}")
+        elif kind == "Pods":
+            current = _current(st, i, source, "averageValue")
+            out.append(f'"{name}" on pods: {current} / {_q(target.get("averageValue"))}')
+        elif kind in ("Resource", "ContainerResource"):
+            what = f"resource {block.get('name', '')}"
+            if kind == "ContainerResource":
+                what += f' of container "{block.get("container", "")}"'
+            if target.get("averageValue") is not None:
+                out.append(f"{what} on pods: {_current(st, i, source, 'averageValue')} / {_q(target['averageValue'])}")
+                continue
+            util = _current(st, i, source, "averageUtilization")
+            if util != "<unknown>":
+                util += f" ({_current(st, i, source, 'averageValue')})"
+            want = f"{target['averageUtilization']}%" if target.get("averageUtilization") is not None else "<auto>"
+            out.append(f"{what} on pods (as a percentage of request): {util} / {want}")
+        else:
+            out.append(f'<unknown metric type "{kind}">')
+    return out
+
+
+_SOURCES = {"External": "external", "Pods": "pods", "Object": "object", "Resource": "resource",
+            "ContainerResource": "containerResource"}
+
+
 def with_summary(status: Obj, spec: Obj | None) -> Obj:
-    """`status` plus the two strings the HorizontalAutoscaler CRD's printer columns show (REFERENCE,
-    TARGETS), as kubectl prints them for an HPA; currentMetrics stay as they are."""
+    """`status` plus what kubectl prints for an HPA and cannot print for a custom resource by
+    itself: the CRD's printer columns' REFERENCE and TARGETS, and for `kubectl describe` the
+    metrics' current / target lines; currentMetrics stay as they are."""
     spec = spec or {}
     ref = spec.get("scaleTargetRef") or {}
     return {**status, "reference": f"{ref.get('kind', '')}/{ref.get('name', '')}",
-            "targets": format_targets(spec.get("metrics"), status.get("currentMetrics"))}
+            "targets": format_targets(spec.get("metrics"), status.get("currentMetrics")),
+            "metrics": describe_metrics(spec.get("metrics"), status.get("currentMetrics"))}

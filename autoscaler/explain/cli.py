@@ -19,6 +19,7 @@ import yaml
 from autoscaler.commandline import ArgError, Parser, add_controller_flags, controller_config
 from autoscaler.decision import ControllerConfig, Decision, DecisionInput, History, MetricFailure, decide
 from autoscaler.simulate.shorten import short_form
+from promscaler.kubeconfig import context_namespace
 
 from .capture import scenario
 from .compare import Difference, assumptions, compare
@@ -31,7 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     p = Parser(prog="promscaler-autoscaler explain",
                description="Why does this autoscaler scale (or not) right now? Read live, as the controller reads.")
     p.add_argument("name", metavar="NAME")
-    p.add_argument("-n", "--namespace", default="default", help="the autoscaler's namespace")
+    p.add_argument("-n", "--namespace", help="the autoscaler's namespace (default: the kubeconfig context's, as "
+                                              "kubectl's, else default)")
     p.add_argument("--kind", choices=sorted(KINDS), default="horizontalautoscaler",
                    help="a promscaler HorizontalAutoscaler (default) or a native autoscaling/v2 HPA")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else the in-cluster service "
@@ -130,8 +132,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         print(f"autoscaler explain: {exc}", file=err)
         return 2
     config = controller_config(args)
+    namespace = args.namespace or context_namespace(args.kubeconfig, args.context)
     try:
-        m, d, diffs = asyncio.run(explain(args.kubeconfig, args.context, args.kind, args.namespace, args.name, config))
+        m, d, diffs = asyncio.run(explain(args.kubeconfig, args.context, args.kind, namespace, args.name, config))
     except GatherError as exc:
         print(f"autoscaler explain: {exc}", file=err)
         return 1

@@ -103,25 +103,60 @@ def compare(obj: Mapping[str, Any], spec: HPASpec, decision: Decision, scale_rep
 
     theirs = int(status["desiredReplicas"])
     ours = decision.desired_replicas
-    if ours != theirs:
-        reasons = list(common)
-        if ours < theirs <= scale_replicas:
-            reasons.append(f"downscale stabilization: the controller keeps the highest recommendation of the last "
-                           f"{_down_window(spec, down_default):g}s, which may be {theirs}")
-        since = _since(status, now)
-        if since is not None and since <= _longest_period(spec):
-            reasons.append(f"a scale {since:.0f}s ago (lastScaleTime) counts against the rate limits, and it was "
-                           "assumed absent here")
-        diffs.append(Difference("desiredReplicas", ours, theirs, tuple(reasons)))
+    history = _history_reasons(spec, status, ours, theirs, scale_replicas, now, down_default)
     their_conds = {c.get("type"): c for c in status.get("conditions") or ()}
+    metrics = _metric_reasons(decision, their_conds.get("ScalingActive"))
+    if ours != theirs:
+        diffs.append(Difference("desiredReplicas", ours, theirs, tuple(common + history + metrics)))
     for c in decision.conditions:
         t = their_conds.get(c.type)
         if t is None:
             diffs.append(Difference(f"conditions.{c.type}", f"{c.status} {c.reason}", "absent", tuple(common)))
         elif (t.get("status"), t.get("reason")) != (c.status, c.reason):
             reasons = list(common)
-            if c.type == "ScalingLimited" or c.reason in ("ScaleDownStabilized", "ScaleUpStabilized"):
-                reasons.append("the controller's stabilization and rate-limit history differs from the assumed one")
+            pair = {c.reason, t.get("reason")}
+            if c.type == "ScalingLimited" or pair & _STABILIZED or (c.type == "AbleToScale" and pair <= _ABLE):
+                # the same unseen history that explains desiredReplicas explains these
+                reasons += history or ["the controller's stabilization and rate-limit history differs from the "
+                                       "assumed one"]
+            if c.type == "ScalingActive" or "SucceededGetScale" in pair:
+                # a sync whose metrics failed stops after reading the scale (AbleToScale SucceededGetScale)
+                reasons += metrics
             diffs.append(Difference(f"conditions.{c.type}", f"{c.status} {c.reason}",
                                      f"{t.get('status')} {t.get('reason')}", tuple(reasons)))
     return diffs
+
+
+# What the controller's stabilization window and rate limits decide: AbleToScale's reason when it
+# could scale (which window held the recommendation, or none), ScalingLimited (a policy clamped it).
+_STABILIZED = frozenset({"ScaleDownStabilized", "ScaleUpStabilized"})
+_ABLE = _STABILIZED | {"ReadyForNewScale", "SucceededRescale"}
+
+
+def _metric_reasons(decision: Decision, theirs: Mapping[str, Any] | None) -> list[str]:
+    """A metric that failed at the controller's last sync and reads now, or the other way round."""
+    ours = next((c for c in decision.conditions if c.type == "ScalingActive"), None)
+    if ours is None or theirs is None or ours.status == theirs.get("status"):
+        return []
+    if ours.status == "True":
+        return [f"the controller's last sync could not read a metric ({theirs.get('reason')}: "
+                f"{theirs.get('message')}), and it reads now"]
+    return [f"a metric fails now ({ours.reason}) that the controller's last sync read"]
+
+
+def _history_reasons(spec: HPASpec, status: Mapping[str, Any], ours: int, theirs: int, scale_replicas: int,
+                     now: datetime, down_default: float) -> list[str]:
+    """What the controller's memory, invisible from outside, can explain of the status' decision."""
+    reasons = []
+    if ours < theirs <= scale_replicas:
+        reasons.append(f"downscale stabilization: the controller keeps the highest recommendation of the last "
+                       f"{_down_window(spec, down_default):g}s, which may be {theirs}")
+    up_window = spec.behavior.scale_up.stabilization_window_seconds if spec.behavior is not None else None
+    if up_window and ours > theirs >= scale_replicas:
+        reasons.append(f"upscale stabilization: the controller keeps the lowest recommendation of the last "
+                       f"{up_window}s, which may be {theirs}")
+    since = _since(status, now)
+    if since is not None and since <= _longest_period(spec):
+        reasons.append(f"a scale {since:.0f}s ago (lastScaleTime) counts against the rate limits, and it was "
+                       "assumed absent here")
+    return reasons

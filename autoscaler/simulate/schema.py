@@ -52,9 +52,10 @@ HPA = _fields(
     "apiVersion", "kind", metadata=OBJECT_META,
     spec=_fields("minReplicas", "maxReplicas", scaleTargetRef=REF, metrics=[METRIC_SPEC],
                  behavior=_fields(scaleUp=RULES, scaleDown=RULES)),
-    # `reference` and `targets`: a HorizontalAutoscaler's printer-column summary (kubectl get has)
+    # `reference`, `targets` and `metrics`: a HorizontalAutoscaler's printed summary (kubectl get has,
+    # kubectl describe)
     status=_fields("observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas", "currentMetrics",
-                   "reference", "targets", conditions=[CONDITION]),
+                   "reference", "targets", "metrics", conditions=[CONDITION]),
 )
 SCALE_TARGET = _fields("apiVersion", "kind", "replicas", metadata=OBJECT_META, spec=_fields("replicas"),
                        status=_fields("replicas", "selector"))

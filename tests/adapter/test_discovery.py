@@ -27,6 +27,8 @@ class _SeriesAPI(StubAPI):
     calls: ClassVar[list[str]] = []
 
     def reply(self, url):
+        if url.path != "/api/v1/series":  # a backend with the series listing alone
+            return 404, {"status": "error", "error": "404 page not found"}
         match = parse_qs(url.query)["match[]"][0]
         type(self).calls.append(match)
         if match in self.failing:

@@ -1,6 +1,7 @@
 """Discovery forgets series that stopped: a metric is listed only while it has samples within
 `--metrics-max-age`, in both discovery modes, against a real Prometheus whose index still holds
-the stopped series (they share a block with fresh ones)."""
+the stopped series (they share a block with fresh ones), and against a real VictoriaMetrics, whose
+`/api/v1/series` lists a series stopped minutes ago (its index works by the day)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import httpx
 import pytest
 
 from kubesim.prometheus import PrometheusServer, start_backfilled
+from kubesim.victoriametrics import VictoriaMetricsServer
+from tests.support import wait_for
 
 from .conftest import AdapterProcess
 
@@ -26,30 +29,48 @@ externalRules:
 """
 
 
-def _openmetrics(now: int) -> str:
-    lines = []
-    for name, labels, until in (
+def _series(now: int) -> list[tuple[str, str, list[int]]]:
+    """(name, labels, sample times): two series stopped 5 minutes ago beside two fresh ones."""
+    return [(name, labels, list(range(now - 1200, until, 15))) for name, labels, until in (
         ("app_fresh", 'namespace="a",pod="p"', now + 1800),
         ("app_stopped", 'namespace="a",pod="q"', now - 300),     # stopped 5 minutes ago
         ("queue_fresh", 'queue="x"', now + 1800),
         ("queue_stopped", 'queue="y"', now - 300),
-    ):
+    )]
+
+
+def _openmetrics(now: int) -> str:
+    lines = []
+    for name, labels, times in _series(now):
         lines.append(f"# TYPE {name} gauge")
-        lines += [f"{name}{{{labels}}} 1 {t}" for t in range(now - 1200, until, 15)]
+        lines += [f"{name}{{{labels}}} 1 {t}" for t in times]
     return "\n".join([*lines, "# EOF"]) + "\n"
 
 
-@pytest.fixture(scope="module")
-def prom() -> Iterator[PrometheusServer]:
-    server = start_backfilled(_openmetrics(int(time.time())))
+def _start_victoriametrics(now: int) -> VictoriaMetricsServer:
+    vm = VictoriaMetricsServer().start()
+    try:
+        vm.import_prometheus("".join(f"{name}{{{labels}}} 1 {t * 1000}\n" for name, labels, times in _series(now)
+                                     for t in times))
+        return vm
+    except BaseException:
+        vm.close()
+        raise
+
+
+@pytest.fixture(scope="module", params=["prometheus", "victoriametrics"])
+def prom(request) -> Iterator[PrometheusServer | VictoriaMetricsServer]:
+    """Each backend, its index holding the stopped series (VictoriaMetrics' index works by the day)."""
+    now = int(time.time())
+    server = start_backfilled(_openmetrics(now)) if request.param == "prometheus" else _start_victoriametrics(now)
     yield server
     server.close()
 
 
 def test_the_index_still_has_the_stopped_series(prom):
-    names = httpx.get(f"{prom.url}/api/v1/label/__name__/values",
-                      params={"match[]": '{namespace="a"}', "start": time.time() - 60, "end": time.time()}).json()
-    assert set(names["data"]) == {"app_fresh", "app_stopped"}  # what made the aggregate mode keep them
+    params = {"match[]": '{namespace="a"}', "start": time.time() - 60, "end": time.time()}
+    names = wait_for(lambda: set(httpx.get(f"{prom.url}/api/v1/label/__name__/values", params=params).json()["data"]))
+    assert names == {"app_fresh", "app_stopped"}  # what kept them listed
 
 
 @pytest.mark.parametrize("mode", ["aggregate", "series"])

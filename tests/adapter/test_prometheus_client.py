@@ -113,3 +113,47 @@ async def test_auth_config_kubeconfig_style(recorder, tmp_path):
         assert req["headers"]["Authorization"] == "Bearer from-kubeconfig"
     finally:
         await client.aclose()
+
+
+class _NoFormatQuery(StubAPI):
+    """Thanos Querier or Mimir as the check sees them: no `/api/v1/format_query` (404), a query
+    that does not parse refused with 400 quoting it."""
+
+    seen: ClassVar[list[str]] = []
+    format_query: tuple[int, dict] = (404, {"status": "error", "error": "404 page not found"})
+
+    def reply(self, url):
+        type(self).seen.append(url.path)
+        if url.path.endswith("/format_query"):
+            return type(self).format_query
+        query = parse_qs(url.query)["query"][0]
+        if query.count("(") != query.count(")"):
+            return 400, {"status": "error", "errorType": "bad_data", "error": f"cannot parse query={query!r}"}
+        return 200, {"status": "success", "data": {"resultType": "vector", "result": []}}
+
+
+async def test_without_format_query_queries_are_checked_by_evaluation():
+    _NoFormatQuery.seen = []
+    with serving(_NoFormatQuery) as server:
+        client = PrometheusClient(parse_settings(["--prometheus-url", f"http://127.0.0.1:{server.server_port}/q"]))
+        try:
+            assert client.query_check == "/api/v1/format_query"
+            assert await client.check_query("sum(up)") == "/api/v1/query"  # an empty answer: it parses
+            with pytest.raises(PrometheusQueryError) as refused:
+                await client.check_query("sum(up")
+            assert "cannot parse" in str(refused.value)  # for the log
+            assert refused.value.brief == "Prometheus rejected the query (HTTP 400)"  # for clients: no query
+            assert _NoFormatQuery.seen == ["/q/api/v1/format_query", "/q/api/v1/query", "/q/api/v1/query"]
+            assert client.query_check == "/api/v1/query"  # learnt once
+        finally:
+            await client.aclose()
+
+        _NoFormatQuery.format_query = (503, {"status": "error", "error": "overloaded"})  # there, but failing
+        client = PrometheusClient(parse_settings(["--prometheus-url", f"http://127.0.0.1:{server.server_port}"]))
+        try:
+            with pytest.raises(PrometheusUnavailable):
+                await client.check_query("sum(up)")
+            assert client.query_check == "/api/v1/format_query"  # not taken for a missing endpoint
+        finally:
+            await client.aclose()
+            _NoFormatQuery.format_query = (404, {"status": "error", "error": "404 page not found"})

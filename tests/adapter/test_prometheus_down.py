@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 from kubesim.net import free_port
 from kubesim.prometheus import PrometheusServer, backfill
+from tests.support import wait_for
 
 from .conftest import RULES, AdapterProcess, approx, data, run_adapter
 
 VALUE = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/web-1/http_requests"
 EXTERNAL = "/apis/external.metrics.k8s.io/v1beta1/namespaces/web/queue_messages_ready"
-
-
-def wait_for(check, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(0.1)
 
 
 def unavailable(resp) -> bool:

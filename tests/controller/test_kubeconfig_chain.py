@@ -13,13 +13,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from adapter.security import pki
 from autoscaler.controller.kube import ApiError, Kube
 from kubesim.apiserver import KubeSim
 from kubesim.net import free_port
 from kubesim.processes import AdapterProcess, stop_process
-from promscaler.kubeconfig import ConfigNotFound, Source, load_configuration, locate
+from promscaler.kubeconfig import ConfigNotFound, Source, context_namespace, load_configuration, locate
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "tests" / "adapter" / "rules.yaml"
@@ -115,6 +116,30 @@ def test_precedence(tmp_path):
     assert where(None) == Source("home", str(home / ".kube" / "config"))
     assert locate(None, environ={}, home=tmp_path / "nohome", service_account_dir=sa) is None
     assert locate(None, environ=cluster, home=tmp_path / "nohome", service_account_dir=tmp_path / "nosa") is None
+
+
+def test_the_namespace_kubectl_would_use(tmp_path):
+    # kubectl without -n: the context's namespace (current or --context), in-cluster the service
+    # account's namespace file, else default.
+    sa = _service_account(tmp_path)
+    (sa / "namespace").write_text("team-a\n")
+    cluster = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    config = tmp_path / "config"
+    config.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "a",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}], "users": [{"name": "u", "user": {}}],
+        "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u", "namespace": "shop"}},
+                     {"name": "b", "context": {"cluster": "c", "user": "u"}}]}))
+
+    def ns(flag=None, context=None, **env):
+        return context_namespace(flag, context, environ=env, home=tmp_path / "nohome", service_account_dir=sa)
+
+    assert ns(str(config)) == "shop"
+    assert ns(str(config), "b") == "default"        # a context without a namespace
+    assert ns(None, KUBECONFIG=f"{tmp_path / 'missing'}:{config}") == "shop"
+    assert ns(None, "a", **cluster) == "team-a"     # in-cluster: contexts are a kubeconfig's
+    assert ns(None) == "default"                    # nothing configured
+    assert ns(str(tmp_path / "missing")) == "default"  # the request then says the file is missing
 
 
 async def test_in_cluster_uses_the_service_account_token_and_ca(tmp_path):

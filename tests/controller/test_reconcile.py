@@ -188,6 +188,30 @@ async def test_resource_cpu_utilization_through_metrics_api(sim, fake):
     ]
 
 
+async def test_a_pod_reporting_other_containers_is_a_missing_pod_for_container_resource(sim, fake):
+    # Kubernetes 1.36 getContainerMetrics: web's third pod reports only a sidecar, so it has no
+    # `app` metric (no longer a failed metric). app at 750m of 500m = 150% vs 50% -> ratio 3; the
+    # missing pod counts 0% on a scale-up: (750 + 750 + 0) / 1500 = 100% -> ratio 2 -> 6. At 6,
+    # the three new pods are missing too: 1500 / 3000 = 50% -> ratio 1: it stays at 6.
+    sim.apply(deployment("web", 3))
+    await eventually(lambda: len(sim.list("v1", "Pod", NS)) == 3)
+    names = sorted(p["metadata"]["name"] for p in sim.list("v1", "Pod", NS))
+    for name in names[:2]:
+        sim.set_pod_usage(NS, name, {"app": {"cpu": "750m", "memory": "100Mi"}})
+    sim.set_pod_usage(NS, names[2], {"sidecar": {"cpu": "750m", "memory": "100Mi"}})
+    cpu = {"type": "ContainerResource", "containerResource": {
+        "name": "cpu", "container": "app", "target": {"type": "Utilization", "averageUtilization": 50}}}
+    sim.apply(autoscaler("web", "web", [cpu]))
+    async with running(sim, settings()) as controller:
+        await eventually(lambda: replicas(sim, "web") == 6)
+        await eventually(lambda: status(sim, "web").get("currentReplicas") == 6)
+        await more_syncs(controller)
+        assert replicas(sim, "web") == 6
+    assert conditions(sim, "web")["ScalingActive"] == ("True", "ValidMetricFound")
+    assert status(sim, "web")["currentMetrics"][0]["containerResource"]["current"]["averageUtilization"] == 150
+    assert not [e for e in events(sim, "web") if e[0] == "Warning"]
+
+
 async def test_native_hpas_are_reconciled_when_enabled(sim, fake):
     sim.apply(deployment("web", 2))
     fake.pods[(NS, "http_requests")] = per_pod(2000)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 
@@ -15,6 +17,7 @@ from kubesim.apiserver import KubeSim
 
 from .kubesim_objects import deployment, pod
 
+ROOT = Path(__file__).resolve().parents[2]
 HAS = ("promscaler.io", "v1alpha1", "horizontalautoscalers")
 
 
@@ -343,6 +346,23 @@ spec: {{maxReplicas: 3}}
     out = kubectl(sim, "delete", "-f", str(manifest))
     assert out.returncode == 0, out.stderr
     assert sim.get("apps/v1", "Deployment", ns, "web") is None
+
+
+def test_the_sandbox_serves_the_crd_manifest(sim: KubeSim, ns: str) -> None:
+    """Without anything applied, the sandbox serves HorizontalAutoscalers as the CRD manifest declares
+    them (apiservice/, what a real API server is given): its short names and printer columns."""
+    crd = yaml.safe_load((ROOT / "apiservice" / "horizontalautoscaler-crd.yaml").read_text())
+    names, [version] = crd["spec"]["names"], crd["spec"]["versions"]
+    sim.apply({"apiVersion": "promscaler.io/v1alpha1", "kind": "HorizontalAutoscaler",
+               "metadata": {"name": "web", "namespace": ns}, "spec": {"minReplicas": 2, "maxReplicas": 7}})
+    for short in names["shortNames"]:
+        out = kubectl(sim, "-n", ns, "get", short)
+        assert out.returncode == 0, out.stderr
+        header, row = out.stdout.splitlines()
+        assert header.split() == ["NAME"] + [c["name"].upper() for c in version["additionalPrinterColumns"]]
+        starts = [header.index(h) for h in header.split()]  # cells by position: empty ones are blank
+        cells = {h: row[a:b].strip() for h, a, b in zip(header.split(), starts, [*starts[1:], None], strict=True)}
+        assert (cells["NAME"], cells["MINPODS"], cells["MAXPODS"]) == ("web", "2", "7")
 
 
 def test_namespaces_are_created_on_demand_unless_strict(sim: KubeSim) -> None:

@@ -46,21 +46,37 @@ def rate_of(labels: dict[str, str]) -> float:
     return 1.0 + len(labels.get("pod", "")) / 4
 
 
-def openmetrics(now: float | None = None) -> str:
+def _families(now: float | None = None) -> list[tuple[str, str, list[tuple[str, list[tuple[int, float]]]]]]:
+    """The data set: (name, type, [(labels text, [(timestamp s, value)])]), half an hour either side of now."""
     now = int(now or time.time())
     start, end = now - 1800, now + 1800
-    out: list[str] = []
+    times = range(start, end + 1, STEP)
+    out = []
     for name, series in COUNTERS.items():
-        out.append(f"# TYPE {name.removesuffix('_total')} counter")
-        for labels in series:
-            lbl = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-            out += [f"{name}{{{lbl}}} {rate_of(labels) * (t - start):g} {t}" for t in range(start, end + 1, STEP)]
+        out.append((name, "counter", [(_labels(labels), [(t, rate_of(labels) * (t - start)) for t in times])
+                                      for labels in series]))
     for name, series in GAUGES.items():
-        out.append(f"# TYPE {name} gauge")
-        for k, labels in enumerate(series):
-            lbl = ",".join(f'{key}="{v}"' for key, v in sorted(labels.items()))
-            out += [f"{name}{{{lbl}}} {k + 5} {t}" for t in range(start, end + 1, STEP)]
+        out.append((name, "gauge", [(_labels(labels), [(t, float(k + 5)) for t in times])
+                                    for k, labels in enumerate(series)]))
+    return out
+
+
+def _labels(labels: dict[str, str]) -> str:
+    return ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+
+
+def openmetrics(now: float | None = None) -> str:
+    out: list[str] = []
+    for name, kind, series in _families(now):
+        out.append(f"# TYPE {name.removesuffix('_total') if kind == 'counter' else name} {kind}")
+        out += [f"{name}{{{lbl}}} {v:g} {t}" for lbl, points in series for t, v in points]
     return "\n".join(out) + "\n# EOF\n"
+
+
+def prometheus_text(now: float | None = None) -> str:
+    """The same data set as Prometheus text with millisecond timestamps (VictoriaMetrics' import)."""
+    return "".join(f"{name}{{{lbl}}} {v:g} {t * 1000}\n"
+                   for name, _, series in _families(now) for lbl, points in series for t, v in points)
 
 
 def start_prometheus(**kwargs) -> PrometheusServer:

@@ -80,8 +80,12 @@ class CountingClient:
         self.calls.append("query")
         return await self.inner.query(expr, ttl)
 
-    async def format_query(self, expr):  # the start-up check of metricsQuery, not discovery: not counted
-        return await self.inner.format_query(expr)
+    async def check_query(self, expr):  # the start-up check of metricsQuery, not discovery: not counted
+        return await self.inner.check_query(expr)
+
+    @property
+    def query_check(self):
+        return self.inner.query_check
 
 
 async def test_calls_per_query_and_fallback_to_the_exact_listing(prometheus):

@@ -138,6 +138,8 @@ def test_declared_dependencies(image: dict) -> None:
     ("promscaler-autoscaler", "--help"),
     ("promscaler-autoscaler", "run", "--help"),
     ("promscaler-autoscaler", "simulate", "--help"),
+    ("kubectl-promscaler", "--help"),
+    ("kubectl-promscaler", "explain", "--help"),
     ("python", "-m", "apiservice.certs", "--help"),
 ], ids=lambda c: " ".join(c))
 def test_every_entry_point_answers_help(image: dict, command: tuple[str, ...]) -> None:

@@ -12,7 +12,7 @@ def test_unknown_command(capsys) -> None:
 
 
 def test_missing_module_is_one_line(monkeypatch, capsys) -> None:
-    monkeypatch.setitem(cli._COMMANDS, "run", ("autoscaler.not_built_yet", "main", "x"))
+    monkeypatch.setitem(cli.COMMANDS, "run", ("autoscaler.not_built_yet", "main", "x"))
     assert cli.main(["run", "--help"]) == 2
     err = capsys.readouterr().err
     assert "'run' command is not available" in err and "Traceback" not in err
@@ -25,7 +25,7 @@ def test_dispatches_lazily_with_arguments(monkeypatch) -> None:
     module = types.ModuleType("autoscaler_fake_cmd")
     module.main = lambda argv: seen.append(argv) or 0  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "autoscaler_fake_cmd", module)
-    monkeypatch.setitem(cli._COMMANDS, "demo", ("autoscaler_fake_cmd", "main", "x"))
+    monkeypatch.setitem(cli.COMMANDS, "demo", ("autoscaler_fake_cmd", "main", "x"))
     assert cli.main(["demo", "--duration", "5"]) == 0
     assert seen == [["--duration", "5"]]
 
