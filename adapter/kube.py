@@ -28,7 +28,7 @@ from adapter.naming import Resource
 from promscaler.selectors import Operator, Selector
 from promscaler.status import BadRequest, ServiceUnavailable
 
-__all__ = ["KubeRequestError", "LabelCache", "LabelIndex", "connect"]
+__all__ = ["KubeRequestError", "LabelCache", "LabelIndex", "connect", "request_json"]
 
 log = logging.getLogger("adapter.kube")
 
@@ -128,15 +128,29 @@ def retry_pause(failures: int, base: float, cap: float = 30.0) -> float:
 
 
 async def _get(api_client: ApiClient, path: str, query: list[tuple[str, str]] | None = None,
-               timeout: float | None = None) -> Any:
-    """GET `path` with the client's authentication and TLS; the response (`read()`, `status`,
+               timeout: float | None = None, method: str = "GET", body: Any = None) -> Any:
+    """`method` `path` with the client's authentication and TLS; the response (`read()`, `status`,
     `response.content`) unread. One raw request for every kind: the typed API classes import the
     client's whole pydantic model package (seconds at start-up, issue 23) to deserialize what is
     only read here as JSON."""
+    headers = {"Accept": "application/json"} | ({"Content-Type": "application/json"} if body is not None else {})
     method, url, headers, body, post = await api_client.param_serialize(
-        "GET", path, query_params=query or [], header_params={"Accept": "application/json"},
-        auth_settings=["BearerToken"])
+        method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"])
     return await api_client.call_api(method, url, headers, body, post, _request_timeout=timeout)
+
+
+async def request_json(api_client: ApiClient, method: str, path: str, body: Any = None,
+                       timeout: float | None = None) -> dict[str, Any]:
+    """A JSON object from the API server (the reviews, a ConfigMap); an answer of 300 and above
+    raises `ApiException` with its status, as the typed calls do."""
+    resp = await _get(api_client, path, timeout=timeout, method=method, body=body)
+    data = await resp.read()
+    if resp.status >= 300:
+        raise ApiException(status=resp.status, reason=resp.reason)
+    doc = orjson.loads(data)
+    if not isinstance(doc, dict):
+        raise ApiException(status=resp.status, reason="the answer is not a JSON object")
+    return doc
 
 
 class _Informer:
