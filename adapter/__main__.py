@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import importlib
 import logging
 import sys
 
-from adapter.app import create_app
 from adapter.discovery import Discovery, ResourceDiscoveryError, fetch_resource_table
 from adapter.naming import BUILTIN_TABLE, compile_rules
 from adapter.prometheus import PrometheusClient
 from adapter.provider import CachePolicy, CustomMetricsProvider, ExternalMetricsProvider
-from adapter.resourcemetrics import ResourceMetricsProvider, compile_resource_rules
+from adapter.resourcemetrics import ResourceMetricsProvider, compile_resource_rules, reloader
 from adapter.rules import RuleError, RulesConfig, load_rules
 from adapter.selfmetrics import SelfMetrics
 from adapter.server import SecurityUnavailable, check_security, serve
@@ -35,16 +35,25 @@ def kube_source(settings: Settings) -> Source | None:
     return Source("in-cluster", None) if settings.in_cluster else locate(settings.kubeconfig)
 
 
+def _import_app() -> asyncio.Future:
+    """The HTTP app's module (FastAPI: about as much import time as the rest of the adapter),
+    imported on a worker thread while the event loop waits for the cluster and Prometheus. Started
+    once the main thread's own imports (the kubernetes client, which shares pydantic) are done."""
+    return asyncio.get_running_loop().run_in_executor(None, importlib.import_module, "adapter.app")
+
+
 async def run(settings: Settings, config: RulesConfig) -> int:
     metrics = SelfMetrics()
     prometheus = PrometheusClient(settings, metrics)
     labels = None
+    app_import: asyncio.Future | None = None
     try:
         # Connected to a cluster, rules name its resources (CRDs too) through API discovery, so
         # discovery comes before compiling the rules; offline the built-in table serves.
         resources, refresh = BUILTIN_TABLE, None
         source = kube_source(settings)
         if source is None:
+            app_import = _import_app()
             vlog(log, 1, "no Kubernetes configuration (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config): "
                  "built-in resource table, and labelSelector with '*' is unavailable")
         else:
@@ -56,6 +65,7 @@ async def run(settings: Settings, config: RulesConfig) -> int:
             except Exception as exc:  # a bad kubeconfig is a start-up error, said in one line
                 return _fail(f"cannot use the Kubernetes configuration from {source}: {exc}")
             vlog(log, 1, "Kubernetes configuration from %s: %s", source, configuration.host)
+            app_import = _import_app()
             try:
                 resources = await fetch_resource_table(labels.get_json)
             except ResourceDiscoveryError as exc:
@@ -66,9 +76,18 @@ async def run(settings: Settings, config: RulesConfig) -> int:
             resource_rules = compile_resource_rules(config.resource_rules, resources)
         except RuleError as exc:
             return _fail(f"invalid rules file {settings.config}: {exc}")
+        resource = None
+        if resource_rules is not None:
+            if labels is None:
+                log.warning("resourceRules are not served: metrics.k8s.io needs the cluster's pods and nodes "
+                            "(start with --kubeconfig or --in-cluster)")
+            else:
+                resource = ResourceMetricsProvider(resource_rules, prometheus, labels, settings.query_cache_ttl)
+                resource.start()  # the pod and node caches list while discovery does: neither waits for the other
         discovery = Discovery(rules, prometheus, settings.metrics_relist_interval, settings.metrics_max_age,
                               settings.config, settings.config_check_interval, metrics,
-                              aggregate=settings.metrics_discovery == "aggregate", refresh_resources=refresh)
+                              aggregate=settings.metrics_discovery == "aggregate", refresh_resources=refresh,
+                              also_reload=reloader(resource))
         if not await discovery.relist():
             if settings.fail_on_prometheus_unavailable:
                 return _fail(f"Prometheus is unavailable: {discovery.last_error}")
@@ -78,28 +97,28 @@ async def run(settings: Settings, config: RulesConfig) -> int:
         custom = (None if settings.disable_custom_metrics
                   else CustomMetricsProvider(discovery, prometheus, labels, cache))
         external = None if settings.disable_external_metrics else ExternalMetricsProvider(discovery, prometheus, cache)
-        resource = None
-        if resource_rules is not None:
-            if labels is None:
-                log.warning("resourceRules are not served: metrics.k8s.io needs the cluster's pods and nodes "
-                            "(start with --kubeconfig or --in-cluster)")
-            else:
-                resource = ResourceMetricsProvider(resource_rules, prometheus, labels, settings.query_cache_ttl)
 
-        async def readiness() -> tuple[bool, str]:
+        async def readiness() -> list[tuple[str, str | None]]:
+            checks: list[tuple[str, str | None]] = []
             if not discovery.synced:
-                return False, f"discovery has not succeeded yet: {discovery.last_error or 'waiting'}"
-            if not await prometheus.cache.get(("readiness-probe",), 1.0, prometheus.ready):
-                return False, f"Prometheus at {settings.prometheus_url} is unreachable"
-            return True, ""
+                checks.append(("prometheus", f"discovery has not succeeded yet: {discovery.last_error or 'waiting'}"))
+            elif not await prometheus.cache.get(("readiness-probe",), 1.0, prometheus.ready):
+                checks.append(("prometheus", f"Prometheus at {settings.prometheus_url} is unreachable"))
+            else:
+                checks.append(("prometheus", None))
+            if resource is not None:  # metrics.k8s.io answers from the pod and node watch caches
+                checks.append(("resource-caches", resource.unsynced()))
+            return checks
 
         async def startup() -> None:
             discovery.start()
-            if resource is not None:
-                resource.start()
 
         async def shutdown() -> None:
             await discovery.stop()
+
+        assert app_import is not None
+        await app_import
+        from adapter.app import create_app  # imported by now
 
         app = create_app(settings, custom, external, readiness, metrics, startup, shutdown, resource)
         gc.freeze()  # start-up objects (modules, rules, app) leave the collector's full passes: steadier p99
@@ -113,6 +132,8 @@ async def run(settings: Settings, config: RulesConfig) -> int:
             announce.cancel()
         return 0
     finally:
+        if app_import is not None and not app_import.done():
+            await asyncio.wait([app_import])  # a failed start-up still lets the import finish
         await prometheus.aclose()
         if labels is not None:
             await labels.aclose()

@@ -1,4 +1,4 @@
-"""The HTTP face: Kubernetes aggregated-API paths and wire formats over the two providers.
+"""The HTTP face: a FastAPI app with Kubernetes aggregated-API paths and wire formats over the providers.
 
 Routes know `custom.metrics.k8s.io` / `external.metrics.k8s.io` and nothing about Prometheus.
 Responses are serialized with orjson; every error, including unexpected ones, leaves as a
@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from starlette.applications import Starlette
+from fastapi import FastAPI, Request
+from fastapi.responses import PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapter.metricroutes import MetricRoutes, log_failure
-from adapter.openapi import openapi_v2, openapi_v3_document, openapi_v3_index
+from adapter.openapi import group_versions, openapi_v2, openapi_v3_document, openapi_v3_index
 from adapter.provider import CustomMetricsProvider, ExternalMetricsProvider
 from adapter.selfmetrics import CONTENT_TYPE_LATEST, SelfMetrics
 from adapter.settings import Settings
@@ -31,10 +30,11 @@ from promscaler.status import MethodNotAllowed, NotFound, StatusError, status_bo
 if TYPE_CHECKING:  # imported when metrics.k8s.io is served (it needs the watch caches, hence the kubernetes client)
     from adapter.resourcemetrics import ResourceMetricsProvider
 
-__all__ = ["JSONBytes", "create_app"]
+__all__ = ["JSONBytes", "Readiness", "create_app"]
 
 log = logging.getLogger("adapter.app")
-Readiness = Callable[[], Awaitable[tuple[bool, str]]]
+# The readiness checks, in order: (name, None when it passes, else why it fails).
+Readiness = Callable[[], Awaitable[list[tuple[str, str | None]]]]
 
 
 class JSONBytes(Response):
@@ -53,15 +53,15 @@ def _status_response(exc: StatusError) -> JSONBytes:
 class _RequestMetrics:
     """Pure ASGI middleware: counts and times requests by route template and status code."""
 
-    def __init__(self, app, metrics: SelfMetrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: SelfMetrics) -> None:
         self.app, self.metrics = app, metrics
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         started, code = time.perf_counter(), 500
 
-        async def send_wrapper(message):
+        async def send_wrapper(message: Message) -> None:
             nonlocal code
             if message["type"] == "http.response.start":
                 code = message["status"]
@@ -75,39 +75,42 @@ class _RequestMetrics:
             self.metrics.request(path, code, time.perf_counter() - started)
 
 
-class _App(Starlette):
-    """Starlette (FastAPI's base without its ~0.3 s of import-time pydantic models: start-up), except
-    that the metrics API groups' hot paths skip its per-request machinery."""
+class _App(FastAPI):
+    """FastAPI, except that the metrics API groups' hot paths (adapter.metricroutes,
+    adapter.resourceroutes: raw ASGI, measured) are answered ahead of its per-request machinery."""
 
-    hot: Any = None
-    resource: Any = None  # metrics.k8s.io (adapter.resourceroutes), when resourceRules are served
+    hot: ASGIApp | None = None
+    resource: ASGIApp | None = None  # metrics.k8s.io (adapter.resourceroutes), when resourceRules are served
+    claims_resource: Callable[[str], bool] | None = None
 
-    async def __call__(self, scope, receive, send) -> None:
-        if self.hot is not None and scope["type"] == "http" and MetricRoutes.claims(scope["path"]):
-            return await self.hot(scope, receive, send)
-        if self.resource is not None and scope["type"] == "http" and self.resource.app.claims(scope["path"]):
-            return await self.resource(scope, receive, send)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            if self.hot is not None and MetricRoutes.claims(path):
+                return await self.hot(scope, receive, send)
+            if self.resource is not None and self.claims_resource is not None and self.claims_resource(path):
+                return await self.resource(scope, receive, send)
         await super().__call__(scope, receive, send)
 
-    async def fallback(self, scope, receive, send) -> None:
+    async def fallback(self, scope: Scope, receive: Receive, send: Send) -> None:
         await super().__call__(scope, receive, send)
 
 
 def create_app(
     settings: Settings,
-    custom: CustomMetricsProvider | None,
-    external: ExternalMetricsProvider | None,
+    custom: CustomMetricsProvider | None = None,
+    external: ExternalMetricsProvider | None = None,
     readiness: Readiness | None = None,
     metrics: SelfMetrics | None = None,
     on_startup: Callable[[], Awaitable[None]] | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
     resource: ResourceMetricsProvider | None = None,
-) -> Starlette:
+) -> FastAPI:
     """The ASGI app; `custom`/`external`/`resource` None disables that API group."""
     metrics = metrics or SelfMetrics()
 
     @asynccontextmanager
-    async def lifespan(_app: Starlette):
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if on_startup:
             await on_startup()
         try:
@@ -116,20 +119,19 @@ def create_app(
             if on_shutdown:
                 await on_shutdown()
 
-    routes: list[Route] = []
-
-    def get(path: str) -> Callable:
-        def add(endpoint: Callable) -> Callable:
-            routes.append(Route(path, endpoint, methods=["GET"]))
-            return endpoint
-        return add
+    # the aggregator reads /openapi/v2 and /openapi/v3 (adapter.openapi), not FastAPI's own document
+    app = _App(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.settings, app.state.metrics = settings, metrics
+    get = app.get
 
     # -- errors --------------------------------------------------------------------------------
-    async def _status(req: Request, exc: StatusError):
+    async def _status(req: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StatusError)
         log_failure(req.method, req.url.path, req.url.query, exc)
         return _status_response(exc)
 
-    async def _http(req: Request, exc: StarletteHTTPException):
+    async def _http(req: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 405:
             return _status_response(MethodNotAllowed(f"method {req.method} is not supported on {req.url.path}"))
         if exc.status_code == 404:
@@ -137,15 +139,19 @@ def create_app(
         return JSONBytes(status_body(exc.status_code, "BadRequest" if exc.status_code < 500 else "InternalError",
                                      str(exc.detail)), status_code=exc.status_code)
 
-    async def _unexpected(req: Request, exc: Exception):
+    async def _unexpected(req: Request, exc: Exception) -> Response:
         log.error("unexpected error serving %s: %s", req.url.path, exc, exc_info=exc)
         return JSONBytes(status_body(500, "InternalError", f"internal error serving {req.url.path}: "
                                      f"{type(exc).__name__}"), status_code=500)
 
+    app.add_exception_handler(StatusError, _status)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(Exception, _unexpected)
+
     # -- health and self ------------------------------------------------------------------------
     @get("/healthz")
     @get("/livez")
-    async def healthz(request: Request):
+    async def healthz(request: Request) -> Response:
         if "verbose" in request.query_params:
             return PlainTextResponse(f"[+]ping ok\n{request.url.path.lstrip('/')} check passed\n")
         return PlainTextResponse("ok")
@@ -153,39 +159,45 @@ def create_app(
     withheld = {"last": ""}
 
     @get("/readyz")
-    async def readyz(request: Request):
-        ok, why = await readiness() if readiness else (True, "")
+    async def readyz(request: Request) -> Response:
+        checks = await readiness() if readiness else [("prometheus", None)]
+        failed = [f"{name}: {why}" for name, why in checks if why is not None]
         verbose = "verbose" in request.query_params
-        if ok:
+        if not failed:
             withheld["last"] = ""
-            return PlainTextResponse("[+]ping ok\n[+]prometheus ok\nreadyz check passed\n" if verbose else "ok")
+            if not verbose:
+                return PlainTextResponse("ok")
+            return PlainTextResponse("[+]ping ok\n" + "".join(f"[+]{name} ok\n" for name, _ in checks)
+                                     + "readyz check passed\n")
+        why = "; ".join(failed)
         if why != withheld["last"]:  # the detail goes to the log (once per new reason)...
             withheld["last"] = why
             log.warning("readyz check failed: %s", why)
         # ...and to callers authorized for /readyz who ask for it (insecure serving: everyone), as
         # Kubernetes' healthz withholds a failed check's reason from the others
         authorized = settings.insecure or request.scope.get("user") is not None
-        reason = why if verbose and authorized else "reason withheld"
-        return PlainTextResponse(f"[+]ping ok\n[-]prometheus failed: {reason}\nreadyz check failed\n",
-                                 status_code=503)
+        lines = "".join(f"[+]{name} ok\n" if reason is None else
+                        f"[-]{name} failed: {reason if verbose and authorized else 'reason withheld'}\n"
+                        for name, reason in checks)
+        return PlainTextResponse(f"[+]ping ok\n{lines}readyz check failed\n", status_code=503)
 
     @get("/metrics")
-    async def self_metrics(_req: Request):
+    async def self_metrics() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
+    served = group_versions(custom is not None, external is not None, resource is not None)
+
     @get("/openapi/v2")
-    async def openapi2(_req: Request):
-        return JSONBytes(openapi_v2(custom is not None, external is not None))
+    async def openapi2() -> Response:
+        return JSONBytes(openapi_v2(served))
 
     @get("/openapi/v3")
-    async def openapi3(_req: Request):
-        return JSONBytes(openapi_v3_index(custom is not None, external is not None))
+    async def openapi3() -> Response:
+        return JSONBytes(openapi_v3_index(served))
 
     @get("/openapi/v3/apis/{group}/{version}")
-    async def openapi3_doc(req: Request):
-        group, version = req.path_params["group"], req.path_params["version"]
-        if (group == wire.CUSTOM_GROUP and custom and version in wire.CUSTOM_VERSIONS) or (
-                group == wire.EXTERNAL_GROUP and external and version in wire.EXTERNAL_VERSIONS):
+    async def openapi3_doc(group: str, version: str) -> Response:
+        if (group, version) in served:
             return JSONBytes(openapi_v3_document(group, version))
         raise NotFound(f"no OpenAPI document for {group}/{version}")
 
@@ -199,31 +211,28 @@ def create_app(
         groups.append(wire.api_group(wire.RESOURCE_GROUP, wire.RESOURCE_VERSIONS))  # answered by ResourceRoutes
 
     @get("/apis")
-    async def apis(_req: Request):
+    async def apis() -> Response:
         # Never the aggregated-discovery type, whatever Accept says: clients then fall back to these documents.
         return JSONBytes(wire.api_group_list(groups))
 
     if custom is not None:
         @get(f"/apis/{wire.CUSTOM_GROUP}")
-        async def custom_group(_req: Request):
+        async def custom_group() -> Response:
             return JSONBytes(groups[0])
 
     if external is not None:
         external_doc = groups[1 if custom is not None else 0]
 
         @get(f"/apis/{wire.EXTERNAL_GROUP}")
-        async def external_group(_req: Request):
+        async def external_group() -> Response:
             return JSONBytes(external_doc)
 
-    handlers: dict[Any, Any] = {StatusError: _status, StarletteHTTPException: _http, Exception: _unexpected}
-    app = _App(routes=routes, lifespan=lifespan, exception_handlers=handlers)
-    app.state.settings, app.state.metrics = settings, metrics
     app.add_middleware(_RequestMetrics, metrics=metrics)
-    # below the group documents: raw ASGI (adapter.metricroutes), ahead of Starlette's middleware stack
+    # below the group documents: raw ASGI (adapter.metricroutes), ahead of FastAPI's middleware stack
     app.hot = _RequestMetrics(MetricRoutes(app.fallback, custom, external), metrics)
     if resource is not None:
         from adapter.resourceroutes import ResourceRoutes  # only with metrics.k8s.io served
 
         app.resource = _RequestMetrics(ResourceRoutes(app.fallback, resource), metrics)
+        app.claims_resource = ResourceRoutes.claims
     return app
-

@@ -5,7 +5,7 @@ share the calls); its series are filtered and named per rule, and the new `Catal
 the old one in a single assignment, so a request sees either the old or the new one whole.
 A failed `seriesQuery` keeps its own last good series; the others still refresh. The rules
 file is re-read when it changes on disk, keeping the last good configuration when the new one
-is invalid.
+is invalid (its resourceRules included: `also_reload`).
 
 What a rule turns into depends only on each series' name and on which of its labels name a
 resource, never on label values. So aggregated discovery (the default, issue 7) lets Prometheus
@@ -43,7 +43,7 @@ from pathlib import Path
 from adapter import rulecheck
 from adapter.naming import CompiledRule, CompiledRules, Resource, ResourceTable, compile_rules
 from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusQueryError, PrometheusUnavailable
-from adapter.rules import Forecast, RuleError, parse_rules
+from adapter.rules import Forecast, RuleError, RulesConfig, parse_rules
 from promscaler.apidiscovery import parse_resource_list, preferred_group_versions
 from promscaler.logs import vlog
 from promscaler.wire import CUSTOM_GROUP, EXTERNAL_GROUP
@@ -180,8 +180,12 @@ class Discovery:
     def __init__(self, rules: CompiledRules, prometheus: PrometheusClient, relist_interval: float,
                  max_age: float | None = None, rules_path: str | None = None, check_interval: float = 5.0,
                  metrics=None, aggregate: bool = False,
-                 refresh_resources: Callable[[ResourceTable], Awaitable[ResourceTable]] | None = None) -> None:
+                 refresh_resources: Callable[[ResourceTable], Awaitable[ResourceTable]] | None = None,
+                 also_reload: Callable[[RulesConfig, ResourceTable], Callable[[], None]] | None = None) -> None:
         self.rules = rules
+        # the rest of a reloaded file (resourceRules): compiles it (RuleError: the file is invalid
+        # as a whole) and returns what takes it into effect with the new rules
+        self.also_reload = also_reload
         self.refresh_resources = refresh_resources  # cluster discovery, given the current table
         self._resources_read = time.monotonic()  # the table given was just read: the first relist reuses it
         self.aggregate = aggregate  # let Prometheus group series by name and resource labels
@@ -403,14 +407,17 @@ class Discovery:
             return False
         self._rules_digest = digest
         try:
-            rules = compile_rules(parse_rules(data.decode("utf-8", "replace"), str(self.rules_path)),
-                                  self.rules.resources)
+            config = parse_rules(data.decode("utf-8", "replace"), str(self.rules_path))
+            rules = compile_rules(config, self.rules.resources)
+            take_rest = self.also_reload(config, self.rules.resources) if self.also_reload else None
         except RuleError as exc:
             log.error("rules file %s changed but is invalid, keeping the previous rules: %s", self.rules_path, exc)
             if self.metrics:
                 self.metrics.config_reloads.labels("invalid").inc()
             return False
         self.rules = rules
+        if take_rest is not None:
+            take_rest()
         log.info("rules file %s reloaded: %d rules, %d external rules", self.rules_path, len(rules.rules),
                  len(rules.external_rules))
         if self.metrics:

@@ -3,8 +3,9 @@
 One informer per resource kind (started on first use): LIST, then WATCH from its
 resourceVersion with bookmarks, applying ADDED/MODIFIED/DELETED; a 410 Gone (or any broken
 watch) means LIST again. Requests read the in-memory index, never the API server.
-The well-known kinds use their typed list calls; any other resource of a non-core group (a CRD
-found by API discovery) the generic `CustomObjectsApi.list_cluster_custom_object`.
+Lists and watches are plain GETs of the resource's path through the client's `ApiClient` (its
+authentication and TLS): the well-known core kinds and any resource of a non-core group (a CRD
+found by API discovery).
 Only names, namespaces and labels are kept, indexed by namespace and by label pair, so a
 selector with an `=`/`in` clause reads only the objects that can match (issue 7: 5,000 pods).
 """
@@ -19,31 +20,20 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
-from kubernetes.aio import client as kclient
-from kubernetes.aio import watch as kwatch
+from kubernetes.aio.client.api_client import ApiClient
+from kubernetes.aio.client.configuration import Configuration
 from kubernetes.aio.client.exceptions import ApiException
 
 from adapter.naming import Resource
 from promscaler.selectors import Operator, Selector
 from promscaler.status import BadRequest, ServiceUnavailable
 
-__all__ = ["KubeRequestError", "LabelCache", "LabelIndex", "connect"]
+__all__ = ["KubeRequestError", "LabelCache", "LabelIndex", "connect", "request_json"]
 
 log = logging.getLogger("adapter.kube")
 
-# resource api name -> (API class, cluster-wide list function)
-_LISTERS: dict[str, tuple[type, str]] = {
-    "pods": (kclient.CoreV1Api, "list_pod_for_all_namespaces"),
-    "services": (kclient.CoreV1Api, "list_service_for_all_namespaces"),
-    "nodes": (kclient.CoreV1Api, "list_node"),
-    "namespaces": (kclient.CoreV1Api, "list_namespace"),
-    "persistentvolumeclaims": (kclient.CoreV1Api, "list_persistent_volume_claim_for_all_namespaces"),
-    "deployments.apps": (kclient.AppsV1Api, "list_deployment_for_all_namespaces"),
-    "statefulsets.apps": (kclient.AppsV1Api, "list_stateful_set_for_all_namespaces"),
-    "replicasets.apps": (kclient.AppsV1Api, "list_replica_set_for_all_namespaces"),
-    "daemonsets.apps": (kclient.AppsV1Api, "list_daemon_set_for_all_namespaces"),
-    "jobs.batch": (kclient.BatchV1Api, "list_job_for_all_namespaces"),
-}
+# core resources with a cluster-wide list; any resource of a non-core group (a CRD) is listed too
+_CORE_LISTS = frozenset({"pods", "services", "nodes", "namespaces", "persistentvolumeclaims"})
 
 Key = tuple[str, str]  # (namespace or "", name)
 _changes = itertools.count(1)  # one sequence for every index: a higher version is always a later state
@@ -124,16 +114,12 @@ class LabelIndex:
         return {key[1] for key in candidates if others.matches(items[key])}
 
 
-def _list_call(api_client: kclient.ApiClient, resource: Resource) -> tuple[Any, str, tuple[str, ...]] | None:
-    """The cluster-wide list/watch call of `resource` (API object and method name) and its positional
-    arguments, or None; the name also finds the call's `_without_preload_content` twin."""
-    typed = _LISTERS.get(resource.api_name)
-    if typed is not None:
-        return typed[0](api_client), typed[1], ()
-    if resource.group:  # works for any group/version/plural, namespaced or not
-        return (kclient.CustomObjectsApi(api_client), "list_cluster_custom_object",
-                (resource.group, resource.version, resource.plural))
-    return None
+def list_path(resource: Resource) -> str | None:
+    """The cluster-wide list/watch path of `resource` (`/api/v1/pods`, `/apis/apps/v1/deployments`),
+    or None when its labels are not looked up."""
+    if resource.group:
+        return f"/apis/{resource.group}/{resource.version}/{resource.plural}"
+    return f"/api/{resource.version}/{resource.plural}" if resource.plural in _CORE_LISTS else None
 
 
 def retry_pause(failures: int, base: float, cap: float = 30.0) -> float:
@@ -141,15 +127,40 @@ def retry_pause(failures: int, base: float, cap: float = 30.0) -> float:
     return min(base * 2 ** (max(failures, 1) - 1), cap)
 
 
+async def _get(api_client: ApiClient, path: str, query: list[tuple[str, str]] | None = None,
+               timeout: float | None = None, method: str = "GET", body: Any = None) -> Any:
+    """`method` `path` with the client's authentication and TLS; the response (`read()`, `status`,
+    `response.content`) unread. One raw request for every kind: the typed API classes import the
+    client's whole pydantic model package (seconds at start-up, issue 23) to deserialize what is
+    only read here as JSON."""
+    headers = {"Accept": "application/json"} | ({"Content-Type": "application/json"} if body is not None else {})
+    method, url, headers, body, post = await api_client.param_serialize(
+        method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"])
+    return await api_client.call_api(method, url, headers, body, post, _request_timeout=timeout)
+
+
+async def request_json(api_client: ApiClient, method: str, path: str, body: Any = None,
+                       timeout: float | None = None) -> dict[str, Any]:
+    """A JSON object from the API server (the reviews, a ConfigMap); an answer of 300 and above
+    raises `ApiException` with its status, as the typed calls do."""
+    resp = await _get(api_client, path, timeout=timeout, method=method, body=body)
+    data = await resp.read()
+    if resp.status >= 300:
+        raise ApiException(status=resp.status, reason=resp.reason)
+    doc = orjson.loads(data)
+    if not isinstance(doc, dict):
+        raise ApiException(status=resp.status, reason="the answer is not a JSON object")
+    return doc
+
+
 class _Informer:
-    def __init__(self, api_client: kclient.ApiClient, resource: Resource, relist_backoff: float = 1.0,
+    def __init__(self, api_client: ApiClient, resource: Resource, relist_backoff: float = 1.0,
                  watch_timeout: int = 300, field_selector: str = "") -> None:
-        call = _list_call(api_client, resource)
-        if call is None:
+        path = list_path(resource)
+        if path is None:
             raise BadRequest(f"labelSelector lookups are not supported for {resource.api_name}")
-        self.api, self.method, self.args = call
-        self.func = getattr(self.api, self.method)
-        self.kwargs = {"field_selector": field_selector} if field_selector else {}
+        self.api_client, self.path = api_client, path
+        self.query = [("fieldSelector", field_selector)] if field_selector else []
         self.resource = resource
         self.index = LabelIndex()
         self.synced = asyncio.Event()
@@ -161,8 +172,7 @@ class _Informer:
         self.task = asyncio.create_task(self._run(), name=f"informer-{resource.api_name}")
 
     async def _list(self) -> str:
-        raw = getattr(self.api, f"{self.method}_without_preload_content")
-        resp = await raw(*self.args, **self.kwargs)
+        resp = await _get(self.api_client, self.path, self.query)
         body = await resp.read()
         if resp.status >= 300:
             raise ApiException(status=resp.status, reason=body[:200].decode("utf-8", "replace"))
@@ -175,11 +185,24 @@ class _Informer:
         return self.resource_version
 
     async def _watch(self, rv: str) -> str:
-        w = kwatch.Watch(return_type="object")
-        async with w.stream(self.func, *self.args, **self.kwargs, resource_version=rv, allow_watch_bookmarks=True,
-                            timeout_seconds=self.watch_timeout) as stream:
-            async for event in stream:
-                obj, kind = event["raw_object"], event["type"]
+        """One watch from `rv` until the server ends it: newline-delimited events, an ERROR event
+        (410 Gone and the like) raised as `ApiException` with its code."""
+        resp = await _get(self.api_client, self.path, [
+            *self.query, ("watch", "true"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(self.watch_timeout))])
+        try:
+            if resp.status >= 300:
+                body = await resp.read()
+                raise ApiException(status=resp.status, reason=body[:200].decode("utf-8", "replace"))
+            stream = resp.response.content
+            while line := await stream.readline():
+                if not line.strip():
+                    continue
+                event = orjson.loads(line)
+                obj, kind = event.get("object") or {}, event.get("type")
+                if kind == "ERROR":
+                    raise ApiException(status=obj.get("code") or 500,
+                                       reason=f"{obj.get('reason')}: {obj.get('message')}")
                 rv = self.resource_version = (obj.get("metadata") or {}).get("resourceVersion") or rv
                 if kind == "BOOKMARK":
                     continue
@@ -188,6 +211,8 @@ class _Informer:
                     self.index.delete(key)
                 else:
                     self.index.put(key, labels)
+        finally:
+            resp.response.release()
         return rv
 
     async def _run(self, rv: str = "") -> None:
@@ -227,17 +252,21 @@ class KubeRequestError(Exception):
 class LabelCache:
     """`names(resource, namespace, selector)`: objects that exist now and match the selector."""
 
-    def __init__(self, api_client: kclient.ApiClient, sync_timeout: float = 5.0, watch_timeout: int = 300) -> None:
+    def __init__(self, api_client: ApiClient, sync_timeout: float = 5.0, watch_timeout: int = 300) -> None:
         self.api_client = api_client
         self.sync_timeout = sync_timeout
         self.watch_timeout = watch_timeout
         self._informers: dict[str, _Informer] = {}  # by api name (plus `?fieldSelector=...` when watched so)
 
+    @staticmethod
+    def _key(resource: Resource, field_selector: str) -> str:
+        return f"{resource.api_name}?fieldSelector={field_selector}" if field_selector else resource.api_name
+
     def _informer(self, resource: Resource, field_selector: str = "") -> _Informer:
-        key = f"{resource.api_name}?fieldSelector={field_selector}" if field_selector else resource.api_name
+        key = self._key(resource, field_selector)
         inf = self._informers.get(key)
         if inf is None:
-            if _list_call(self.api_client, resource) is None:
+            if list_path(resource) is None:
                 raise BadRequest(f"labelSelector lookups are not supported for {resource.api_name}")
             inf = self._informers[key] = _Informer(
                 self.api_client, resource, watch_timeout=self.watch_timeout, field_selector=field_selector)
@@ -253,6 +282,14 @@ class LabelCache:
                 raise ServiceUnavailable(f"the labels of {resource.api_name} are not available from Kubernetes yet"
                                          + (f": {inf.last_error}" if inf.last_error else "")) from None
         return inf.index
+
+    def unsynced(self, resource: Resource, field_selector: str = "") -> str | None:
+        """None once the cache of `resource` (started by `start`) has listed, else why not."""
+        inf = self._informers.get(self._key(resource, field_selector))
+        if inf is not None and inf.synced.is_set():
+            return None
+        why = (inf.last_error if inf is not None else None) or "waiting"
+        return f"the {resource.api_name} cache has not synced with Kubernetes yet: {why}"
 
     async def names(self, resource: Resource, namespace: str | None, selector: Selector) -> set[str]:
         index = await self.index(resource)
@@ -270,9 +307,7 @@ class LabelCache:
 
     async def get_json(self, path: str) -> dict:
         """GET an API path (discovery documents); failures raise `KubeRequestError` in one line."""
-        method, url, headers, body, post = await self.api_client.param_serialize(
-            "GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
-        resp = await self.api_client.call_api(method, url, headers, body, post, _request_timeout=10)
+        resp = await _get(self.api_client, path, timeout=10)
         data = await resp.read()
         if resp.status >= 300:
             try:
@@ -293,6 +328,6 @@ class LabelCache:
         await self.api_client.close()
 
 
-async def connect(configuration: kclient.Configuration) -> LabelCache:
+async def connect(configuration: Configuration) -> LabelCache:
     """A label cache talking to the cluster `configuration` (promscaler.kubeconfig) points at."""
-    return LabelCache(kclient.ApiClient(configuration=configuration))
+    return LabelCache(ApiClient(configuration=configuration))

@@ -17,7 +17,8 @@ with every pod name in a regex as prometheus-adapter does.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -26,7 +27,7 @@ from adapter.naming import BUILTIN_TABLE, NAMESPACES, Resource, ResourceConverte
 from adapter.prometheus import PrometheusClient, PrometheusError, Sample
 from adapter.promql import matcher
 from adapter.provider import backend_failure
-from adapter.rules import GroupResource, RuleError
+from adapter.rules import GroupResource, RuleError, RulesConfig
 from promscaler.selectors import Operator, Selector
 from promscaler.status import BadRequest, NotFound
 from promscaler.times import DurationError, parse_duration
@@ -35,8 +36,9 @@ if TYPE_CHECKING:  # the watch caches import the kubernetes client: only when co
     from adapter.kube import LabelIndex
 
 __all__ = ["NODES", "PODS", "RUNNING_PODS", "NodeUsage", "ObjectCache", "PodUsage", "ResourceMetricsProvider",
-           "ResourceQuery", "ResourceRules", "compile_resource_rules"]
+           "ResourceQuery", "ResourceRules", "compile_resource_rules", "reloader"]
 
+log = logging.getLogger("adapter.resourcemetrics")
 
 
 def _builtin(api_name: str) -> Resource:
@@ -142,6 +144,28 @@ def compile_resource_rules(raw: Mapping[str, Any] | None, resources: ResourceTab
                          _query(raw.get("memory"), "resourceRules.memory", resources), window_seconds)
 
 
+def reloader(provider: ResourceMetricsProvider | None
+             ) -> Callable[[RulesConfig, ResourceTable], Callable[[], None]]:
+    """For `Discovery(also_reload=...)`: a reloaded file's resourceRules, compiled (a bad one raises
+    `RuleError`, and the whole file is kept out) and then served. Whether metrics.k8s.io is served
+    at all is decided at start-up (its routes, its APIService): adding or removing resourceRules
+    takes a restart, and says so."""
+    def compile_them(config: RulesConfig, resources: ResourceTable) -> Callable[[], None]:
+        rules = compile_resource_rules(config.resource_rules, resources)
+
+        def take() -> None:
+            if provider is None:
+                if rules is not None:
+                    log.warning("the rules file now has resourceRules: serving metrics.k8s.io takes a restart")
+            elif rules is None:
+                log.warning("the rules file no longer has resourceRules: metrics.k8s.io keeps the last ones "
+                            "until a restart")
+            else:
+                provider.set_rules(rules)
+        return take
+    return compile_them
+
+
 def _render(template: Template, matchers: list[tuple[str, str, tuple[str, ...]]], group_by: list[str]) -> str:
     return template.render({
         "Series": "",
@@ -197,6 +221,8 @@ class ObjectCache(Protocol):
 
     def start(self, *resources: Resource, field_selector: str = "") -> None: ...
 
+    def unsynced(self, resource: Resource, field_selector: str = "") -> str | None: ...
+
 
 def _first(item: tuple) -> Any:
     return item[0]
@@ -237,17 +263,29 @@ class ResourceMetricsProvider:
 
     def __init__(self, rules: ResourceRules, prometheus: PrometheusClient, objects: ObjectCache,
                  query_cache_ttl: float | None = None) -> None:
-        self.rules = rules
         self.prometheus = prometheus
         self.objects = objects
+        self.query_cache_ttl = query_cache_ttl
+        self.generation = 0  # changes with the rules: answers kept under an older one are not served
+        self.set_rules(rules)
+
+    def set_rules(self, rules: ResourceRules) -> None:
+        """Serve `rules` from now on (a rules file reload)."""
+        self.rules = rules
         # answers reused as custom metrics' are: 1/30 of the window, at most 5 s (or the flag)
-        self.ttl = query_cache_ttl if query_cache_ttl is not None else (
+        self.ttl = self.query_cache_ttl if self.query_cache_ttl is not None else (
             min(rules.window_seconds / 30.0, 5.0) if rules.window_seconds else 1.0)
+        self.generation += 1
 
     def start(self) -> None:
         """Start the two informers now, so that the first request finds them synced."""
         self.objects.start(PODS, field_selector=RUNNING_PODS)
         self.objects.start(NODES)
+
+    def unsynced(self) -> str | None:
+        """None once the pod and node caches have listed, else why not (readiness)."""
+        reasons = [r for r in (self.objects.unsynced(PODS, RUNNING_PODS), self.objects.unsynced(NODES)) if r]
+        return "; ".join(reasons) or None
 
     async def versions(self) -> tuple[int, int]:
         """Changes whenever the running pods or the nodes (or their labels) do."""

@@ -70,7 +70,6 @@ class ResourceRoutes:
 
     def __init__(self, app, provider: ResourceMetricsProvider, max_answers: int = 256) -> None:
         self.app, self.provider = app, provider
-        self.window = go_duration(provider.rules.window_seconds)
         self.answers: TTLCache[bytes] = TTLCache(max_answers)
 
     @staticmethod
@@ -116,7 +115,7 @@ class ResourceRoutes:
             raise _not_found(path)
         scope["route"] = self._ROUTES[route]
         raw_query: bytes = scope["query_string"]
-        key = (path, raw_query, await self.provider.versions())
+        key = (path, raw_query, await self.provider.versions(), self.provider.generation)
         body = self.answers.get(key)
         if body is None:
             query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
@@ -132,7 +131,7 @@ class ResourceRoutes:
     async def _pods(self, namespace: str | None, name: str | None, labels: Selector, fields: Selector
                     ) -> tuple[bytes, float]:
         usages, fresh_until = await self.provider.pods(namespace, name, labels, fields)
-        created, window = timestamp(time.time()), self.window
+        created, window = timestamp(time.time()), go_duration(self.provider.rules.window_seconds)
         items = [wire.pod_metrics(u.name, u.namespace, timestamp(u.timestamp), window,
                                   {c: {"cpu": _cpu(cpu), "memory": _memory(mem)}
                                    for c, cpu, mem in u.containers}, u.labels, created) for u in usages]
@@ -142,8 +141,8 @@ class ResourceRoutes:
 
     async def _nodes(self, name: str | None, labels: Selector, fields: Selector) -> tuple[bytes, float]:
         usages, fresh_until = await self.provider.nodes(name, labels, fields)
-        created = timestamp(time.time())
-        items = [wire.node_metrics(u.name, timestamp(u.timestamp), self.window, {
+        created, window = timestamp(time.time()), go_duration(self.provider.rules.window_seconds)
+        items = [wire.node_metrics(u.name, timestamp(u.timestamp), window, {
             "cpu": _cpu(u.cpu_milli), "memory": _memory(u.memory_milli)}, u.labels, created)
             for u in usages]
         if name is not None:

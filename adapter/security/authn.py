@@ -23,7 +23,6 @@ from urllib.parse import unquote
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 from cryptography.x509.verification import VerificationError
-from kubernetes.aio.client.models import V1TokenReview, V1TokenReviewSpec
 
 from adapter.security.tls import CABundle
 from adapter.ttlcache import TTLCache
@@ -120,9 +119,7 @@ class TokenReviewer:
     """Bearer tokens -> users through authentication.k8s.io/v1 TokenReview, cached by token hash."""
 
     def __init__(self, api_client: Any, ttl: float = 10.0, timeout: float = 5.0, cache: TTLCache | None = None) -> None:
-        from kubernetes.aio import client
-
-        self._api = client.AuthenticationV1Api(api_client)
+        self._api = api_client
         self._ttl, self._timeout = ttl, timeout
         self.cache: TTLCache[tuple[UserInfo | None, str]] = cache or TTLCache()
         self.calls = 0
@@ -133,21 +130,22 @@ class TokenReviewer:
         hit = self.cache.get(key)
         if hit is not None:
             return hit
-        body = V1TokenReview(
-            api_version="authentication.k8s.io/v1", kind="TokenReview", spec=V1TokenReviewSpec(token=token)
-        )
+        from adapter.kube import request_json
+
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
         self.calls += 1
         try:
-            resp = await self._api.create_token_review(body, _request_timeout=self._timeout)
+            resp = await request_json(self._api, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", body,
+                                      self._timeout)
         except Exception as exc:  # ApiException, aiohttp errors, timeouts: all mean "could not ask"
             raise ReviewUnavailable(f"TokenReview failed: {short_error(exc)}") from None
-        status = resp.status
-        if status is None or not status.authenticated or status.user is None:
-            result: tuple[UserInfo | None, str] = (None, (status.error if status else "") or "token not authenticated")
+        status = resp.get("status") or {}
+        u = status.get("user")
+        if not status.get("authenticated") or not u:
+            result: tuple[UserInfo | None, str] = (None, status.get("error") or "token not authenticated")
         else:
-            u = status.user
-            extra = {k: tuple(v or ()) for k, v in (u.extra or {}).items()}
-            result = (UserInfo(u.username or "", u.uid or "", tuple(u.groups or ()), extra), "")
+            extra = {k: tuple(v or ()) for k, v in (u.get("extra") or {}).items()}
+            result = (UserInfo(u.get("username") or "", u.get("uid") or "", tuple(u.get("groups") or ()), extra), "")
         self.cache.put(key, result, self._ttl)
         return result
 
@@ -288,13 +286,14 @@ def _bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
 
 async def read_authentication_configmap(api_client: Any) -> dict[str, str] | None:
     """kube-system/extension-apiserver-authentication's data; None when it does not exist."""
-    from kubernetes.aio import client
     from kubernetes.aio.client.exceptions import ApiException
 
+    from adapter.kube import request_json
+
     try:
-        cm = await client.CoreV1Api(api_client).read_namespaced_config_map(
-            "extension-apiserver-authentication", "kube-system", _request_timeout=10
-        )
+        cm = await request_json(api_client, "GET",
+                                "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication",
+                                timeout=10)
     except ApiException as exc:
         if exc.status == 404:
             return None
@@ -305,4 +304,4 @@ async def read_authentication_configmap(api_client: Any) -> dict[str, str] | Non
         raise ReviewUnavailable(
             f"cannot read configmap kube-system/extension-apiserver-authentication: {short_error(exc)}"
         ) from None
-    return dict(cm.data or {})
+    return dict(cm.get("data") or {})

@@ -10,8 +10,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes.aio.client.models import V1SubjectAccessReview
-
 from adapter.security.authn import ReviewUnavailable, UserInfo, short_error
 from adapter.security.requestinfo import RequestInfo
 from adapter.ttlcache import TTLCache
@@ -69,11 +67,7 @@ class Authorizer:
         always_allow_groups: tuple[str, ...] | list[str] = DEFAULT_ALWAYS_ALLOW_GROUPS,
         timeout: float = 5.0,
     ) -> None:
-        self._api = None
-        if api_client is not None:
-            from kubernetes.aio import client
-
-            self._api = client.AuthorizationV1Api(api_client)
+        self._api = api_client
         self.allowed_ttl, self.denied_ttl, self.timeout = allowed_ttl, denied_ttl, timeout
         self.always_allow_groups = tuple(always_allow_groups)
         self.cache: TTLCache[Decision] = TTLCache()
@@ -89,21 +83,23 @@ class Authorizer:
             return Decision(hit.allowed, hit.reason, "cache")
         if self._api is None:
             raise ReviewUnavailable("no authorization kubeconfig: cannot ask for a SubjectAccessReview")
-        body = V1SubjectAccessReview.model_validate(
-            {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec})
+        from adapter.kube import request_json
+
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
         self.calls += 1
         try:
-            resp = await self._api.create_subject_access_review(body, _request_timeout=self.timeout)
+            resp = await request_json(self._api, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                                      body, self.timeout)
         except Exception as exc:
             raise ReviewUnavailable(f"SubjectAccessReview failed: {short_error(exc)}") from None
-        st = resp.status
-        if st is None:
+        st = resp.get("status")
+        if not isinstance(st, dict):
             raise ReviewUnavailable("SubjectAccessReview returned no status")
-        allowed = bool(st.allowed) and not bool(st.denied)
-        if not allowed and st.evaluation_error and not st.reason:
+        allowed = bool(st.get("allowed")) and not bool(st.get("denied"))
+        if not allowed and st.get("evaluationError") and not st.get("reason"):
             # k8s: an evaluation error with no decision is an error, not a cached denial
-            raise ReviewUnavailable(f"SubjectAccessReview evaluation error: {st.evaluation_error}")
-        decision = Decision(allowed, st.reason or "")
+            raise ReviewUnavailable(f"SubjectAccessReview evaluation error: {st['evaluationError']}")
+        decision = Decision(allowed, st.get("reason") or "")
         self.cache.put(key, decision, self.allowed_ttl if allowed else self.denied_ttl)
         return decision
 

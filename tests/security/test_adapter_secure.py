@@ -44,7 +44,7 @@ def _openmetrics(now: int) -> str:
 
 
 class Env:
-    def __init__(self, tmp: Path, sim, prom_url: str) -> None:
+    def __init__(self, tmp: Path, sim, prom_url: str, rules: str = RULES) -> None:
         self.tmp, self.sim = tmp, sim
         self.server_ca = pki.new_ca("server-ca")
         self.front_proxy_ca = pki.new_ca("front-proxy-ca")
@@ -52,7 +52,7 @@ class Env:
         (tmp / "front-proxy-ca.crt").write_bytes(self.front_proxy_ca.cert_pem)
         self.serving = pki.issue(self.server_ca, "adapter", dns=["localhost"], ips=["127.0.0.1"], server=True)
         pki.write_pair(self.serving, tmp / "tls.crt", tmp / "tls.key")
-        (tmp / "rules.yaml").write_text(RULES)
+        (tmp / "rules.yaml").write_text(rules)
         kubeconfig = str(sim.kubeconfig_path)
         self.adapter = AdapterProcess(
             "--prometheus-url", prom_url, "--config", str(tmp / "rules.yaml"),
@@ -80,6 +80,14 @@ class Env:
 
     def aggregator(self) -> ssl.SSLContext:
         return self.ctx(pki.issue(self.front_proxy_ca, "front-proxy-client", client=True))
+
+    def aggregate_through_sim(self, group: str) -> None:
+        """Route `group` through KubeSim's aggregation layer to the adapter, as an APIService with
+        caBundle = the serving CA does: TLS, the front-proxy client certificate, X-Remote-User."""
+        proxy = pki.issue(self.front_proxy_ca, "front-proxy-client", client=True)
+        crt, key = self.tmp / f"proxy-{group}.crt", self.tmp / f"proxy-{group}.key"
+        pki.write_pair(proxy, crt, key)
+        self.sim.set_aggregated_api(group, self.url, verify=str(self.tmp / "server-ca.crt"), cert=(str(crt), str(key)))
 
     def get(self, path: str, ctx: ssl.SSLContext, headers=None) -> httpx.Response:
         with httpx.Client(verify=ctx, timeout=15) as c:
@@ -193,10 +201,7 @@ def test_security_counters_on_the_adapters_metrics(env: Env) -> None:
 def test_through_kubesims_aggregation_layer(env: Env) -> None:
     """Client -> KubeSim (authenticates the bearer token) -> adapter over TLS with the front-proxy
     certificate and X-Remote-User, as an APIService with caBundle = the serving CA."""
-    proxy = pki.issue(env.front_proxy_ca, "front-proxy-client", client=True)
-    pki.write_pair(proxy, env.tmp / "proxy.crt", env.tmp / "proxy.key")
-    env.sim.set_aggregated_api("custom.metrics.k8s.io", env.url, verify=str(env.tmp / "server-ca.crt"),
-                               cert=(str(env.tmp / "proxy.crt"), str(env.tmp / "proxy.key")))
+    env.aggregate_through_sim("custom.metrics.k8s.io")
     env.sim.tokens["hpa-sa-token"] = {"username": HPA, "groups": []}
     env.sim.tokens["dan-token"] = {"username": "dan", "groups": []}
     try:
