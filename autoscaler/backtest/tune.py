@@ -1,0 +1,201 @@
+"""The search behind `tune`: candidate specs made from the given one, each replayed over history,
+scored on what pods went through, and chosen on one part of the range, checked on the other.
+
+- Knobs (`Knobs`): the target of the first metric (and of every metric listed with the same target,
+  such as its forecast), the tolerance (`behavior.scale{Up,Down}.tolerance`), the scale-down
+  stabilization window, the scale-down and scale-up policies, and a forecast rule's horizon when
+  the spec lists a forecast metric. A full grid over a few values each: the space is small, every
+  point is cheap (`fastreplay`), and a grid states plainly what was tried.
+- Score (`Score`): replica-hours, seconds under-provisioned against ONE reference (the given spec's
+  target unless stated; a candidate that raises its own target is charged for the load it leaves
+  above the reference), scale events.
+- Objective: the fewest replica-hours with the seconds under-provisioned within the budget
+  (ties: fewer scale events); when no candidate is within it, the least under-provisioned.
+- Over-fitting: candidates are chosen on the first part of the range only; the chosen one and the
+  given spec are then replayed over the whole range and reported on the part not used to choose.
+  A choice that breaks the budget there, or saves nothing there, is not recommended.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from promscaler.quantity import format_milli, to_milli
+
+from .exposure import Reference, exposure, load_per_pod
+from .replay import Replay
+
+__all__ = ["DOWN_POLICIES", "UP_POLICIES", "Knobs", "Score", "apply", "choose", "grid", "knobs_of", "score"]
+
+# Scale-up and scale-down policies tried, by name ("given": the spec's own).
+UP_POLICIES: dict[str, dict[str, Any] | None] = {
+    "given": None,
+    "4 pods or 100% per 15s": {"selectPolicy": "Max", "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15},
+                                                                   {"type": "Percent", "value": 100,
+                                                                    "periodSeconds": 15}]},
+    "8 pods or 200% per 15s": {"selectPolicy": "Max", "policies": [{"type": "Pods", "value": 8, "periodSeconds": 15},
+                                                                   {"type": "Percent", "value": 200,
+                                                                    "periodSeconds": 15}]},
+}
+DOWN_POLICIES: dict[str, dict[str, Any] | None] = {
+    "given": None,
+    "100% per 15s": {"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]},
+    "20% per 60s": {"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 20, "periodSeconds": 60}]},
+    "1 pod per 60s": {"selectPolicy": "Max", "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]},
+}
+TARGET_FRACTIONS = (0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)   # of the reference target
+DOWN_WINDOWS = (0, 60, 180, 300, 600)                        # seconds, plus the given one
+TOLERANCES = (0.05, 0.1)                                     # plus the given one
+
+
+@dataclass(frozen=True)
+class Knobs:
+    target: str                    # a quantity, as written in the spec
+    tolerance: float | None        # None: the given spec's (or the cluster's)
+    down_window: int | None        # None: the given spec's (or the cluster's)
+    down_policy: str
+    up_policy: str
+    horizon: str | None = None     # the forecast's horizon, when the spec lists one
+
+    def row(self) -> dict[str, Any]:
+        return {"target": self.target, "tolerance": self.tolerance, "scaleDownWindowSeconds": self.down_window,
+                "scaleDownPolicy": self.down_policy, "scaleUpPolicy": self.up_policy, "forecastHorizon": self.horizon}
+
+
+def _target_block(metric: dict[str, Any]) -> dict[str, Any]:
+    kind = metric.get("type")
+    source = metric.get({"Pods": "pods", "External": "external", "Object": "object", "Resource": "resource",
+                         "ContainerResource": "containerResource"}.get(str(kind), ""), {})
+    return source.get("target", {})
+
+
+def _target_text(target: dict[str, Any]) -> str | None:
+    for key in ("averageValue", "value"):
+        if key in target:
+            return str(target[key])
+    return None
+
+
+def knobs_of(raw: dict[str, Any], default_down_window: int, horizon: str | None = None) -> Knobs:
+    """The given spec's own settings, as knobs."""
+    spec = raw.get("spec") or {}
+    target = _target_text(_target_block((spec.get("metrics") or [{}])[0])) or ""
+    down = ((spec.get("behavior") or {}).get("scaleDown") or {})
+    window = down.get("stabilizationWindowSeconds")
+    return Knobs(target, None, int(window) if window is not None else None, "given", "given", horizon)
+
+
+def apply(raw: dict[str, Any], knobs: Knobs, forecast_metric: str | None = None) -> dict[str, Any]:
+    """The given spec (a whole HorizontalPodAutoscaler/HorizontalAutoscaler document) with these knobs."""
+    out = copy.deepcopy(raw)
+    spec = out["spec"]
+    metrics = spec["metrics"]
+    first = _target_block(metrics[0])
+    first_text = _target_text(first)
+    for metric in metrics:
+        block = _target_block(metric)
+        text = _target_text(block)
+        if text is not None and first_text is not None and to_milli(text) == to_milli(first_text) \
+                and block.get("type") == first.get("type"):
+            block["averageValue" if "averageValue" in block else "value"] = knobs.target
+    behavior = spec.get("behavior")
+    changes = (knobs.tolerance is not None or knobs.down_window is not None or knobs.down_policy != "given"
+               or knobs.up_policy != "given")
+    if changes:
+        behavior = spec.setdefault("behavior", {})
+        up = behavior.setdefault("scaleUp", {})
+        down = behavior.setdefault("scaleDown", {})
+        if knobs.up_policy != "given":
+            up.update(copy.deepcopy(UP_POLICIES[knobs.up_policy]) or {})
+        if knobs.down_policy != "given":
+            down.update(copy.deepcopy(DOWN_POLICIES[knobs.down_policy]) or {})
+        if knobs.down_window is not None:
+            down["stabilizationWindowSeconds"] = knobs.down_window
+        if knobs.tolerance is not None:
+            up["tolerance"] = down["tolerance"] = knobs.tolerance
+        for key in ("scaleUp", "scaleDown"):
+            if not behavior[key]:
+                del behavior[key]
+    return out
+
+
+def grid(given: Knobs, reference_target: float, horizons: Sequence[str | None] = (None,)) -> list[Knobs]:
+    """Every combination of the knobs' values (the given spec's own values included), given first."""
+    targets = [format_milli(max(1, round(reference_target * f * 1000))) for f in TARGET_FRACTIONS]
+    if given.target and given.target not in targets:
+        targets.append(given.target)
+    windows: list[int | None] = [None, *(w for w in DOWN_WINDOWS if w != given.down_window)]
+    tolerances: list[float | None] = [None, *TOLERANCES]
+    out = [given]
+    for t, tol, w, down, up, h in itertools.product(targets, tolerances, windows, DOWN_POLICIES, UP_POLICIES,
+                                                    horizons):
+        k = Knobs(t, tol, w, down, up, h)
+        if k != given:
+            out.append(k)
+    return out
+
+
+@dataclass(frozen=True)
+class Score:
+    replica_hours: float
+    seconds_under: float          # against the reference
+    scale_events: int
+    ideal_replica_hours: float    # the observed load / the reference target, integrated
+
+    def row(self) -> dict[str, Any]:
+        return {"replicaHours": round(self.replica_hours, 3), "secondsUnderProvisioned": self.seconds_under,
+                "scaleEvents": self.scale_events, "idealReplicaHours": round(self.ideal_replica_hours, 3)}
+
+
+def score(result: Replay, query: Any, observed: np.ndarray, reference: Reference, part: slice) -> Score:
+    """A replay's figures over one part of its range."""
+    step = result.grid.step
+    ready = result.ready[part]
+    load = load_per_pod(query, observed[part], ready)
+    events = sum(1 for e in result.events if part.start <= e.index < (part.stop or result.grid.count))
+    ideal = float(np.nansum(load * ready) / reference.target) * step / 3600.0 if load.size else 0.0
+    return Score(float(result.replicas[part].sum()) * step / 3600.0,
+                 exposure(load, reference, step).seconds, events, ideal)
+
+
+def choose(scores: Iterable[tuple[Knobs, Score]], budget_seconds: float) -> list[tuple[Knobs, Score]]:
+    """Best first: within the budget by replica-hours (then scale events); then the rest by the
+    seconds under-provisioned."""
+    def key(item: tuple[Knobs, Score]) -> tuple[int, float, float, int]:
+        s = item[1]
+        within = s.seconds_under <= budget_seconds
+        return (0, round(s.replica_hours, 9), 0.0, s.scale_events) if within else \
+            (1, s.seconds_under, round(s.replica_hours, 9), s.scale_events)
+    return sorted(scores, key=key)
+
+
+def evaluate(candidates: Sequence[Knobs], run: Callable[[Knobs], Score], workers: int = 1) -> list[tuple[Knobs, Score]]:
+    """Each candidate's score; with `workers` > 1 in forked processes (the history is shared, not copied)."""
+    if workers <= 1:
+        return [(k, run(k)) for k in candidates]
+    import multiprocessing
+
+    global _RUN
+    _RUN = run
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(workers) as pool:
+        scores = pool.map(_run_one, candidates, chunksize=max(1, len(candidates) // (workers * 4)))
+    return list(zip(candidates, scores, strict=True))
+
+
+_RUN: Callable[[Knobs], Score] | None = None
+
+
+def _run_one(k: Knobs) -> Score:
+    assert _RUN is not None
+    return _RUN(k)
+
+
+def with_target(k: Knobs, target: str) -> Knobs:
+    return replace(k, target=target)
