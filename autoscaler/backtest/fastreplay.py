@@ -67,7 +67,7 @@ class Prepared:
         self.times = [(grid.at(i) - start) // _US for i in range(grid.count)]
         self.series = {q: s.total.tolist() for q, s in queries_data.items()}
         self.arrays = {q: s.total for q, s in queries_data.items()}
-        self._milli: dict[str, list[int | None]] = {}
+        self._milli: dict[str, list[int]] = {}
         self._per_pod: dict[tuple[str, int, int], int] = {}
         self._breaks: dict[tuple[Any, ...], np.ndarray] = {}
 
@@ -105,10 +105,11 @@ class Prepared:
             out = self._breaks[key] = np.flatnonzero(maybe)
         return out
 
-    def totals_milli(self, promql: str) -> list[int | None]:
+    def totals_milli(self, promql: str) -> list[int]:
+        """Each step's value in milli-units (0 where there is no data: such a step fails first)."""
         out = self._milli.get(promql)
         if out is None:
-            out = self._milli[promql] = [None if v != v else to_milli(v) for v in self.series[promql]]
+            out = self._milli[promql] = [0 if v != v else to_milli(v) for v in self.series[promql]]
         return out
 
     def per_pod_milli(self, promql: str, i: int, ready: int) -> int:
@@ -179,11 +180,11 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
     n = grid.count
     tol = tolerances_for(spec, config.tolerance)
     lo, hi = 1.0 - tol.scale_down, 1.0 + tol.scale_up
-    kinds: list[tuple[int, int, str, list[int | None] | None]] = []
+    kinds: list[tuple[int, int, str, list[int]]] = []
     for q in queries:
         t = q.metric.target
         if q.shape == "per-pod":
-            kinds.append((0, t.average_value_milli or 0, q.promql, None))
+            kinds.append((0, t.average_value_milli or 0, q.promql, []))
         elif t.average_value_milli is not None:
             kinds.append((1, t.average_value_milli, q.promql, prepared.totals_milli(q.promql)))
         else:
@@ -275,13 +276,13 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
                     else:
                         proposal = _ceil32(ratio * ready)
                 elif kind == 1:
-                    usage = millis[i]  # type: ignore[index]
+                    usage = millis[i]
                     status = len(ready_at)
                     den = target * status
                     ratio = usage / den if den else (math.inf if usage > 0 else math.nan)
                     proposal = status if lo <= ratio <= hi else _ceil32(usage / target)
                 else:
-                    ratio = millis[i] / target  # type: ignore[index]
+                    ratio = millis[i] / target
                     if lo <= ratio <= hi:
                         proposal = current
                     elif not ready_at:

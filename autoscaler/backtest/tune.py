@@ -4,8 +4,10 @@ scored on what pods went through, and chosen on one part of the range, checked o
 - Knobs (`Knobs`): the target of the first metric (and of every metric listed with the same target,
   such as its forecast), the tolerance (`behavior.scale{Up,Down}.tolerance`), the scale-down
   stabilization window, the scale-down and scale-up policies, and a forecast rule's horizon when
-  the spec lists a forecast metric. A full grid over a few values each: the space is small, every
-  point is cheap (`fastreplay`), and a grid states plainly what was tried.
+  the spec lists a forecast metric. A grid in two stages, so that it states plainly what was
+  tried: (1) every target x scale-down window x scale-down policy, which set the replica-hours;
+  (2) around the three best of those, every scale-up policy x tolerance (x horizon), which set
+  how fast a rise is met. Every point is cheap (`fastreplay`).
 - Score (`Score`): replica-hours, seconds under-provisioned against ONE reference (the given spec's
   target unless stated; a candidate that raises its own target is charged for the load it leaves
   above the reference), scale events.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,14 +33,12 @@ from promscaler.quantity import format_milli, to_milli
 from .exposure import Reference, exposure, load_per_pod
 from .replay import Replay
 
-__all__ = ["DOWN_POLICIES", "UP_POLICIES", "Knobs", "Score", "apply", "choose", "grid", "knobs_of", "score"]
+__all__ = ["DOWN_POLICIES", "UP_POLICIES", "Knobs", "Score", "apply", "changed", "choose", "evaluate", "knobs_of",
+           "scale_down_side", "scale_up_side", "score"]
 
 # Scale-up and scale-down policies tried, by name ("given": the spec's own).
 UP_POLICIES: dict[str, dict[str, Any] | None] = {
     "given": None,
-    "4 pods or 100% per 15s": {"selectPolicy": "Max", "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15},
-                                                                   {"type": "Percent", "value": 100,
-                                                                    "periodSeconds": 15}]},
     "8 pods or 200% per 15s": {"selectPolicy": "Max", "policies": [{"type": "Pods", "value": 8, "periodSeconds": 15},
                                                                    {"type": "Percent", "value": 200,
                                                                     "periodSeconds": 15}]},
@@ -47,11 +47,10 @@ DOWN_POLICIES: dict[str, dict[str, Any] | None] = {
     "given": None,
     "100% per 15s": {"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]},
     "20% per 60s": {"selectPolicy": "Max", "policies": [{"type": "Percent", "value": 20, "periodSeconds": 60}]},
-    "1 pod per 60s": {"selectPolicy": "Max", "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]},
 }
 TARGET_FRACTIONS = (0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)   # of the reference target
 DOWN_WINDOWS = (0, 60, 180, 300, 600)                        # seconds, plus the given one
-TOLERANCES = (0.05, 0.1)                                     # plus the given one
+TOLERANCES = (0.05, 0.1, 0.2)                                # but the given one; plus the given one
 
 
 @dataclass(frozen=True)
@@ -125,19 +124,31 @@ def apply(raw: dict[str, Any], knobs: Knobs, forecast_metric: str | None = None)
     return out
 
 
-def grid(given: Knobs, reference_target: float, horizons: Sequence[str | None] = (None,)) -> list[Knobs]:
-    """Every combination of the knobs' values (the given spec's own values included), given first."""
+def scale_down_side(given: Knobs, reference_target: float) -> list[Knobs]:
+    """Stage 1: every target x scale-down window x scale-down policy, the rest as given (given first)."""
     targets = [format_milli(max(1, round(reference_target * f * 1000))) for f in TARGET_FRACTIONS]
     if given.target and given.target not in targets:
         targets.append(given.target)
     windows: list[int | None] = [None, *(w for w in DOWN_WINDOWS if w != given.down_window)]
-    tolerances: list[float | None] = [None, *TOLERANCES]
     out = [given]
-    for t, tol, w, down, up, h in itertools.product(targets, tolerances, windows, DOWN_POLICIES, UP_POLICIES,
-                                                    horizons):
-        k = Knobs(t, tol, w, down, up, h)
+    for t, w, down in itertools.product(targets, windows, DOWN_POLICIES):
+        k = Knobs(t, None, w, down, "given", given.horizon)
         if k != given:
             out.append(k)
+    return out
+
+
+def scale_up_side(best: Sequence[Knobs], given_tolerance: float,
+                  horizons: Sequence[str | None] = ()) -> list[Knobs]:
+    """Stage 2: around each of the best of stage 1, every scale-up policy x tolerance (x forecast
+    horizon), excluding what stage 1 already tried."""
+    tolerances: list[float | None] = [None, *(t for t in TOLERANCES if t != given_tolerance)]
+    out: list[Knobs] = []
+    for b in best:
+        for up, tol, h in itertools.product(UP_POLICIES, tolerances, [b.horizon, *horizons]):
+            k = Knobs(b.target, tol, b.down_window, b.down_policy, up, h)
+            if k not in best and k not in out:
+                out.append(k)
     return out
 
 
@@ -159,19 +170,24 @@ def score(result: Replay, query: Any, observed: np.ndarray, reference: Reference
     ready = result.ready[part]
     load = load_per_pod(query, observed[part], ready)
     events = sum(1 for e in result.events if part.start <= e.index < (part.stop or result.grid.count))
-    ideal = float(np.nansum(load * ready) / reference.target) * step / 3600.0 if load.size else 0.0
+    ideal = float(np.nansum(observed[part])) / reference.target * step / 3600.0
     return Score(float(result.replicas[part].sum()) * step / 3600.0,
                  exposure(load, reference, step).seconds, events, ideal)
 
 
-def choose(scores: Iterable[tuple[Knobs, Score]], budget_seconds: float) -> list[tuple[Knobs, Score]]:
-    """Best first: within the budget by replica-hours (then scale events); then the rest by the
-    seconds under-provisioned."""
-    def key(item: tuple[Knobs, Score]) -> tuple[int, float, float, int]:
-        s = item[1]
-        within = s.seconds_under <= budget_seconds
-        return (0, round(s.replica_hours, 9), 0.0, s.scale_events) if within else \
-            (1, s.seconds_under, round(s.replica_hours, 9), s.scale_events)
+def changed(k: Knobs, given: Knobs) -> int:
+    """How many knobs differ from the given spec's."""
+    return sum(a != b for a, b in zip(k.row().values(), given.row().values(), strict=True))
+
+
+def choose(scores: Iterable[tuple[Knobs, Score]], budget_seconds: float, given: Knobs) -> list[tuple[Knobs, Score]]:
+    """Best first: within the budget by replica-hours, then scale events, then the fewest knobs
+    changed (equal replays: the smallest change); then the rest by the seconds under-provisioned."""
+    def key(item: tuple[Knobs, Score]) -> tuple[int, float, float, int, int]:
+        k, s = item
+        if s.seconds_under <= budget_seconds:
+            return (0, round(s.replica_hours, 9), 0.0, s.scale_events, changed(k, given))
+        return (1, s.seconds_under, round(s.replica_hours, 9), s.scale_events, changed(k, given))
     return sorted(scores, key=key)
 
 
@@ -195,7 +211,3 @@ _RUN: Callable[[Knobs], Score] | None = None
 def _run_one(k: Knobs) -> Score:
     assert _RUN is not None
     return _RUN(k)
-
-
-def with_target(k: Knobs, target: str) -> Knobs:
-    return replace(k, target=target)
