@@ -41,7 +41,7 @@ from pathlib import Path
 from adapter import rulecheck
 from adapter.naming import CompiledRule, CompiledRules, Resource, ResourceTable, compile_rules
 from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusQueryError
-from adapter.rules import RuleError, parse_rules
+from adapter.rules import Forecast, RuleError, parse_rules
 from promscaler.apidiscovery import parse_resource_list, preferred_group_versions
 from promscaler.logs import vlog
 from promscaler.wire import CUSTOM_GROUP, EXTERNAL_GROUP
@@ -57,6 +57,7 @@ class CustomMetric:
     metric: str
     series: str
     rule: CompiledRule
+    forecast: Forecast | None = None  # set: this is the rule's forecast of `series`
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,7 @@ class ExternalMetric:
     metric: str
     series: str
     rule: CompiledRule
+    forecast: Forecast | None = None
 
 
 @dataclass(frozen=True)
@@ -139,22 +141,28 @@ async def fetch_resource_table(get_json: GetJSON, previous: ResourceTable | None
 
 
 def build_catalogue(rules: CompiledRules, series_by_query: Mapping[str, Sequence[Mapping[str, str]]]) -> Catalogue:
-    """Pure: rules plus the series each seriesQuery returned -> the metrics served."""
+    """Pure: rules plus the series each seriesQuery returned -> the metrics served. Forecasts come
+    second: a forecast name that a rule also yields as a metric is that metric."""
     custom: dict[tuple[str, str], CustomMetric] = {}
     external: dict[str, ExternalMetric] = {}
-    for rule in rules.all:
-        for labels in series_by_query.get(rule.series_query, ()):
-            name = labels.get("__name__", "")
-            if not name or not rule.accepts(name):
+    for forecasts in (False, True):
+        for rule in rules.all:
+            forecast = rule.rule.forecast
+            if forecasts and forecast is None:
                 continue
-            metric = rule.metric_name(name)
-            if not metric:
-                continue
-            if rule.external:
-                external.setdefault(metric, ExternalMetric(metric, name, rule))
-                continue
-            for res in rule.converter.resources_for_labels(labels):
-                custom.setdefault((res.api_name, metric), CustomMetric(res, metric, name, rule))
+            for labels in series_by_query.get(rule.series_query, ()):
+                name = labels.get("__name__", "")
+                if not name or not rule.accepts(name):
+                    continue
+                metric = rule.forecast_name(name) if forecasts else rule.metric_name(name)
+                if not metric:
+                    continue
+                kept = forecast if forecasts else None
+                if rule.external:
+                    external.setdefault(metric, ExternalMetric(metric, name, rule, kept))
+                    continue
+                for res in rule.converter.resources_for_labels(labels):
+                    custom.setdefault((res.api_name, metric), CustomMetric(res, metric, name, rule, kept))
     count = sum(len(v) for v in series_by_query.values())
     return Catalogue(custom, external, count)
 

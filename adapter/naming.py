@@ -288,6 +288,18 @@ class CompiledRule:
         m = self.name_regex.search(series_name)
         return go_expand(self.name_as, m) if m else None
 
+    def forecast_name(self, series_name: str) -> str | None:
+        """The name the rule's forecast of this series is served as (None: the rule has no forecast):
+        `forecast.name` expanded like `name.as`, else `<metric>_forecast`."""
+        forecast = self.rule.forecast
+        m = self.name_regex.search(series_name)
+        if forecast is None or not m:
+            return None
+        if forecast.name:
+            return go_expand(forecast.name, m) or None
+        metric = go_expand(self.name_as, m)
+        return f"{metric}_forecast" if metric else None
+
 
 def _regex(pattern: str, where: str) -> re.Pattern[str]:
     try:

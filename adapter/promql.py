@@ -19,9 +19,11 @@ __all__ = [
     "external_query",
     "quote",
     "regex_alternation",
+    "regex_escape",
     "render_query",
     "resource_query",
     "selector_matchers",
+    "workload_query",
 ]
 
 _LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -37,9 +39,14 @@ def quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def regex_escape(value: str) -> str:
+    """`value` as an RE2 regex matching exactly it."""
+    return value.translate(_RE2_ESCAPES)
+
+
 def regex_alternation(values: Iterable[str]) -> str:
     """A quoted regex matching exactly one of `values` (Prometheus anchors regexes)."""
-    return quote("|".join(v.translate(_RE2_ESCAPES) for v in values))
+    return quote("|".join(regex_escape(v) for v in values))
 
 
 def _check_label(key: str) -> str:
@@ -113,3 +120,14 @@ def external_query(rule: CompiledRule, series: str, namespace_label: str | None,
     if namespace is not None and namespace_label and rule.namespaced:
         matchers.append((namespace_label, matcher(namespace_label, [namespace]), (namespace,)))
     return render_query(rule, series, matchers, [])
+
+
+def workload_query(rule: CompiledRule, series: str, pod_label: str, ns_label: str | None, namespace: str | None,
+                   pod_regex: str, selector: Selector) -> str:
+    """The per-pod query for every pod whose name matches `pod_regex`, past pods included: a
+    workload over history (backtest, and the total a Pods forecast is made on)."""
+    matchers = selector_matchers(selector)
+    if ns_label and namespace is not None:
+        matchers.append((ns_label, matcher(ns_label, [namespace]), (namespace,)))
+    matchers.append((pod_label, f"{_check_label(pod_label)}=~{quote(pod_regex)}", ()))
+    return render_query(rule, series, matchers, [pod_label])

@@ -8,16 +8,19 @@ The seam of kubernetes-sigs/custom-metrics-apiserver: `CustomMetricsProvider`
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple, Protocol
 
 from adapter.discovery import CustomMetric, Discovery, ExternalMetric
+from adapter.forecast import forecast_query, workload_pattern
 from adapter.naming import NAMESPACES, CompiledRule, Resource
 from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable, Sample
-from adapter.promql import QueryBuildError, external_query, resource_query
+from adapter.promql import QueryBuildError, external_query, resource_query, workload_query
+from adapter.rules import Forecast
 from promscaler.logs import vlog
 from promscaler.selectors import Selector
 from promscaler.status import BadRequest, InternalError, NotFound, ServiceUnavailable
@@ -162,7 +165,7 @@ class CustomMetricsProvider:
         return found
 
     async def _query(self, found: CustomMetric, namespace: str | None, names: list[str],
-                     metric_selector: Selector) -> list[CustomValue]:
+                     metric_selector: Selector, by_name: bool = False) -> list[CustomValue]:
         rule, res = found.rule, found.resource
         label = rule.converter.label_for_resource(res)
         ns_label = rule.converter.label_for_resource(NAMESPACES)
@@ -170,14 +173,19 @@ class CustomMetricsProvider:
             raise InternalError(f"{rule.rule.path}: no label maps to resource {res.api_name}")
         if namespace is not None and res.namespaced and ns_label is None:
             raise BadRequest(f"{rule.rule.path} has no label for namespaces, so it cannot answer namespaced requests")
+        ns = namespace if res.namespaced else None
+        if found.forecast is not None and res.api_name == "pods":
+            return await self._pods_forecast(found, found.forecast, label, ns_label, ns, names, metric_selector,
+                                             by_name)
         try:
-            query = resource_query(rule, found.series, label, ns_label, namespace if res.namespaced else None,
-                                   names, metric_selector)
+            query = resource_query(rule, found.series, label, ns_label, ns, names, metric_selector)
+            if found.forecast is not None:
+                query = forecast_query(found.forecast, query)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
         samples, fresh_until = await _run(self.prometheus, query, self.cache.for_rule(rule), rule)
         out = []
-        ns, metric, window = namespace if res.namespaced else None, found.metric, rule.window_seconds
+        metric, window = found.metric, rule.window_seconds
         for labels, ts, value in samples:
             name = labels.get(label)
             if name is None and len(names) == 1 and len(samples) == 1:
@@ -187,10 +195,43 @@ class CustomMetricsProvider:
             out.append(CustomValue(res, ns, name, metric, value, ts, window, fresh_until))
         return out
 
+    async def _pods_forecast(self, found: CustomMetric, forecast: Forecast, label: str, ns_label: str | None,
+                             namespace: str | None, names: list[str], metric_selector: Selector,
+                             by_name: bool) -> list[CustomValue]:
+        """A Pods forecast: the forecast of the workload's total (its pods had other names one season
+        ago), divided evenly over the pods that exist now: the pods asked for, or for one pod asked
+        by name, the workload's pods that report the metric now. No history, no value."""
+        rule = found.rule
+        present = replace(found, forecast=None)
+        if not names:  # no cluster to list the pods: the ones reporting now
+            names = sorted({v.name for v in await self._query(present, namespace, [], metric_selector)})
+            if not names:
+                return []
+        try:
+            pods = workload_query(rule, found.series, label, ns_label, namespace, workload_pattern(names),
+                                  metric_selector)
+            total = forecast_query(forecast, f"sum({pods})")
+        except QueryBuildError as exc:
+            raise BadRequest(str(exc)) from None
+        policy = self.cache.for_rule(rule)
+        if by_name:
+            (samples, fresh_until), (now, _) = await asyncio.gather(
+                _run(self.prometheus, total, policy, rule), _run(self.prometheus, pods, policy, rule))
+            reporting = {s.labels.get(label) for s in now}
+            count = len(reporting) if names[0] in reporting else 0
+        else:
+            samples, fresh_until = await _run(self.prometheus, total, policy, rule)
+            count = len(names)
+        if not samples or not count:
+            return []
+        _, ts, value = samples[0]
+        return [CustomValue(found.resource, namespace, name, found.metric, value / count, ts, rule.window_seconds,
+                            fresh_until) for name in names]
+
     async def get_metric_by_name(self, resource_name: str, namespace: str | None, name: str, metric: str,
                                  metric_selector: Selector) -> CustomValue:
         found = self._lookup(resource_name, metric, namespace)
-        for v in await self._query(found, namespace, [name], metric_selector):
+        for v in await self._query(found, namespace, [name], metric_selector, by_name=True):
             if v.name == name:
                 return v
         where = f"{namespace}/{name}" if namespace else name
@@ -254,6 +295,8 @@ class ExternalMetricsProvider:
             ns_label = "namespace"  # a namespaced external rule without a mapping: the conventional label
         try:
             query = external_query(rule, found.series, ns_label, namespace, selector)
+            if found.forecast is not None:
+                query = forecast_query(found.forecast, query)
         except QueryBuildError as exc:
             raise BadRequest(str(exc)) from None
         samples, fresh_until = await _run(self.prometheus, query, self.cache.for_rule(rule), rule)

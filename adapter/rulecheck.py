@@ -10,6 +10,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from adapter.forecast import forecast_query
 from adapter.naming import KNOWN_RESOURCES, NAMESPACES, CompiledRule, CompiledRules
 from adapter.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 from adapter.promql import QueryBuildError, render_query
@@ -82,12 +83,17 @@ async def check_queries(rules: CompiledRules, prometheus: PrometheusClient) -> l
             query = sample_query(rule)
         except (QueryBuildError, ValueError) as exc:
             return f"{rule.rule.path}.metricsQuery cannot be rendered: {exc}"
-        try:
-            await prometheus.format_query(query)
-        except PrometheusQueryError as exc:
-            return f"{rule.rule.path}.metricsQuery does not parse in Prometheus: {exc} (rendered: {query})"
-        except PrometheusUnavailable as exc:  # down, or no format_query (Thanos, older versions): not checked
-            vlog(log, 2, "%s.metricsQuery not checked: %s", rule.rule.path, exc)
+        checks = [(f"{rule.rule.path}.metricsQuery", query)]
+        if rule.rule.forecast is not None:  # its PromQL is built around the metricsQuery: checked likewise
+            checks.append((rule.rule.forecast.path, forecast_query(rule.rule.forecast, query)))
+        for where, text in checks:
+            try:
+                await prometheus.format_query(text)
+            except PrometheusQueryError as exc:
+                return f"{where} does not parse in Prometheus: {exc} (rendered: {text})"
+            except PrometheusUnavailable as exc:  # down, or no format_query (Thanos, older versions): not checked
+                vlog(log, 2, "%s not checked: %s", where, exc)
+                return None
         return None
 
     problems = [p for p in await asyncio.gather(*(check(r) for r in rules.all)) if p]

@@ -3,6 +3,10 @@
 Parsing checks the shape; `naming.compile_rules` then compiles regexes and templates. Every
 problem is reported as one line naming the rule and field: `rules[2].metricsQuery: ...`.
 Unknown fields are tolerated (newer prometheus-adapter versions add some) but logged.
+
+`forecast:` (on a rule or an external rule) is promscaler's one addition to the format: a metric
+served beside the rule's own, computed in PromQL from history (`adapter.forecast`). Being ours,
+its fields are checked strictly: an unknown key in it is an error.
 """
 
 from __future__ import annotations
@@ -11,12 +15,15 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
+from promscaler.times import DurationError, parse_duration
+
 __all__ = [
     "DiscoveryRule",
+    "Forecast",
     "GroupResource",
     "NameMapping",
     "RegexFilter",
@@ -60,6 +67,25 @@ class ResourceMapping:
 
 
 @dataclass(frozen=True)
+class Forecast:
+    """A rule's `forecast:` block; durations in seconds.
+
+    `seasonal`: the value one `season` ago, `horizon` ahead, times the ratio of the mean over the
+    last `levelWindow` to the mean over the same window one season ago. `linear`: the least-squares
+    trend over the last `window`, `horizon` ahead, never below zero. Windows are sampled every
+    `resolution` (the PromQL subquery step)."""
+
+    path: str  # "rules[0].forecast", for error messages
+    method: Literal["seasonal", "linear"]
+    horizon: float
+    name: str = ""  # the served name, expanded like name.as (`${1}_forecast`); "" = "<metric>_forecast"
+    season: float = 0.0
+    level_window: float = 3600.0
+    window: float = 0.0
+    resolution: float = 60.0
+
+
+@dataclass(frozen=True)
 class DiscoveryRule:
     path: str  # e.g. "rules[0]", for error messages
     series_query: str
@@ -68,6 +94,7 @@ class DiscoveryRule:
     resources: ResourceMapping = ResourceMapping()
     name: NameMapping = NameMapping()
     namespaced: bool | None = None  # external rules: add the namespace matcher (default true)
+    forecast: Forecast | None = None
 
 
 @dataclass(frozen=True)
@@ -111,10 +138,64 @@ def _bool(value: Any, where: str) -> bool | None:
     return value
 
 
+_FORECAST_FIELDS = {
+    "seasonal": {"name", "method", "horizon", "season", "levelWindow", "resolution"},
+    "linear": {"name", "method", "horizon", "window", "resolution"},
+}
+
+
+def _duration(value: Any, where: str, default: float | None = None) -> float:
+    """A positive duration (`5m`, `1d`); `default` when absent, else required."""
+    if value is None:
+        if default is None:
+            raise RuleError(f"{where}: required field is missing")
+        return default
+    try:
+        seconds = parse_duration(value) if isinstance(value, (str, int, float)) else None
+    except DurationError:
+        seconds = None
+    if seconds is None or seconds <= 0:
+        raise RuleError(f"{where}: must be a positive duration such as 5m or 1d, got {value!r}")
+    if round(seconds * 1000) != seconds * 1000:
+        raise RuleError(f"{where}: must be a whole number of milliseconds, got {value!r}")
+    return seconds
+
+
+def _forecast(raw: Any, where: str) -> Forecast | None:
+    if raw is None:
+        return None
+    raw = _map(raw, where)
+    method = _str(raw.get("method"), f"{where}.method", required=True)
+    if method not in _FORECAST_FIELDS:
+        raise RuleError(f"{where}.method: must be seasonal or linear, got {method!r}")
+    for key in raw:
+        if key not in _FORECAST_FIELDS[method]:
+            other = next((m for m, keys in _FORECAST_FIELDS.items() if key in keys), None)
+            why = f"applies to method {other}, not {method}" if other else "unknown field"
+            raise RuleError(f"{where}.{key}: {why}")
+    horizon = _duration(raw.get("horizon"), f"{where}.horizon")
+    resolution = _duration(raw.get("resolution"), f"{where}.resolution", 60.0)
+    name = _str(raw.get("name"), f"{where}.name")
+    if method == "seasonal":
+        season = _duration(raw.get("season"), f"{where}.season")
+        level_window = _duration(raw.get("levelWindow"), f"{where}.levelWindow", 3600.0)
+        if season <= horizon:
+            raise RuleError(f"{where}.season: must be longer than the horizon ({raw.get('horizon')})")
+        if level_window < resolution:
+            raise RuleError(f"{where}.levelWindow: must be at least the resolution ({resolution:g}s)")
+        return Forecast(where, "seasonal", horizon, name, season=season, level_window=level_window,
+                        resolution=resolution)
+    window = _duration(raw.get("window"), f"{where}.window")
+    if window < 2 * resolution:
+        raise RuleError(f"{where}.window: must be at least twice the resolution ({resolution:g}s) to fit a trend")
+    return Forecast(where, "linear", horizon, name, window=window, resolution=resolution)
+
+
 def _rule(raw: Any, where: str) -> DiscoveryRule:
     if not isinstance(raw, Mapping):
         raise RuleError(f"{where}: must be a mapping with seriesQuery and metricsQuery")
-    _warn_unknown(raw, {"seriesQuery", "seriesFilters", "resources", "name", "metricsQuery", "namespaced"}, where)
+    _warn_unknown(raw, {"seriesQuery", "seriesFilters", "resources", "name", "metricsQuery", "namespaced",
+                       "forecast"}, where)
     filters = []
     raw_filters = raw.get("seriesFilters") or []
     if not isinstance(raw_filters, list):
@@ -148,6 +229,7 @@ def _rule(raw: Any, where: str) -> DiscoveryRule:
                                   res_namespaced),
         name=NameMapping(_str(name.get("matches"), f"{where}.name.matches"), _str(name.get("as"), f"{where}.name.as")),
         namespaced=top_namespaced if top_namespaced is not None else res_namespaced,
+        forecast=_forecast(raw.get("forecast"), f"{where}.forecast"),
     )
 
 

@@ -5,6 +5,11 @@ modules; nothing of the adapter's server comes along). Only the pods differ: a r
 the pods that exist now, history has pods that came and went, so a Pods metric selects the
 target's pods by a name pattern (`<target>-.*` unless given).
 
+A forecast metric (a rule's `forecast:` block) is asked with the adapter's own forecast PromQL
+(`adapter.forecast.forecast_query`) around the same query, so the replay sees at each step what
+the adapter would have served then; a Pods forecast is the forecast of the pods' total (one
+series), which the load model spreads over the simulated ready pods as it does an observed total.
+
 Kinds of query (`MetricQuery.shape`):
 - `per-pod`: one series per pod (Pods; Resource when given explicitly): the load model sums them
   into the observed total and counts them as the observed pods;
@@ -17,9 +22,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from adapter.forecast import forecast_query
 from adapter.naming import BUILTIN_TABLE, NAMESPACES, CompiledRule, CompiledRules, compile_rules, resource_by_api_name
-from adapter.promql import QueryBuildError, external_query, quote, render_query, resource_query, selector_matchers
-from adapter.rules import RuleError, load_rules
+from adapter.promql import QueryBuildError, external_query, quote, resource_query, workload_query
+from adapter.rules import Forecast, RuleError, load_rules
 from autoscaler.decision.spec import MetricSpec
 from promscaler.selectors import Selector
 
@@ -49,14 +55,23 @@ def load_compiled(path: str) -> CompiledRules:
 
 
 def _series_for(rules: tuple[CompiledRule, ...], metric: str,
-                series_names: SeriesNames) -> tuple[CompiledRule, str] | None:
+                series_names: SeriesNames) -> tuple[CompiledRule, str, Forecast | None] | None:
     """The first rule (in file order, as the adapter's discovery keeps the first) with a series
-    that becomes `metric`."""
-    for rule in rules:
-        for series in sorted(series_names(rule.series_query)):
-            if rule.accepts(series) and rule.metric_name(series) == metric:
-                return rule, series
+    that becomes `metric`, and the forecast when `metric` is a rule's forecast (metrics first,
+    as in discovery)."""
+    for forecasts in (False, True):
+        for rule in rules:
+            if forecasts and rule.rule.forecast is None:
+                continue
+            for series in sorted(series_names(rule.series_query)):
+                name = rule.forecast_name(series) if forecasts else rule.metric_name(series)
+                if rule.accepts(series) and name == metric:
+                    return rule, series, rule.rule.forecast if forecasts else None
     return None
+
+
+def _forecast(forecast: Forecast | None, promql: str) -> str:
+    return promql if forecast is None else forecast_query(forecast, promql)
 
 
 def metric_query(ms: MetricSpec, namespace: str, pod_regex: str, rules: CompiledRules | None,
@@ -76,16 +91,16 @@ def metric_query(ms: MetricSpec, namespace: str, pod_regex: str, rules: Compiled
             found = _series_for(rules.external_rules, ms.name, series_names)
             if found is None:
                 raise QueryError(f"{label}: no externalRules series in Prometheus becomes this metric")
-            rule, series = found
+            rule, series, forecast = found
             ns_label = rule.converter.label_for_resource(NAMESPACES)
             if rule.namespaced and ns_label is None:
                 ns_label = "namespace"  # as the adapter does for a namespaced external rule without a mapping
-            return MetricQuery(ms, external_query(rule, series, ns_label, namespace, selector), "total",
-                               f"externalRules[{rule.index}]")
+            promql = external_query(rule, series, ns_label, namespace, selector)
+            return MetricQuery(ms, _forecast(forecast, promql), "total", f"externalRules[{rule.index}]")
         found = _series_for(rules.rules, ms.name, series_names)
         if found is None:
             raise QueryError(f"{label}: no rules series in Prometheus becomes this metric")
-        rule, series = found
+        rule, series, forecast = found
         ns_label = rule.converter.label_for_resource(NAMESPACES)
         if ms.type == "Object":
             ref = ms.described_object
@@ -96,16 +111,15 @@ def metric_query(ms: MetricSpec, namespace: str, pod_regex: str, rules: Compiled
                 raise QueryError(f"{label}: rules[{rule.index}] has no label for {ref.kind}")
             promql = resource_query(rule, series, res_label, ns_label, namespace if resource.namespaced else None,
                                     [ref.name], selector)
-            return MetricQuery(ms, promql, "total", f"rules[{rule.index}]")
+            return MetricQuery(ms, _forecast(forecast, promql), "total", f"rules[{rule.index}]")
         pods = resource_by_api_name("pods")
         pod_label = rule.converter.label_for_resource(pods) if pods else None
         if pod_label is None:
             raise QueryError(f"{label}: rules[{rule.index}] has no label for pods")
-        matchers = selector_matchers(selector)
-        if ns_label:
-            matchers.append((ns_label, f"{ns_label}={quote(namespace)}", (namespace,)))
-        matchers.append((pod_label, f"{pod_label}=~{quote(pod_regex)}", ()))
-        return MetricQuery(ms, render_query(rule, series, matchers, [pod_label]), "per-pod", f"rules[{rule.index}]")
+        pods_query = workload_query(rule, series, pod_label, ns_label, namespace, pod_regex, selector)
+        if forecast is not None:  # the forecast of the pods' total, as the adapter makes it
+            pods_query = forecast_query(forecast, f"sum({pods_query})")
+        return MetricQuery(ms, pods_query, "per-pod", f"rules[{rule.index}]")
     except QueryBuildError as exc:
         raise QueryError(f"{label}: {exc}") from None
 

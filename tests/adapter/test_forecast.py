@@ -1,0 +1,212 @@
+"""Forecast metrics served by the adapter, from a real Prometheus holding a short known history
+(`forecast_data`: yesterday and today, backfilled with promtool), read with the real `kubectl get
+--raw` and an adapter connected to a KubeSim cluster that has today's pods. Every expected value is
+worked out by hand in `forecast_data`, never asked of the code under test."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from adapter.discovery import build_catalogue
+from adapter.forecast import workload_pattern
+from adapter.naming import compile_rules
+from adapter.rules import Forecast, RuleError, parse_rules
+from kubesim.apiserver import KubeSim
+from kubesim.prometheus import PrometheusServer, start_backfilled
+from promscaler.quantity import parse_quantity
+
+from . import forecast_data as fd
+from .conftest import RULES, AdapterProcess
+from .test_kube_labels import pod
+from .test_kubectl import kubectl_raw
+
+CUSTOM = "/apis/custom.metrics.k8s.io/v1beta2"
+EXTERNAL = "/apis/external.metrics.k8s.io/v1beta1"
+
+
+@pytest.fixture(scope="module")
+def t0() -> int:
+    return fd.start_time()
+
+
+@pytest.fixture(scope="module")
+def history(t0: int) -> Iterator[PrometheusServer]:
+    prom = start_backfilled(fd.openmetrics(t0))
+    yield prom
+    prom.close()
+
+
+@pytest.fixture(scope="module")
+def forecasting(history: PrometheusServer, tmp_path_factory) -> Iterator[AdapterProcess]:
+    rules = tmp_path_factory.mktemp("forecast") / "rules.yaml"
+    rules.write_text(fd.RULES)
+    with KubeSim() as sim:
+        for name in fd.WEB_NOW:
+            sim.apply(pod("web", name, app="web"))
+        sim.apply(pod("web", fd.CANARY, app="web-canary"))
+        sim.apply(pod("web", fd.FRESH, app="fresh"))
+        adapter = AdapterProcess("--prometheus-url", history.url, "--config", str(rules),
+                                 "--kubeconfig", sim.kubeconfig_path, "--query-cache-ttl", "0").wait_ready()
+        yield adapter
+        adapter.stop()
+
+
+def raw(adapter: AdapterProcess, path: str, tmp_path: Path) -> dict:
+    out = kubectl_raw(adapter, path, tmp_path)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def values(body: dict) -> dict[str, tuple[float, float]]:
+    """name (object name, or the external series' key label) -> (value, seconds after T0 of the answer)."""
+    out = {}
+    for item in body["items"]:
+        key = item["describedObject"]["name"] if "describedObject" in item else \
+            next(iter(item["metricLabels"].values()))
+        ts = datetime.strptime(item["timestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+        out[key] = (float(parse_quantity(item["value"])), ts)
+    return out
+
+
+def near(got: float, expected: float) -> bool:
+    return abs(got - expected) < 0.0011  # quantities are truncated to milli-units
+
+
+def on_line(got: tuple[float, float], t0: int, line: Callable[[float], float], horizon: float) -> bool:
+    """The value is the line `horizon` after the answer's time (RFC 3339 keeps whole seconds, so the
+    query ran within the second after the timestamp)."""
+    value, ts = got
+    ends = sorted((line(ts - t0 + horizon), line(ts + 1 - t0 + horizon)))
+    return ends[0] - 0.0011 <= value <= ends[1] + 0.0011
+
+
+def test_discovery_lists_each_forecast_beside_its_metric(forecasting, tmp_path):
+    custom = {r["name"] for r in raw(forecasting, CUSTOM, tmp_path)["resources"]}
+    assert {"pods/inflight", "pods/inflight_forecast", "pods/backlog", "pods/backlog_trend",
+            "services/service_load", "services/service_load_forecast", "services/service_rps_forecast"} <= custom
+    external = {r["name"] for r in raw(forecasting, EXTERNAL, tmp_path)["resources"]}
+    assert {"queue_depth", "queue_depth_seasonal", "stream_lag", "stream_lag_forecast"} <= external
+
+
+def test_pods_seasonal_forecast_is_yesterdays_workload_total_over_todays_pods(forecasting, tmp_path):
+    """Yesterday's pods had other names (and were three, then two); the canary Deployment in the
+    same namespace is not part of `web`: 30 * 15 / 10, shared by today's 2 pods."""
+    body = raw(forecasting, f"{CUSTOM}/namespaces/web/pods/*/inflight_forecast?labelSelector=app%3Dweb", tmp_path)
+    got = values(body)
+    assert set(got) == set(fd.WEB_NOW)
+    assert all(near(v, fd.POD_SEASONAL) for v, _ in got.values()), got
+    assert fd.POD_SEASONAL == 22.5
+    one = raw(forecasting, f"{CUSTOM}/namespaces/web/pods/{fd.WEB_NOW[0]}/inflight_forecast", tmp_path)
+    assert near(float(parse_quantity(one["items"][0]["value"])), fd.POD_SEASONAL)
+
+
+def test_object_and_external_seasonal_forecasts(forecasting, tmp_path):
+    body = raw(forecasting, f"{CUSTOM}/namespaces/web/services/api/service_load_forecast", tmp_path)
+    assert near(float(parse_quantity(body["items"][0]["value"])), fd.SERVICE_SEASONAL)  # 50 * 30 / 20
+    body = raw(forecasting, f"{EXTERNAL}/namespaces/web/queue_depth_seasonal?labelSelector=queue%3Dorders", tmp_path)
+    [(value, _)] = values(body).values()
+    assert near(value, fd.QUEUE_SEASONAL)  # 30 * 15 / 10
+
+
+def test_linear_forecasts_follow_the_trend_horizon_ahead(forecasting, t0, tmp_path):
+    got = values(raw(forecasting, f"{CUSTOM}/namespaces/web/pods/*/backlog_trend?labelSelector=app%3Dweb", tmp_path))
+    assert set(got) == set(fd.WEB_NOW)
+
+    def per_pod(s: float) -> float:  # today's workload total, over its 2 pods
+        return (fd.backlog(fd.WEB_NOW[0])(s) + fd.backlog(fd.WEB_NOW[1])(s)) / 2
+
+    assert all(on_line(v, t0, per_pod, fd.HORIZON_LINEAR) for v in got.values()), got
+    body = raw(forecasting, f"{CUSTOM}/namespaces/web/services/api/service_rps_forecast", tmp_path)
+    assert on_line(values(body)["api"], t0, fd.service_rps, fd.HORIZON_LINEAR)
+    got = values(raw(forecasting, f"{EXTERNAL}/namespaces/web/stream_lag_forecast", tmp_path))
+    assert on_line(got["up"], t0, fd.lag_up, fd.HORIZON_LINEAR)
+    assert got["down"][0] == 0  # the trend goes below zero within the horizon: clamped
+
+
+def test_missing_history_gives_no_forecast_never_a_zero(forecasting, tmp_path):
+    """A workload that started 5 minutes ago has its present metric, and no forecast at all."""
+    present = raw(forecasting, f"{CUSTOM}/namespaces/web/pods/*/inflight?labelSelector=app%3Dfresh", tmp_path)
+    assert [i["describedObject"]["name"] for i in present["items"]] == [fd.FRESH]
+    for metric in ("inflight_forecast", "backlog_trend"):
+        body = raw(forecasting, f"{CUSTOM}/namespaces/web/pods/*/{metric}?labelSelector=app%3Dfresh", tmp_path)
+        assert body["items"] == []
+        out = kubectl_raw(forecasting, f"{CUSTOM}/namespaces/web/pods/{fd.FRESH}/{metric}", tmp_path)
+        assert out.returncode != 0 and "NotFound" in out.stderr, out.stderr
+    out = kubectl_raw(forecasting, f"{CUSTOM}/namespaces/web/services/fresh/service_load_forecast", tmp_path)
+    assert out.returncode != 0 and "NotFound" in out.stderr, out.stderr
+    assert "new" in values(raw(forecasting, f"{EXTERNAL}/namespaces/web/queue_depth", tmp_path))
+    assert "new" not in values(raw(forecasting, f"{EXTERNAL}/namespaces/web/queue_depth_seasonal", tmp_path))
+    assert "new" not in values(raw(forecasting, f"{EXTERNAL}/namespaces/web/stream_lag_forecast", tmp_path))
+
+
+SEASONAL = {"method": "seasonal", "horizon": "5m", "season": "1d"}
+
+
+def forecast_error(block: object) -> str:
+    rule = {"seriesQuery": "x_total", "resources": {"template": "<<.Resource>>"}, "metricsQuery": "sum(<<.Series>>)",
+            "forecast": block}
+    with pytest.raises(RuleError) as exc:
+        compile_rules(parse_rules(yaml.safe_dump({"rules": [rule]})))
+    return str(exc.value)
+
+
+@pytest.mark.parametrize("block,message", [
+    ({**SEASONAL, "seasn": "7d"}, "rules[0].forecast.seasn: unknown field"),
+    ({**SEASONAL, "window": "30m"}, "rules[0].forecast.window: applies to method linear, not seasonal"),
+    ({"method": "linear", "horizon": "5m", "window": "30m", "season": "1d"},
+     "rules[0].forecast.season: applies to method seasonal, not linear"),
+    ({**SEASONAL, "method": "arima"}, "rules[0].forecast.method: must be seasonal or linear, got 'arima'"),
+    ({"horizon": "5m"}, "rules[0].forecast.method: required field is missing"),
+    ({"method": "seasonal", "season": "1d"}, "rules[0].forecast.horizon: required field is missing"),
+    ({**SEASONAL, "horizon": "soon"}, "rules[0].forecast.horizon: must be a positive duration"),
+    ({**SEASONAL, "horizon": "0s"}, "rules[0].forecast.horizon: must be a positive duration"),
+    ({**SEASONAL, "season": "5m"}, "rules[0].forecast.season: must be longer than the horizon"),
+    ({"method": "linear", "horizon": "5m"}, "rules[0].forecast.window: required field is missing"),
+    ({"method": "linear", "horizon": "5m", "window": "1m"}, "rules[0].forecast.window: must be at least twice"),
+    ({**SEASONAL, "name": 3}, "rules[0].forecast.name: must be a string"),
+    ("seasonal", "rules[0].forecast: must be a mapping"),
+])
+def test_invalid_forecast_block_names_its_field(block, message):
+    assert message in forecast_error(block)
+
+
+def test_forecast_block_fields_and_names():
+    doc = {"rules": [{"seriesQuery": "http_requests_total", "resources": {"template": "<<.Resource>>"},
+                      "name": {"matches": "^(.*)_total$"}, "metricsQuery": "sum(<<.Series>>)",
+                      "forecast": {**SEASONAL, "levelWindow": "2h", "resolution": "30s", "name": "${1}_ahead"}}],
+           "externalRules": [{"seriesQuery": "queue", "metricsQuery": "sum(<<.Series>>)",
+                              "forecast": {"method": "linear", "horizon": "10m", "window": "1h"}}]}
+    rules = compile_rules(parse_rules(yaml.safe_dump(doc)))
+    seasonal, linear = rules.rules[0], rules.external_rules[0]
+    assert seasonal.rule.forecast == Forecast("rules[0].forecast", "seasonal", 300, "${1}_ahead", season=86400,
+                                              level_window=7200, resolution=30)
+    assert seasonal.forecast_name("http_requests_total") == "http_requests_ahead"
+    assert linear.rule.forecast == Forecast("externalRules[0].forecast", "linear", 600, window=3600)
+    assert linear.forecast_name("queue") == "queue_forecast"  # the default name
+
+
+def test_a_file_without_forecast_serves_what_it_did():
+    rules = compile_rules(parse_rules(Path(RULES).read_text()))
+    assert all(r.rule.forecast is None and r.forecast_name("http_requests_total") is None for r in rules.all)
+    series = {r.series_query: [{"__name__": "http_requests_total", "namespace": "web", "pod": "web-1"}]
+              for r in rules.all}
+    catalogue = build_catalogue(rules, series)
+    assert not any(m.forecast for m in [*catalogue.custom.values(), *catalogue.external.values()])
+    assert not any(name.endswith("_forecast") for _, name in catalogue.custom)
+
+
+@pytest.mark.parametrize("pods,pattern", [
+    (["web-5b9d8c7f4-x2x7z", "web-5b9d8c7f4-q4l9n"], "web-[a-z0-9]+-[a-z0-9]+"),  # Deployment: any ReplicaSet
+    (["db-0", "db-2"], "db-[0-9]+"),  # StatefulSet
+    (["agent-x2x7z"], "agent-[a-z0-9]+"),  # DaemonSet, ReplicaSet, Job
+    (["a.b", "web-canary-5b9d8c7f4-x2x7z"], r"a\.b|web-canary-[a-z0-9]+-[a-z0-9]+"),  # a bare pod is itself
+    (["node-exporter"], "node-exporter"),  # 'exporter' is no generated suffix (it has vowels)
+])
+def test_workload_pattern_names_every_pod_of_the_controller(pods, pattern):
+    assert workload_pattern(pods) == pattern
