@@ -10,14 +10,16 @@ import math
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
+from adapter.naming import CompiledRules, compile_rules
+from adapter.rules import DiscoveryRule, RuleError, RulesConfig, load_rules
 from autoscaler.commandline import ArgError, Parser, add_controller_flags, controller_config
 from autoscaler.decision import ControllerConfig
 from promscaler import flags
@@ -26,7 +28,7 @@ from promscaler.times import DurationError, parse_time
 
 from .exposure import Reference, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
-from .queries import MetricQuery, QueryError, actual_replicas_queries, load_compiled, metric_query
+from .queries import MetricQuery, QueryError, actual_replicas_queries, metric_query
 from .replay import _target_value, replay, tolerance_up
 from .report import Outcome, summarize, table, write_png, write_summary
 from .specs import Spec, SpecFileError, load_specs
@@ -112,6 +114,8 @@ class Plan:
     spec: Spec
     queries: list[MetricQuery]
     actual_queries: list[str]
+    # with other forecast horizons (seconds): the queries, where a forecast metric's differs
+    variants: dict[float, list[MetricQuery]] = field(default_factory=dict)
 
 
 @dataclass
@@ -151,10 +155,21 @@ class Histories:
         return reference_for(query, target, tolerance)
 
 
+def _with_horizon(cfg: RulesConfig, horizon: float) -> CompiledRules:
+    """The rules with every forecast `horizon` ahead (a seasonal one only when shorter than its season)."""
+    def one(rule: DiscoveryRule) -> DiscoveryRule:
+        f = rule.forecast
+        if f is None or (f.method == "seasonal" and f.season <= horizon):
+            return rule
+        return replace(rule, forecast=replace(f, horizon=horizon))
+    return compile_rules(replace(cfg, rules=tuple(map(one, cfg.rules)),
+                                 external_rules=tuple(map(one, cfg.external_rules))))
+
+
 def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
-                   extra: Callable[[Plan], list[str]] = lambda plan: []) -> Histories:
-    """Parse the shared flags, build every spec's PromQL and fetch it all (plus `extra` queries)
-    in one pass; raises Failed."""
+                   horizons: Sequence[float] = ()) -> Histories:
+    """Parse the shared flags, build every spec's PromQL (and, for `horizons`, its forecast
+    metrics' PromQL at those horizons) and fetch it all in one pass; raises Failed."""
     now = datetime.now(UTC)
     try:
         start = parse_when(args.start, now).replace(microsecond=0)
@@ -178,8 +193,9 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
         if reference_target <= 0:
             raise Failed("--reference-target: must be positive", 2)
     try:
-        rules = load_compiled(args.rules) if args.rules else None
-    except QueryError as exc:
+        cfg = load_rules(args.rules) if args.rules else None
+        rules = compile_rules(cfg) if cfg is not None else None
+    except RuleError as exc:
         raise Failed(str(exc), 2) from None
     config = controller_config(args)
     grid = Grid(start, args.step, math.floor((end - start).total_seconds() / args.step) + 1)
@@ -200,9 +216,15 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
             ref = s.spec.scale_target_ref
             pod_regex = args.pod_regex or f"{re.escape(ref.name)}-.*"
             queries = [metric_query(ms, ns, pod_regex, rules, series_names, explicit) for ms in s.spec.metrics]
-            plans.append(Plan(s, queries, actual_replicas_queries(ns, s.name, ref.kind, ref.name)))
+            plan = Plan(s, queries, actual_replicas_queries(ns, s.name, ref.kind, ref.name))
+            for h in horizons:
+                if cfg is not None:
+                    at = _with_horizon(cfg, h)
+                    plan.variants[h] = [metric_query(ms, ns, pod_regex, at, series_names, explicit)
+                                        for ms in s.spec.metrics]
+            plans.append(plan)
         wanted = [q.promql for p in plans for q in p.queries] + [a for p in plans for a in p.actual_queries]
-        wanted += [q for p in plans for q in extra(p)]
+        wanted += [q.promql for p in plans for qs in p.variants.values() for q in qs]
         bar = _progress(not args.no_progress and err.isatty(), err)
         if bar is not None:
             with bar:

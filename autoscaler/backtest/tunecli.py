@@ -39,6 +39,14 @@ from .tune import Knobs, Score, apply, choose, evaluate, knobs_of, scale_down_si
 __all__ = ["main"]
 
 
+MARGIN = 0.7   # candidates are chosen within this share of the budget: room for the periods to differ
+
+
+def _budget(text: str) -> float | None:
+    """A share (1%, 0.01), or `given` (None): no more than the given spec."""
+    return None if text.strip() == "given" else _fraction(text)
+
+
 def _fraction(text: str) -> float:
     t = text.strip()
     try:
@@ -56,9 +64,9 @@ def _parser() -> argparse.ArgumentParser:
                            "of time under-provisioned")
     p.add_argument("spec", metavar="SPEC.yaml", help="one HorizontalPodAutoscaler or HorizontalAutoscaler")
     add_history_flags(p)
-    p.add_argument("--max-above-target", type=_fraction, default=0.01, metavar="SHARE",
+    p.add_argument("--max-above-target", type=_budget, default=0.01, metavar="SHARE",
                    help="budget: the share of the time the load per ready pod may stay above the reference "
-                        "target x (1 + tolerance) (default 1%%)")
+                        "target x (1 + tolerance) (default 1%%); `given`: no more than the given spec")
     p.add_argument("--choose-on", type=_fraction, default=0.5, metavar="SHARE",
                    help="the first part of the range the candidates are chosen on; the rest is held out to report "
                         "on (default 50%%)")
@@ -79,6 +87,17 @@ class _Setting:
     queries: list[MetricQuery]
 
 
+HORIZONS = (120.0, 300.0, 600.0, 900.0)   # forecast horizons tried (seconds), when the spec lists a forecast
+
+
+def _horizon_text(seconds: float) -> str:
+    return f"{seconds / 60:g}m"
+
+
+def _horizon_seconds(text: str) -> float:
+    return float(text[:-1]) * 60
+
+
 def _sliced(data: dict[str, Series], count: int) -> dict[str, Series]:
     return {q: Series(s.total[:count], s.count[:count]) for q, s in data.items()}
 
@@ -97,11 +116,16 @@ class _Search:
         self.prepared_full: Prepared = prepare(h.data, h.grid)
         self.default_window = int(h.config.downscale_stabilization_window)
 
+    def horizons(self) -> list[str]:
+        """The horizons (as knob values) that change some forecast metric's PromQL: none without one."""
+        base = [q.promql for q in self.plan.queries]
+        return [_horizon_text(h) for h, qs in self.plan.variants.items() if [q.promql for q in qs] != base]
+
     def setting(self, knobs: Knobs) -> _Setting:
         raw = apply(self.plan.spec.raw, knobs)
         spec = parse_spec(raw.get("spec"), "spec")
-        queries = [MetricQuery(ms, q.promql, q.shape, q.source) for ms, q in zip(spec.metrics, self.plan.queries,
-                                                                                  strict=True)]
+        base = self.plan.queries if knobs.horizon is None else self.plan.variants[_horizon_seconds(knobs.horizon)]
+        queries = [MetricQuery(ms, q.promql, q.shape, q.source) for ms, q in zip(spec.metrics, base, strict=True)]
         return _Setting(knobs, raw, spec, queries)
 
     def replay(self, s: _Setting, full: bool) -> Replay:
@@ -130,10 +154,10 @@ def _yaml(raw: dict[str, Any]) -> str:
     return yaml.safe_dump(raw, sort_keys=False)
 
 
-def _knob_text(k: Knobs, given: Knobs) -> list[str]:
+def _knob_text(k: Knobs, given: Knobs, forecast: bool) -> list[str]:
     return [k.target, "given" if k.tolerance is None else f"{k.tolerance:g}",
             "given" if k.down_window is None or k == given else f"{k.down_window}s", k.down_policy, k.up_policy] + \
-        ([k.horizon or "given"] if k.horizon is not None or given.horizon is not None else [])
+        ([k.horizon or "given"] if forecast else [])
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -151,7 +175,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             raise SpecFileError(f"{args.spec}: tune takes one autoscaler, the file has {len(specs)}")
         if args.top < 1 or args.workers < 1:
             raise ArgError("--top and --workers: must be at least 1")
-        h = read_histories(args, specs, err)
+        h = read_histories(args, specs, err, HORIZONS)
     except (ArgError, SpecFileError) as exc:
         return fail(str(exc), 2)
     except Failed as exc:
@@ -167,15 +191,16 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     step = h.grid.step
     choose_seconds = search.split * step
     held_seconds = (h.grid.count - search.split) * step
-    budget = args.max_above_target * choose_seconds
     workers = args.workers if search.fast else 1
     candidates = scale_down_side(given, reference.target)
     scores = evaluate(candidates, search.on_choose_part, workers)
-    leaders = [k for k, _ in choose(scores, budget, given)[:3]]
-    more = scale_up_side(leaders, tolerance_up(given_spec, h.config))
+    share = args.max_above_target
+    budget = ranked_score(scores, given).seconds_under if share is None else share * choose_seconds
+    leaders = [k for k, _ in choose(scores, budget * MARGIN, given)[:3]]
+    more = scale_up_side(leaders, tolerance_up(given_spec, h.config), search.horizons())
     candidates += more
     scores += evaluate(more, search.on_choose_part, workers)
-    ranked = choose(scores, budget, given)
+    ranked = choose(scores, budget * MARGIN, given)
     replayed = time.perf_counter() - started - fetched
     best_knobs = ranked[0][0]
     given_setting = search.setting(given)
@@ -185,7 +210,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     for k in dict.fromkeys([given, best_knobs, *(k for k, _ in table_rows)]):
         held[k] = search.held_out(search.setting(k))
     given_held, best_held = held[given][0], held[best_knobs][0]
-    held_budget = args.max_above_target * held_seconds
+    held_budget = given_held.seconds_under if share is None else share * held_seconds
     verdict, recommended = _verdict(given_held, best_held, held_budget, best_knobs == given)
     chosen = best_setting if recommended else given_setting
     total = time.perf_counter() - started
@@ -199,10 +224,11 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         "chosenOn": {"from": when(0), "to": when(search.split - 1)},
         "reportedOn": {"from": when(search.split), "to": when(h.grid.count - 1)},
         "objective": (f"the fewest replica-hours with the load per ready pod above {reference.target:g} x "
-                      f"(1 + {reference.tolerance:g}) ({reference.metric}) at most {args.max_above_target:.2%} "
-                      "of the time"),
+                      f"(1 + {reference.tolerance:g}) ({reference.metric}) "
+                      + ("no longer than with the given spec" if share is None
+                         else f"at most {share:.2%} of the time")),
         "reference": {"metric": reference.metric, "target": reference.target, "tolerance": reference.tolerance},
-        "budgetShare": args.max_above_target,
+        "budgetShare": share, "budgetSeconds": {"chosenOn": budget, "reportedOn": held_budget}, "margin": MARGIN,
         "loadModel": LOAD_MODEL, "startupDelaySeconds": args.startup_delay,
         "engine": "fast_replay (the engine's decisions, tested step for step)" if search.fast else "replay (decide())",
         "candidates": len(candidates),
@@ -257,7 +283,7 @@ def _verdict(given: Score, best: Score, budget: float, same: bool) -> tuple[str,
         return "the given spec is already the best candidate: nothing to change", False
     within = best.seconds_under <= max(budget, given.seconds_under)
     saves = best.replica_hours < given.replica_hours or (best.seconds_under < given.seconds_under
-                                                         and best.replica_hours <= given.replica_hours * 1.0)
+                                                         and best.replica_hours <= given.replica_hours)
     if within and saves:
         return "the choice holds on the held-out part: recommended", True
     if not within:
@@ -280,15 +306,17 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
       f"step {summary['stepSeconds']:g}s")
     p(f"objective: {summary['objective']}")
     p(f"against over-fitting: chosen on {summary['chosenOn']['from']} .. {summary['chosenOn']['to']} "
-      f"(budget {_duration(budget)}), reported on {summary['reportedOn']['from']} .. {summary['reportedOn']['to']} "
+      f"(budget {_duration(budget)}, chosen within {MARGIN:.0%} of it), "
+      f"reported on {summary['reportedOn']['from']} .. {summary['reportedOn']['to']} "
       f"(held out, budget {_duration(held_budget)})")
     p(f"limits: the same load model and start-up delay ({summary['startupDelaySeconds']:g}s) as backtest: "
       f"{summary['loadModel']}; the searched knobs only (target, tolerance, scale-down window and policy, "
-      "scale-up policy)")
+      "scale-up policy, a forecast's horizon)")
     t = Table(box=None, pad_edge=False, padding=(0, 1))
     heads = ["", "target", "tolerance", "down window", "down policy", "up policy"]
-    if given.horizon is not None:
-        heads.append("horizon")
+    forecast = bool(search.horizons())
+    if forecast:
+        heads.append("forecast horizon")
     for head in heads:
         t.add_column(head)
     for head in ("replica-h", "under-prov.", "events", "| held out: replica-h", "under-prov.", "events"):
@@ -296,7 +324,7 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
 
     def add(label: str, k: Knobs, s: Score) -> None:
         hs = held[k][0]
-        t.add_row(label, *_knob_text(k, given), f"{s.replica_hours:.1f}", _duration(s.seconds_under),
+        t.add_row(label, *_knob_text(k, given, forecast), f"{s.replica_hours:.1f}", _duration(s.seconds_under),
                   str(s.scale_events), f"{hs.replica_hours:.1f}", _duration(hs.seconds_under), str(hs.scale_events))
 
     add("given", given, ranked_score(scores, given))
@@ -308,6 +336,9 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
     p(summary["verdict"])
     diff = list(difflib.unified_diff(_yaml(given_raw).splitlines(), _yaml(chosen_raw).splitlines(),
                                      "given", "recommended", lineterm="", n=2))
+    horizon = summary["best"]["knobs"]["forecastHorizon"]
+    if summary["recommended"] and horizon:
+        p(f"rules file: set forecast.horizon to {horizon} on the forecast rules of this spec's forecast metrics")
     p("recommended spec:" if summary["recommended"] else "the given spec (unchanged):")
     p(_yaml(chosen_raw).rstrip(), soft_wrap=True)
     if diff:
