@@ -138,3 +138,36 @@ def test_tune_bad_input_is_one_line(history, tmp_path: Path):
     assert tunecli.main([str(two), "--prometheus-url", history[0].url, "--from", "now-1h"], io.StringIO(),
                         err_buf) == 2
     assert err_buf.getvalue().count("\n") == 1 and "one autoscaler" in err_buf.getvalue()
+
+
+def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path: Path):
+    """tune's horizon knob: the forecast metric's PromQL at another horizon, over the forecast tests'
+    known history (season 1d; yesterday's queue was 10 until T0 - 1d + 20m, 30 after; today 15).
+    From T0 - 5m to T0, the forecast 30m ahead (the rule's) reads yesterday's 30: 30 x 15 / 10 = 45;
+    10m ahead it reads yesterday's 10: 10 x 15 / 10 = 15. The observed metric has no horizon."""
+    from autoscaler.backtest import cli
+    from autoscaler.backtest.specs import load_specs
+    from tests.adapter import forecast_data as fd
+
+    t0 = fd.start_time()
+    prom = start_backfilled(fd.openmetrics(t0))
+    try:
+        rules = tmp_path / "rules.yaml"
+        rules.write_text(fd.RULES)
+        selector = {"matchLabels": {"queue": "orders"}}
+        metrics = [{"type": "External", "external": {"metric": {"name": name, "selector": selector},
+                                                     "target": {"type": "AverageValue", "averageValue": "10"}}}
+                   for name in ("queue_depth", "queue_depth_seasonal")]
+        path = tmp_path / "worker.yaml"
+        path.write_text(yaml.safe_dump({**GIVEN, "metadata": {"name": "worker", "namespace": "web"},
+                                        "spec": {**GIVEN["spec"], "metrics": metrics}}))
+        args = tunecli._parser().parse_args([str(path), "--prometheus-url", prom.url, "--rules", str(rules),
+                                             "--from", str(t0 - 300), "--to", str(t0), "--step", "60s"])
+        h = cli.read_histories(args, load_specs(str(path)), io.StringIO(), (600.0,))
+    finally:
+        prom.close()
+    plan = h.plans[0]
+    assert h.data[plan.queries[1].promql].total.tolist() == pytest.approx([45.0] * 6)
+    assert h.data[plan.variants[600.0][1].promql].total.tolist() == pytest.approx([15.0] * 6)
+    assert plan.variants[600.0][0].promql == plan.queries[0].promql
+    assert h.data[plan.queries[0].promql].total.tolist() == pytest.approx([15.0] * 6)
