@@ -28,7 +28,7 @@ from promscaler.times import DurationError, parse_time
 
 from .exposure import Reference, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
-from .queries import MetricQuery, QueryError, actual_replicas_queries, metric_query
+from .queries import MetricQuery, QueryError, actual_replicas_queries, forecast_name, metric_query
 from .replay import _target_value, replay, tolerance_up
 from .report import Outcome, summarize, table, write_png, write_summary
 from .specs import Spec, SpecFileError, load_specs
@@ -116,6 +116,9 @@ class Plan:
     actual_queries: list[str]
     # with other forecast horizons (seconds): the queries, where a forecast metric's differs
     variants: dict[float, list[MetricQuery]] = field(default_factory=dict)
+    # the first metric's forecast, when its rule declares one and the spec does not list it:
+    # by horizon (None: the rule's own)
+    added: dict[float | None, MetricQuery] = field(default_factory=dict)
 
 
 @dataclass
@@ -167,9 +170,10 @@ def _with_horizon(cfg: RulesConfig, horizon: float) -> CompiledRules:
 
 
 def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
-                   horizons: Sequence[float] = ()) -> Histories:
+                   horizons: Sequence[float] = (), add_forecast: bool = False) -> Histories:
     """Parse the shared flags, build every spec's PromQL (and, for `horizons`, its forecast
-    metrics' PromQL at those horizons) and fetch it all in one pass; raises Failed."""
+    metrics' PromQL at those horizons; with `add_forecast`, the first metric's forecast when the
+    spec does not list it) and fetch it all in one pass; raises Failed."""
     now = datetime.now(UTC)
     try:
         start = parse_when(args.start, now).replace(microsecond=0)
@@ -217,14 +221,21 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
             pod_regex = args.pod_regex or f"{re.escape(ref.name)}-.*"
             queries = [metric_query(ms, ns, pod_regex, rules, series_names, explicit) for ms in s.spec.metrics]
             plan = Plan(s, queries, actual_replicas_queries(ns, s.name, ref.kind, ref.name))
+            first = s.spec.metrics[0]
+            name = forecast_name(first, rules, series_names) if add_forecast and rules is not None else None
+            if name is not None and all(ms.name != name for ms in s.spec.metrics):
+                plan.added[None] = metric_query(replace(first, name=name), ns, pod_regex, rules, series_names, {})
             for h in horizons:
                 if cfg is not None:
                     at = _with_horizon(cfg, h)
                     plan.variants[h] = [metric_query(ms, ns, pod_regex, at, series_names, explicit)
                                         for ms in s.spec.metrics]
+                    if name is not None and None in plan.added:
+                        plan.added[h] = metric_query(replace(first, name=name), ns, pod_regex, at, series_names, {})
             plans.append(plan)
         wanted = [q.promql for p in plans for q in p.queries] + [a for p in plans for a in p.actual_queries]
         wanted += [q.promql for p in plans for qs in p.variants.values() for q in qs]
+        wanted += [q.promql for p in plans for q in p.added.values()]
         bar = _progress(not args.no_progress and err.isatty(), err)
         if bar is not None:
             with bar:

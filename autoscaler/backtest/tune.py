@@ -6,7 +6,9 @@ scored on what pods went through, and chosen on one part of the range, checked o
   stabilization window, the scale-down and scale-up policies, and a forecast rule's horizon when
   the spec lists a forecast metric. A grid in two stages, so that it states plainly what was
   tried: (1) every target x scale-down window x scale-down policy, which set the replica-hours;
-  (2) around the three best of those, every scale-up policy x tolerance (x horizon), which set
+  (1b) when the first metric's rule declares a forecast the spec does not list, the forecast
+  added at the same target: every target x horizon, with the best scale-down settings of (1);
+  (2) around the three best so far, every scale-up policy x tolerance (x horizon), which set
   how fast a rise is met. Every point is cheap (`fastreplay`).
 - Score (`Score`): replica-hours, seconds under-provisioned against ONE reference (the given spec's
   target unless stated; a candidate that raises its own target is charged for the load it leaves
@@ -33,8 +35,8 @@ from promscaler.quantity import format_milli, to_milli
 from .exposure import Reference, exposure, load_per_pod
 from .replay import Replay
 
-__all__ = ["DOWN_POLICIES", "UP_POLICIES", "Knobs", "Score", "apply", "changed", "choose", "evaluate", "knobs_of",
-           "scale_down_side", "scale_up_side", "score"]
+__all__ = ["DOWN_POLICIES", "UP_POLICIES", "Knobs", "Score", "apply", "changed", "choose", "evaluate", "forecast_side",
+           "knobs_of", "scale_down_side", "scale_up_side", "score"]
 
 # Scale-up and scale-down policies tried, by name ("given": the spec's own).
 UP_POLICIES: dict[str, dict[str, Any] | None] = {
@@ -60,11 +62,13 @@ class Knobs:
     down_window: int | None        # None: the given spec's (or the cluster's)
     down_policy: str
     up_policy: str
-    horizon: str | None = None     # the forecast's horizon, when the spec lists one
+    horizon: str | None = None     # the forecast's horizon (None: the rule's), when there is a forecast
+    forecast: bool = False         # the first metric's forecast added, at the same target
 
     def row(self) -> dict[str, Any]:
         return {"target": self.target, "tolerance": self.tolerance, "scaleDownWindowSeconds": self.down_window,
-                "scaleDownPolicy": self.down_policy, "scaleUpPolicy": self.up_policy, "forecastHorizon": self.horizon}
+                "scaleDownPolicy": self.down_policy, "scaleUpPolicy": self.up_policy, "forecastHorizon": self.horizon,
+                "addForecast": self.forecast}
 
 
 def _target_block(metric: dict[str, Any]) -> dict[str, Any]:
@@ -90,8 +94,13 @@ def knobs_of(raw: dict[str, Any], default_down_window: int, horizon: str | None 
     return Knobs(target, None, int(window) if window is not None else None, "given", "given", horizon)
 
 
+def _source_key(metric: dict[str, Any]) -> str:
+    return {"Pods": "pods", "External": "external", "Object": "object"}.get(str(metric.get("type")), "")
+
+
 def apply(raw: dict[str, Any], knobs: Knobs, forecast_metric: str | None = None) -> dict[str, Any]:
-    """The given spec (a whole HorizontalPodAutoscaler/HorizontalAutoscaler document) with these knobs."""
+    """The given spec (a whole HorizontalPodAutoscaler/HorizontalAutoscaler document) with these
+    knobs; `forecast_metric` is the name of the first metric's forecast (for `knobs.forecast`)."""
     out = copy.deepcopy(raw)
     spec = out["spec"]
     metrics = spec["metrics"]
@@ -103,6 +112,10 @@ def apply(raw: dict[str, Any], knobs: Knobs, forecast_metric: str | None = None)
         if text is not None and first_text is not None and to_milli(text) == to_milli(first_text) \
                 and block.get("type") == first.get("type"):
             block["averageValue" if "averageValue" in block else "value"] = knobs.target
+    if knobs.forecast and forecast_metric:
+        added = copy.deepcopy(metrics[0])
+        added[_source_key(added)]["metric"]["name"] = forecast_metric
+        metrics.append(added)
     behavior = spec.get("behavior")
     changes = (knobs.tolerance is not None or knobs.down_window is not None or knobs.down_policy != "given"
                or knobs.up_policy != "given")
@@ -138,15 +151,26 @@ def scale_down_side(given: Knobs, reference_target: float) -> list[Knobs]:
     return out
 
 
-def scale_up_side(best: Sequence[Knobs], given_tolerance: float,
-                  horizons: Sequence[str | None] = ()) -> list[Knobs]:
-    """Stage 2: around each of the best of stage 1, every scale-up policy x tolerance (x forecast
-    horizon), excluding what stage 1 already tried."""
+def forecast_side(best: Knobs, given: Knobs, reference_target: float, horizons: Sequence[str]) -> list[Knobs]:
+    """Stage 1b, when the first metric's rule declares a forecast the spec does not list: with it
+    added, every target x horizon, with the best scale-down settings of stage 1."""
+    targets = [format_milli(max(1, round(reference_target * f * 1000))) for f in TARGET_FRACTIONS]
+    if given.target and given.target not in targets:
+        targets.append(given.target)
+    return [Knobs(t, None, best.down_window, best.down_policy, "given", h, True)
+            for t, h in itertools.product(targets, [None, *horizons])]
+
+
+def scale_up_side(best: Sequence[Knobs], given_tolerance: float, horizons: Sequence[str] = (),
+                  listed_forecast: bool = False) -> list[Knobs]:
+    """Stage 2: around each of the best so far, every scale-up policy x tolerance (x forecast
+    horizon, with a forecast listed or added), excluding what was already tried."""
     tolerances: list[float | None] = [None, *(t for t in TOLERANCES if t != given_tolerance)]
     out: list[Knobs] = []
     for b in best:
-        for up, tol, h in itertools.product(UP_POLICIES, tolerances, [b.horizon, *horizons]):
-            k = Knobs(b.target, tol, b.down_window, b.down_policy, up, h)
+        hs = [b.horizon, *(h for h in horizons if h != b.horizon)] if listed_forecast or b.forecast else [b.horizon]
+        for up, tol, h in itertools.product(UP_POLICIES, tolerances, hs):
+            k = Knobs(b.target, tol, b.down_window, b.down_policy, up, h, b.forecast)
             if k not in best and k not in out:
                 out.append(k)
     return out

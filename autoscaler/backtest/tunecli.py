@@ -34,7 +34,18 @@ from .queries import MetricQuery
 from .replay import LOAD_MODEL, Replay, replay, tolerance_up
 from .report import _duration
 from .specs import SpecFileError, load_specs
-from .tune import Knobs, Score, apply, choose, evaluate, knobs_of, scale_down_side, scale_up_side, score
+from .tune import (
+    Knobs,
+    Score,
+    apply,
+    choose,
+    evaluate,
+    forecast_side,
+    knobs_of,
+    scale_down_side,
+    scale_up_side,
+    score,
+)
 
 __all__ = ["main"]
 
@@ -87,7 +98,7 @@ class _Setting:
     queries: list[MetricQuery]
 
 
-HORIZONS = (120.0, 300.0, 600.0, 900.0)   # forecast horizons tried (seconds), when the spec lists a forecast
+HORIZONS = (120.0, 600.0)   # forecast horizons tried (seconds) beside the rule's own, with a forecast
 
 
 def _horizon_text(seconds: float) -> str:
@@ -116,15 +127,25 @@ class _Search:
         self.prepared_full: Prepared = prepare(h.data, h.grid)
         self.default_window = int(h.config.downscale_stabilization_window)
 
-    def horizons(self) -> list[str]:
-        """The horizons (as knob values) that change some forecast metric's PromQL: none without one."""
+    def listed_forecast(self) -> bool:
+        """Whether the spec lists a forecast metric (its PromQL changes with the horizon)."""
         base = [q.promql for q in self.plan.queries]
-        return [_horizon_text(h) for h, qs in self.plan.variants.items() if [q.promql for q in qs] != base]
+        return any([q.promql for q in qs] != base for qs in self.plan.variants.values())
+
+    def horizons(self) -> list[str]:
+        """The horizons (as knob values) tried with a forecast listed or added."""
+        if not self.listed_forecast() and not self.plan.added:
+            return []
+        return [_horizon_text(h) for h in self.plan.variants]
 
     def setting(self, knobs: Knobs) -> _Setting:
-        raw = apply(self.plan.spec.raw, knobs)
+        added = self.plan.added.get(None)
+        raw = apply(self.plan.spec.raw, knobs, added.metric.name if added else None)
         spec = parse_spec(raw.get("spec"), "spec")
-        base = self.plan.queries if knobs.horizon is None else self.plan.variants[_horizon_seconds(knobs.horizon)]
+        h = None if knobs.horizon is None else _horizon_seconds(knobs.horizon)
+        base = list(self.plan.queries if h is None else self.plan.variants[h])
+        if knobs.forecast:
+            base.append(self.plan.added[h])
         queries = [MetricQuery(ms, q.promql, q.shape, q.source) for ms, q in zip(spec.metrics, base, strict=True)]
         return _Setting(knobs, raw, spec, queries)
 
@@ -154,10 +175,10 @@ def _yaml(raw: dict[str, Any]) -> str:
     return yaml.safe_dump(raw, sort_keys=False)
 
 
-def _knob_text(k: Knobs, given: Knobs, forecast: bool) -> list[str]:
+def _knob_text(k: Knobs, given: Knobs, forecast: bool, listed: bool) -> list[str]:
     return [k.target, "given" if k.tolerance is None else f"{k.tolerance:g}",
             "given" if k.down_window is None or k == given else f"{k.down_window}s", k.down_policy, k.up_policy] + \
-        ([k.horizon or "given"] if forecast else [])
+        (["added" if k.forecast else ("listed" if listed else "-"), k.horizon or "given"] if forecast else [])
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -175,7 +196,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             raise SpecFileError(f"{args.spec}: tune takes one autoscaler, the file has {len(specs)}")
         if args.top < 1 or args.workers < 1:
             raise ArgError("--top and --workers: must be at least 1")
-        h = read_histories(args, specs, err, HORIZONS)
+        h = read_histories(args, specs, err, HORIZONS, add_forecast=True)
     except (ArgError, SpecFileError) as exc:
         return fail(str(exc), 2)
     except Failed as exc:
@@ -196,8 +217,13 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     scores = evaluate(candidates, search.on_choose_part, workers)
     share = args.max_above_target
     budget = ranked_score(scores, given).seconds_under if share is None else share * choose_seconds
+    if plan.added:
+        more = forecast_side(choose(scores, budget * MARGIN, given)[0][0], given, reference.target,
+                             search.horizons())
+        candidates += more
+        scores += evaluate(more, search.on_choose_part, workers)
     leaders = [k for k, _ in choose(scores, budget * MARGIN, given)[:3]]
-    more = scale_up_side(leaders, tolerance_up(given_spec, h.config), search.horizons())
+    more = scale_up_side(leaders, tolerance_up(given_spec, h.config), search.horizons(), search.listed_forecast())
     candidates += more
     scores += evaluate(more, search.on_choose_part, workers)
     ranked = choose(scores, budget * MARGIN, given)
@@ -311,12 +337,12 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
       f"(held out, budget {_duration(held_budget)})")
     p(f"limits: the same load model and start-up delay ({summary['startupDelaySeconds']:g}s) as backtest: "
       f"{summary['loadModel']}; the searched knobs only (target, tolerance, scale-down window and policy, "
-      "scale-up policy, a forecast's horizon)")
+      "scale-up policy, adding the first metric's forecast when its rule declares one, the forecast's horizon)")
     t = Table(box=None, pad_edge=False, padding=(0, 1))
     heads = ["", "target", "tolerance", "down window", "down policy", "up policy"]
-    forecast = bool(search.horizons())
+    forecast, listed = bool(search.horizons()), search.listed_forecast()
     if forecast:
-        heads.append("forecast horizon")
+        heads += ["forecast", "horizon"]
     for head in heads:
         t.add_column(head)
     for head in ("replica-h", "under-prov.", "events", "| held out: replica-h", "under-prov.", "events"):
@@ -324,8 +350,9 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
 
     def add(label: str, k: Knobs, s: Score) -> None:
         hs = held[k][0]
-        t.add_row(label, *_knob_text(k, given, forecast), f"{s.replica_hours:.1f}", _duration(s.seconds_under),
-                  str(s.scale_events), f"{hs.replica_hours:.1f}", _duration(hs.seconds_under), str(hs.scale_events))
+        t.add_row(label, *_knob_text(k, given, forecast, listed), f"{s.replica_hours:.1f}",
+                  _duration(s.seconds_under), str(s.scale_events), f"{hs.replica_hours:.1f}",
+                  _duration(hs.seconds_under), str(hs.scale_events))
 
     add("given", given, ranked_score(scores, given))
     for i, (k, s) in enumerate(rows):
@@ -338,7 +365,7 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
                                      "given", "recommended", lineterm="", n=2))
     horizon = summary["best"]["knobs"]["forecastHorizon"]
     if summary["recommended"] and horizon:
-        p(f"rules file: set forecast.horizon to {horizon} on the forecast rules of this spec's forecast metrics")
+        p(f"rules file: set forecast.horizon to {horizon} on the forecast rule of this spec's forecast metric")
     p("recommended spec:" if summary["recommended"] else "the given spec (unchanged):")
     p(_yaml(chosen_raw).rstrip(), soft_wrap=True)
     if diff:
