@@ -1,15 +1,17 @@
 """The replay's decisions without building the engine's objects, for `tune`'s many candidates.
 
-`replay()` runs `decide()` at every step: about 60 µs each with the pods, readings and history
-it builds, so a week at 15 s (40,320 steps) takes seconds per spec and a hundred candidates take
-minutes. Under the replay's load model the inputs are far simpler than what `decide()` accepts:
+`replay()` runs `decide()` at every step with the pods, readings and history it builds: a week
+at 15 s (40,320 steps) takes seconds per spec, and a hundred candidates take minutes. Under the
+replay's load model the inputs are far simpler than what `decide()` accepts:
 every ready pod carries the same per-pod value, starting pods are Pending (unready) and have no
 metrics, no pod is deleted, failed or without a sample. For those inputs this module computes the
 same decisions with plain integers: Kubernetes' `calcPlainMetricReplicas` (Pods),
 `getUsageRatioReplicaCount` and `Get*PerPodMetricReplicas` (External, Object), the legacy or
-behavior normalization with the stabilization windows as monotonic queues, and the policies over
-the recorded scale events. Times are whole microseconds since the first step, as datetime counts
-them, so every window edge compares as it does in the engine.
+behavior normalization with the stabilization windows as monotonic queues, and, at the steps that
+would change the count, the engine's own policy functions over the recorded scale events. Times
+are whole microseconds since the first step, as datetime counts them, so every window edge
+compares as it does in the engine. A stretch of steps where every metric proposes the current
+count and no pod is starting changes nothing, so it is skipped in one move (`Prepared.breaks`).
 
 `supports(spec)` says when it applies (Pods, External and Object metrics; Resource metrics use
 their readiness rules and requests, so they stay with `replay()`). tests/backtest/test_fastreplay.py
@@ -27,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from autoscaler.decision import ControllerConfig, tolerances_for
-from autoscaler.decision.spec import HPASpec, ScalingRules
+from autoscaler.decision import ControllerConfig, ScaleEvent, tolerances_for
+from autoscaler.decision.normalize import scale_down_limit, scale_up_limit
+from autoscaler.decision.spec import HPASpec
 from promscaler.quantity import to_milli
 
 from .history import Grid, Series
@@ -39,7 +42,7 @@ from .replay import _target_value as target_value
 __all__ = ["Prepared", "fast_replay", "prepare", "supports"]
 
 _US = timedelta(microseconds=1)
-_MIN_INT32, _MAX_INT32 = -(2**31), 2**31 - 1
+_MAX_INT32 = 2**31 - 1
 _DEFAULT_CONFIG = ControllerConfig()
 
 
@@ -156,19 +159,6 @@ class _Window:
         return max(best, value) if self.highest else min(best, value)
 
 
-def _changed(events: list[tuple[int, int]], now: int, period: int) -> int:
-    cutoff, total = now - period, 0
-    for t, change in reversed(events):
-        if t <= cutoff:
-            break
-        total += change
-    return total
-
-
-def _policies(rules: ScalingRules) -> list[tuple[bool, float, int, int]]:
-    return [(p.type == "Pods", float(p.value), p.value, _us(p.period_seconds)) for p in rules.policies]
-
-
 def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepared, initial_replicas: int,
                 startup_delay: float = 30.0, config: ControllerConfig = _DEFAULT_CONFIG,
                 metric_rows: bool = True) -> Replay:
@@ -196,18 +186,16 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
     behavior = spec.behavior
     if behavior is None:
         windows = [_Window(True, _us(config.downscale_stabilization_window), inclusive=True)]
-        up_pol = down_pol = []
-        up_sel = down_sel = "Max"
+        keep = timedelta(0)
     else:
         down_w = behavior.scale_down.stabilization_window_seconds
         if down_w is None:
             down_w = int(config.downscale_stabilization_window)
         up_w = behavior.scale_up.stabilization_window_seconds or 0
         windows = [_Window(False, _us(up_w)), _Window(True, _us(down_w))]
-        up_pol, down_pol = _policies(behavior.scale_up), _policies(behavior.scale_down)
-        up_sel, down_sel = behavior.scale_up.select_policy, behavior.scale_down.select_policy
-    up_events: list[tuple[int, int]] = []
-    down_events: list[tuple[int, int]] = []
+        keep = timedelta(seconds=max(behavior.scale_up.longest_period(), behavior.scale_down.longest_period()))
+    up_events: list[ScaleEvent] = []
+    down_events: list[ScaleEvent] = []
     delay = _us(startup_delay)
     ready_at = [-3_600_000_000] * initial_replicas   # sorted: creation order is readiness order
     current = initial_replicas
@@ -308,35 +296,23 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
                     windows[0].push(now, rec)
                     windows[1].push(now, rec)
                     stabilized = min(max(current, up_rec), down_rec)
-                    if stabilized > current:
-                        if up_sel == "Disabled":
-                            limit = current
+                    if stabilized != current:   # the policies: the engine's own functions, on its events
+                        moment = grid.at(i)
+                        ups, downs = tuple(up_events), tuple(down_events)
+                        if stabilized > current:
+                            limit = max(scale_up_limit(current, ups, downs, behavior.scale_up, moment), current)
+                            desired = min(stabilized, max_r if max_r <= limit else limit)
                         else:
-                            pick_min = up_sel == "Min"
-                            limit = _MAX_INT32 if pick_min else _MIN_INT32
-                            for pods_type, fvalue, value, period in up_pol:
-                                start = current - _changed(up_events, now, period) + _changed(down_events, now, period)
-                                p = start + value if pods_type else math.ceil(float(start) * (1 + fvalue / 100))
-                                limit = min(limit, p) if pick_min else max(limit, p)
-                        limit = max(limit, current)
-                        desired = min(stabilized, max_r if max_r <= limit else limit)
-                    elif stabilized < current:
-                        if down_sel == "Disabled":
-                            limit = current
-                        else:
-                            pick_min = down_sel == "Min"
-                            limit = _MIN_INT32 if pick_min else _MAX_INT32
-                            for pods_type, fvalue, value, period in down_pol:
-                                start = current - _changed(up_events, now, period) + _changed(down_events, now, period)
-                                p = start - value if pods_type else int(float(start) * (1 - fvalue / 100))
-                                limit = max(limit, p) if pick_min else min(limit, p)
-                        limit = min(limit, current)
-                        desired = max(stabilized, min_r if min_r >= limit else limit)
+                            limit = min(scale_down_limit(current, ups, downs, behavior.scale_down, moment), current)
+                            desired = max(stabilized, min_r if min_r >= limit else limit)
                     else:
                         desired = stabilized
         if desired != current:
             if behavior is not None:
-                (up_events if desired > current else down_events).append((now, abs(desired - current)))
+                events = up_events if desired > current else down_events
+                moment = grid.at(i)
+                events[:] = [e for e in events if e.timestamp >= moment - keep]
+                events.append(ScaleEvent(moment, abs(desired - current)))
             out.events.append(ScaleStep(i, grid.at(i), current, desired))
             if desired > current:
                 ready_at.extend([now + delay] * (desired - current))
