@@ -212,6 +212,7 @@ def write_png(outcomes: Sequence[Outcome], path: Path) -> None:
             ax2.axhline(ref.band, color="tab:red", linewidth=0.8, linestyle=":",
                         label=f"reference {ref.target:g} x (1 + {ref.tolerance:g})")
             above = _peaks(exposure(load, ref, grid.step).above.astype(float), every) > 0
+            above[1:] |= above[:-1]  # a step above the band spans to the next step (drawn steps-post)
             ax2.fill_between(times, 0, 1, where=above, transform=ax2.get_xaxis_transform(), color="tab:red",
                              alpha=0.25, step="post", linewidth=0, label="under-provisioned")
         if r.events:
