@@ -2,8 +2,9 @@
 exposure (seconds under-provisioned: the observed load per ready pod above the reference target
 x 1.1) and replica-hours.
 
-History (generated, then backfilled with promtool into a real Prometheus before any clock starts):
-a web Deployment's requests per second, with a daily cycle (low at 04:00, high at 16:00 UTC), a
+History (three weeks, generated, then backfilled with promtool into a real Prometheus before any
+clock starts; week 0 only gives the forecast of week 1 its history): a web Deployment's requests
+per second, with a daily cycle (low at 04:00, high at 16:00 UTC), a
 weekly one (weekends at 60%), slow multiplicative noise, and a steep spike (x2 within a minute,
 for 20 minutes) at 09:00 UTC on weekdays. The pods that served it come from a simple reactive
 scaler (every minute, to a target of 32/s per pod; down after 5 minutes lower), are ready 60-120 s
@@ -246,7 +247,7 @@ def main() -> int:
     end = start + DAYS * 86400 - STEP
     week2 = start + 7 * 86400
     t0 = time.perf_counter()
-    text = history(start, end)
+    text = history(start - 7 * 86400, end)   # and a week before: the 7d forecast's history for week 1
     prom = start_backfilled(text)
     backfill = time.perf_counter() - t0
     result: dict[str, Any] = {"benchmark": "tune", "days": DAYS, "step_seconds": STEP, "reference": REFERENCE,

@@ -171,3 +171,20 @@ def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path:
     assert h.data[plan.variants[600.0][1].promql].total.tolist() == pytest.approx([15.0] * 6)
     assert plan.variants[600.0][0].promql == plan.queries[0].promql
     assert h.data[plan.queries[0].promql].total.tolist() == pytest.approx([15.0] * 6)
+
+
+def test_a_candidate_spec_is_the_given_one_with_its_knobs():
+    """The knobs land where Kubernetes reads them; the added forecast has the first metric's target."""
+    from autoscaler.backtest.tune import Knobs, apply
+
+    k = Knobs("9500m", 0.05, 60, "20% per 60s", "8 pods or 200% per 15s", None, True)
+    out = apply(GIVEN, k, "busy_workers_forecast")
+    spec = out["spec"]
+    assert [m["pods"]["metric"]["name"] for m in spec["metrics"]] == ["busy_workers", "busy_workers_forecast"]
+    assert [m["pods"]["target"] for m in spec["metrics"]] == [{"type": "AverageValue", "averageValue": "9500m"}] * 2
+    assert spec["behavior"]["scaleDown"] == {"stabilizationWindowSeconds": 60, "tolerance": 0.05, "selectPolicy": "Max",
+                                             "policies": [{"type": "Percent", "value": 20, "periodSeconds": 60}]}
+    assert spec["behavior"]["scaleUp"] == {"tolerance": 0.05, "selectPolicy": "Max",
+                                           "policies": [{"type": "Pods", "value": 8, "periodSeconds": 15},
+                                                        {"type": "Percent", "value": 200, "periodSeconds": 15}]}
+    assert GIVEN["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "12"  # the given spec is untouched
