@@ -171,10 +171,17 @@ def tune_and_check(key: str, budget: str, files: dict[str, Path], url: str, rule
     (results / f"tune-{key}.json").write_text(json.dumps({k: v for k, v in tune.items() if k != "all"}, indent=2))
     files[f"tuned-{key}"] = d / f"tuned-{key}.yaml"
     files[f"tuned-{key}"].write_text((d / key / "recommended.yaml").read_text())
-    given, tuned = backtest([files["conservative"], files[f"tuned-{key}"]], url, rules, week2, end, d / f"{key}-bt")
+    tuned_rules = rules
+    horizon = tune["best"]["knobs"]["forecastHorizon"] if tune["recommended"] else None
+    if horizon:   # the recommendation's forecast horizon goes into the rules file
+        tuned_rules = d / f"rules-{key}.yaml"
+        tuned_rules.write_text(yaml.safe_dump({"rules": [{**RULES["rules"][0], "forecast": {
+            **RULES["rules"][0]["forecast"], "horizon": horizon}}]}))
+    [given] = backtest([files["conservative"]], url, rules, week2, end, d / f"{key}-given")
+    [tuned] = backtest([files[f"tuned-{key}"]], url, tuned_rules, week2, end, d / f"{key}-tuned")
     g, t = figures(given), figures(tuned)
     ideal = tune["given"]["reportedOn"]["idealReplicaHours"]
-    return {"budget": budget, "knobs": tune["best"]["knobs"], "recommended": tune["recommended"],
+    return {"rules": tuned_rules, "budget": budget, "knobs": tune["best"]["knobs"], "recommended": tune["recommended"],
             "verdict": tune["verdict"], "given": g, "tuned": t,
             "tune_held_out": {"given": tune["given"]["reportedOn"], "best": tune["best"]["reportedOn"]},
             "ideal_replica_hours": ideal,
@@ -191,8 +198,9 @@ def figures(s: dict) -> dict:
             "timeToCapacitySeconds": e["timeToCapacitySeconds"], "scaleEvents": s["scaleEvents"]}
 
 
-def plot(path: Path, url: str, rules: Path, files: dict[str, Path], week2: int, end: int) -> None:
-    """Week 2's replicas for each spec, and the ideal, from the same replays backtest makes."""
+def plot(path: Path, url: str, files: dict[str, tuple[Path, Path]], week2: int, end: int) -> None:
+    """Week 2's replicas for each spec (label: (spec, rules)), and the ideal, from the same replays
+    backtest makes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -201,13 +209,14 @@ def plot(path: Path, url: str, rules: Path, files: dict[str, Path], week2: int, 
     from autoscaler.backtest.replay import replay
     from autoscaler.backtest.specs import load_specs
 
-    args = cli._parser().parse_args([*map(str, files.values()), "--prometheus-url", url, "--rules", str(rules),
-                                     "--from", str(week2), "--to", str(end), "--step", f"{STEP}s",
-                                     "--startup-delay", "90s", "--initial-replicas", "10", "--no-progress"])
-    specs = [s for f in files.values() for s in load_specs(str(f))]
-    h = cli.read_histories(args, specs, sys.stderr)
-    runs = {label: replay(p.spec.spec, p.queries, h.data, h.grid, 10, 90.0, h.config)
-            for label, p in zip(files, h.plans, strict=True)}
+    runs = {}
+    for label, (spec_file, rules) in files.items():
+        args = cli._parser().parse_args([str(spec_file), "--prometheus-url", url, "--rules", str(rules),
+                                         "--from", str(week2), "--to", str(end), "--step", f"{STEP}s",
+                                         "--startup-delay", "90s", "--initial-replicas", "10", "--no-progress"])
+        h = cli.read_histories(args, load_specs(str(spec_file)), sys.stderr)
+        p = h.plans[0]
+        runs[label] = replay(p.spec.spec, p.queries, h.data, h.grid, 10, 90.0, h.config)
     times = (h.grid.times * 1000).astype("datetime64[ms]")
     ideal = h.data[h.plans[0].queries[0].promql].total / REFERENCE
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 7.5))
@@ -282,8 +291,8 @@ def main() -> int:
                                            Path(args.out).parent)
             b1, b2 = runs["b1"], runs["b2"]
             result["b"] = {
-                "b1_no_more_under_provisioned": b1,
-                "b2_budget_1pct": b2,
+                "b1_no_more_under_provisioned": {k: v for k, v in b1.items() if k != "rules"},
+                "b2_budget_1pct": {k: v for k, v in b2.items() if k != "rules"},
                 "met": (b1["replica_hours_saved"] >= 0.2
                         and b1["tuned"]["secondsUnderProvisioned"] <= b1["given"]["secondsUnderProvisioned"]
                         and b2["over_ideal"] <= 0.1
@@ -293,9 +302,10 @@ def main() -> int:
                            "seconds": b2["seconds"], "split": b2["split"], "goal_seconds": SPEED_GOAL,
                            "engine": b2["engine"], "other_run_seconds": b1["seconds"],
                            "met": b2["candidates"] >= 100 and max(b1["seconds"], b2["seconds"]) < SPEED_GOAL}
-            files["tuned"] = files["tuned-b2"]
-            plot(Path(args.png), prom.url, rules, {k: files[k] for k in ("HPA default", "+ seasonal forecast",
-                                                                          "conservative", "tuned")}, week2, end)
+            plot(Path(args.png), prom.url, {
+                "HPA default": (files["HPA default"], rules),
+                "+ seasonal forecast": (files["+ seasonal forecast"], rules),
+                "conservative": (files["conservative"], rules), "tuned": (files["tuned-b2"], b2["rules"])}, week2, end)
     finally:
         prom.close()
     result.update({"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
