@@ -35,22 +35,29 @@ def forecast_query(forecast: Forecast, query: str) -> str:
 
     seasonal, with P the season, H the horizon, W the level window and r the resolution:
         last_over_time((Q)[r:r] offset (P - H))             the value one season ago, H ahead
-      * avg_over_time((Q)[W:r])                             the recent level...
-      / (avg_over_time((Q)[W:r] offset P) > 0)              ...over the level one season ago
-    A series whose level one season ago is zero or missing gets no forecast.
+      * ( avg_over_time((Q)[W:r])                           times the recent level...
+        / (avg_over_time((Q)[W:r] offset P) > 0) )          ...over the level one season ago
+    A series whose level one season ago is zero or missing gets no forecast; with
+    `maxLevelRatio` the ratio is `clamp_max(..., maxLevelRatio)`.
 
     linear: clamp_min(predict_linear((Q)[W:r], H), 0), for series that already had a value one
     window ago (a trend over a few minutes of a new workload is no forecast).
+
+    With `fallback: present`, a series without a forecast is answered its present value (`or Q`).
     """
     q, r = f"({query})", promql_duration(forecast.resolution)
     if forecast.method == "seasonal":
         ahead = promql_duration(forecast.season - forecast.horizon)
         season, level = promql_duration(forecast.season), promql_duration(forecast.level_window)
-        return (f"(last_over_time({q}[{r}:{r}] offset {ahead}) * avg_over_time({q}[{level}:{r}])"
-                f" / (avg_over_time({q}[{level}:{r}] offset {season}) > 0))")
-    window = promql_duration(forecast.window)
-    return (f"(clamp_min(predict_linear({q}[{window}:{r}], {forecast.horizon:g}), 0)"
-            f" and last_over_time({q}[{r}:{r}] offset {window}))")
+        ratio = f"avg_over_time({q}[{level}:{r}]) / (avg_over_time({q}[{level}:{r}] offset {season}) > 0)"
+        if forecast.max_level_ratio is not None:
+            ratio = f"clamp_max({ratio}, {forecast.max_level_ratio:g})"
+        expr = f"(last_over_time({q}[{r}:{r}] offset {ahead}) * ({ratio}))"
+    else:
+        window = promql_duration(forecast.window)
+        expr = (f"(clamp_min(predict_linear({q}[{window}:{r}], {forecast.horizon:g}), 0)"
+                f" and last_over_time({q}[{r}:{r}] offset {window}))")
+    return f"({expr} or {q})" if forecast.fallback else expr
 
 
 _SAFE = "[bcdfghjklmnpqrstvwxz2456789]"  # the alphabet of Kubernetes' generated name parts (no vowels)

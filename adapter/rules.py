@@ -71,9 +71,10 @@ class Forecast:
     """A rule's `forecast:` block; durations in seconds.
 
     `seasonal`: the value one `season` ago, `horizon` ahead, times the ratio of the mean over the
-    last `levelWindow` to the mean over the same window one season ago. `linear`: the least-squares
-    trend over the last `window`, `horizon` ahead, never below zero. Windows are sampled every
-    `resolution` (the PromQL subquery step)."""
+    last `levelWindow` to the mean over the same window one season ago (at most `maxLevelRatio`).
+    `linear`: the least-squares trend over the last `window`, `horizon` ahead, never below zero.
+    Windows are sampled every `resolution` (the PromQL subquery step). Without history there is
+    no value, unless `fallback: present` serves the present value then."""
 
     path: str  # "rules[0].forecast", for error messages
     method: Literal["seasonal", "linear"]
@@ -81,8 +82,10 @@ class Forecast:
     name: str = ""  # the served name, expanded like name.as (`${1}_forecast`); "" = "<metric>_forecast"
     season: float = 0.0
     level_window: float = 3600.0
+    max_level_ratio: float | None = None  # seasonal: the level ratio is capped at this (None: not capped)
     window: float = 0.0
     resolution: float = 60.0
+    fallback: bool = False  # `fallback: present`: no history -> the present value
 
 
 @dataclass(frozen=True)
@@ -139,8 +142,8 @@ def _bool(value: Any, where: str) -> bool | None:
 
 
 _FORECAST_FIELDS = {
-    "seasonal": {"name", "method", "horizon", "season", "levelWindow", "resolution"},
-    "linear": {"name", "method", "horizon", "window", "resolution"},
+    "seasonal": {"name", "method", "horizon", "season", "levelWindow", "maxLevelRatio", "resolution", "fallback"},
+    "linear": {"name", "method", "horizon", "window", "resolution", "fallback"},
 }
 
 
@@ -176,6 +179,9 @@ def _forecast(raw: Any, where: str) -> Forecast | None:
     horizon = _duration(raw.get("horizon"), f"{where}.horizon")
     resolution = _duration(raw.get("resolution"), f"{where}.resolution", 60.0)
     name = _str(raw.get("name"), f"{where}.name")
+    fallback = _str(raw.get("fallback"), f"{where}.fallback") or "none"
+    if fallback not in ("none", "present"):
+        raise RuleError(f"{where}.fallback: must be none or present, got {fallback!r}")
     if method == "seasonal":
         season = _duration(raw.get("season"), f"{where}.season")
         level_window = _duration(raw.get("levelWindow"), f"{where}.levelWindow", 3600.0)
@@ -183,12 +189,18 @@ def _forecast(raw: Any, where: str) -> Forecast | None:
             raise RuleError(f"{where}.season: must be longer than the horizon ({raw.get('horizon')})")
         if level_window < resolution:
             raise RuleError(f"{where}.levelWindow: must be at least the resolution ({resolution:g}s)")
+        max_ratio = raw.get("maxLevelRatio")
+        if max_ratio is not None and (isinstance(max_ratio, bool) or not isinstance(max_ratio, (int, float))
+                                      or not max_ratio >= 1):
+            raise RuleError(f"{where}.maxLevelRatio: must be a number of at least 1, got {max_ratio!r}")
         return Forecast(where, "seasonal", horizon, name, season=season, level_window=level_window,
-                        resolution=resolution)
+                        max_level_ratio=None if max_ratio is None else float(max_ratio), resolution=resolution,
+                        fallback=fallback == "present")
     window = _duration(raw.get("window"), f"{where}.window")
     if window < 2 * resolution:
         raise RuleError(f"{where}.window: must be at least twice the resolution ({resolution:g}s) to fit a trend")
-    return Forecast(where, "linear", horizon, name, window=window, resolution=resolution)
+    return Forecast(where, "linear", horizon, name, window=window, resolution=resolution,
+                    fallback=fallback == "present")
 
 
 def _rule(raw: Any, where: str) -> DiscoveryRule:

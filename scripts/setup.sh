@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Idempotent set-up for a fresh machine: Debian's Prometheus (only when missing), a virtual
+# Idempotent set-up for a fresh machine: Debian's Prometheus and VictoriaMetrics (only when missing), a virtual
 # environment, and the project installed into it with its test and demo extras. Sourced by demo.sh and test.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -12,6 +12,14 @@ if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq prometheus >/dev/null
   # The package may start a system-wide Prometheus on :9090; the project never uses it.
+fi
+# VictoriaMetrics answers the forecast PromQL in the tests (tests/adapter/test_forecast_victoriametrics.py).
+if ! command -v victoria-metrics >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing Debian package victoria-metrics" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq victoria-metrics >/dev/null
 fi
 
 PY="${PYTHON:-python3}"

@@ -26,7 +26,7 @@ from promscaler import flags
 from promscaler.quantity import QuantityError, to_milli
 from promscaler.times import DurationError, parse_time
 
-from .exposure import Reference, reference_for
+from .exposure import Reference, observed_query, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
 from .queries import MetricQuery, QueryError, actual_replicas_queries, forecast_name, metric_query
 from .replay import _target_value, replay, tolerance_up
@@ -151,7 +151,7 @@ class Histories:
         return min(max(initial, spec.min_replicas), spec.max_replicas) if initial > 0 else initial
 
     def reference(self, plan: Plan, tolerance: float) -> Reference:
-        query = plan.queries[0]
+        query = observed_query(plan.queries)
         target = self.reference_target
         if target is None:
             target = _target_value(query.metric, self.requests)
@@ -273,7 +273,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
                         h.config, h.requests)
         tolerance = tolerance_up(plan.spec.spec, h.config)
         outcomes.append(Outcome(plan.spec.label, plan.queries, result, tolerance, actual, source,
-                                h.reference(plan, tolerance), h.data[plan.queries[0].promql].total))
+                                h.reference(plan, tolerance), h.data[observed_query(plan.queries).promql].total))
     replayed = time.perf_counter() - started
     summaries = [summarize(o) for o in outcomes]
     report = Path(args.report)

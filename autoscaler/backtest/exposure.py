@@ -18,6 +18,7 @@ Pure functions over arrays; the replay supplies the ready pods.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ import numpy as np
 
 from .queries import MetricQuery
 
-__all__ = ["Exposure", "Reference", "exposure", "load_per_pod", "reference_for"]
+__all__ = ["Exposure", "Reference", "exposure", "load_per_pod", "observed_query", "reference_for"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,11 @@ class Reference:
     @property
     def band(self) -> float:
         return self.target * (1.0 + self.tolerance)
+
+
+def observed_query(queries: Sequence[MetricQuery]) -> MetricQuery:
+    """The metric the load is read from: the spec's first metric that is not a forecast."""
+    return next((q for q in queries if q.forecast is None), queries[0])
 
 
 def reference_for(query: MetricQuery, target: float, tolerance: float) -> Reference:

@@ -45,6 +45,8 @@ class MetricQuery:
     promql: str
     shape: Shape
     source: str            # "rules[0]", "externalRules[1]" or "--query"
+    forecast: Forecast | None = None  # a rule's forecast: not an observed load
+    base: str = ""         # a forecast's: the query it forecasts (`forecast_query(forecast, base)` is `promql`)
 
 
 def load_compiled(path: str) -> CompiledRules:
@@ -70,8 +72,12 @@ def _series_for(rules: tuple[CompiledRule, ...], metric: str,
     return None
 
 
-def _forecast(forecast: Forecast | None, promql: str) -> str:
-    return promql if forecast is None else forecast_query(forecast, promql)
+def _query(ms: MetricSpec, promql: str, shape: Shape, source: str, forecast: Forecast | None) -> MetricQuery:
+    """The metric's query, or its forecast (keeping the query it is made of, to re-make it with
+    other forecast settings)."""
+    if forecast is None:
+        return MetricQuery(ms, promql, shape, source)
+    return MetricQuery(ms, forecast_query(forecast, promql), shape, source, forecast, promql)
 
 
 def metric_query(ms: MetricSpec, namespace: str, pod_regex: str, rules: CompiledRules | None,
@@ -96,7 +102,7 @@ def metric_query(ms: MetricSpec, namespace: str, pod_regex: str, rules: Compiled
             if rule.namespaced and ns_label is None:
                 ns_label = "namespace"  # as the adapter does for a namespaced external rule without a mapping
             promql = external_query(rule, series, ns_label, namespace, selector)
-            return MetricQuery(ms, _forecast(forecast, promql), "total", f"externalRules[{rule.index}]")
+            return _query(ms, promql, "total", f"externalRules[{rule.index}]", forecast)
         found = _series_for(rules.rules, ms.name, series_names)
         if found is None:
             raise QueryError(f"{label}: no rules series in Prometheus becomes this metric")
@@ -111,15 +117,15 @@ def metric_query(ms: MetricSpec, namespace: str, pod_regex: str, rules: Compiled
                 raise QueryError(f"{label}: rules[{rule.index}] has no label for {ref.kind}")
             promql = resource_query(rule, series, res_label, ns_label, namespace if resource.namespaced else None,
                                     [ref.name], selector)
-            return MetricQuery(ms, _forecast(forecast, promql), "total", f"rules[{rule.index}]")
+            return _query(ms, promql, "total", f"rules[{rule.index}]", forecast)
         pods = resource_by_api_name("pods")
         pod_label = rule.converter.label_for_resource(pods) if pods else None
         if pod_label is None:
             raise QueryError(f"{label}: rules[{rule.index}] has no label for pods")
         pods_query = workload_query(rule, series, pod_label, ns_label, namespace, pod_regex, selector)
         if forecast is not None:  # the forecast of the pods' total, as the adapter makes it
-            pods_query = forecast_query(forecast, f"sum({pods_query})")
-        return MetricQuery(ms, pods_query, "per-pod", f"rules[{rule.index}]")
+            pods_query = f"sum({pods_query})"
+        return _query(ms, pods_query, "per-pod", f"rules[{rule.index}]", forecast)
     except QueryBuildError as exc:
         raise QueryError(f"{label}: {exc}") from None
 

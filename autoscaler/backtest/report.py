@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .exposure import Reference, exposure, load_per_pod
+from .exposure import Reference, exposure, load_per_pod, observed_query
 from .history import Grid
 from .queries import MetricQuery
 from .replay import LOAD_MODEL, Replay
@@ -77,7 +77,7 @@ def summarize(o: Outcome) -> dict[str, Any]:
                    for e in r.events],
     }
     if o.reference is not None and o.observed is not None and o.queries:
-        load = load_per_pod(o.queries[0], o.observed, r.ready)
+        load = load_per_pod(observed_query(o.queries), o.observed, r.ready)
         out["exposure"] = exposure(load, o.reference, grid.step).summary()
     if o.actual is not None:
         known = o.actual[np.isfinite(o.actual)]
@@ -205,7 +205,7 @@ def write_png(outcomes: Sequence[Outcome], path: Path) -> None:
                 ax2.axhline(value, color="black", linewidth=0.8)
                 ax2.axhspan(value * (1 - o.tolerance), value * (1 + o.tolerance), color="tab:green", alpha=0.15)
         if o.reference is not None and o.observed is not None and o.queries:
-            load = load_per_pod(o.queries[0], o.observed, r.ready)
+            load = load_per_pod(observed_query(o.queries), o.observed, r.ready)
             ref = o.reference
             ax2.plot(times, _peaks(load, every), color="black", linewidth=0.7, drawstyle="steps-post",
                      label=f"observed {ref.metric} per ready pod")

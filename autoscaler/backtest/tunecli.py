@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -27,7 +27,7 @@ from autoscaler.decision import SpecError, parse_spec
 from autoscaler.decision.spec import HPASpec
 
 from .cli import Failed, Histories, Plan, add_history_flags, read_histories
-from .exposure import Reference
+from .exposure import Reference, observed_query
 from .fastreplay import Prepared, fast_replay, prepare, supports
 from .history import Grid, Series
 from .queries import MetricQuery
@@ -119,7 +119,7 @@ class _Search:
     def __init__(self, h: Histories, plan: Plan, args: argparse.Namespace, reference: Reference) -> None:
         self.h, self.plan, self.args, self.reference = h, plan, args, reference
         self.initial = h.initial(args, plan)
-        self.observed = h.data[plan.queries[0].promql].total
+        self.observed = h.data[observed_query(plan.queries).promql].total
         self.split = max(1, min(h.grid.count - 1, round(h.grid.count * args.choose_on)))
         self.choose_grid = Grid(h.grid.start, h.grid.step, self.split)
         self.fast = supports(plan.spec.spec)
@@ -146,7 +146,7 @@ class _Search:
         base = list(self.plan.queries if h is None else self.plan.variants[h])
         if knobs.forecast:
             base.append(self.plan.added[h])
-        queries = [MetricQuery(ms, q.promql, q.shape, q.source) for ms, q in zip(spec.metrics, base, strict=True)]
+        queries = [replace(q, metric=ms) for ms, q in zip(spec.metrics, base, strict=True)]
         return _Setting(knobs, raw, spec, queries)
 
     def replay(self, s: _Setting, full: bool) -> Replay:
@@ -163,12 +163,12 @@ class _Search:
             s = self.setting(knobs)
         except SpecError:
             return Score(float("inf"), float("inf"), 0, 0.0)
-        return score(self.replay(s, False), s.queries[0], self.observed[: self.split], self.reference,
+        return score(self.replay(s, False), observed_query(s.queries), self.observed[: self.split], self.reference,
                      slice(0, self.split))
 
     def held_out(self, s: _Setting) -> tuple[Score, Replay]:
         r = self.replay(s, True)
-        return score(r, s.queries[0], self.observed, self.reference, slice(self.split, None)), r
+        return score(r, observed_query(s.queries), self.observed, self.reference, slice(self.split, None)), r
 
 
 def _yaml(raw: dict[str, Any]) -> str:

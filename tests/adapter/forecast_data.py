@@ -19,6 +19,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import yaml
+
 DAY = 86400
 STEP = 30
 CHANGE = 20 * 60  # yesterday's change, seconds after T0 - 1d
@@ -38,6 +40,7 @@ SERVICE = {"before": 20.0, "after": 50.0, "today": 30.0}  # service_load{service
 SERVICE_SEASONAL = 50.0 * 30.0 / 20.0
 QUEUE = {"before": 10.0, "after": 30.0, "today": 15.0}  # queue_depth{queue="orders"}
 QUEUE_SEASONAL = 30.0 * 15.0 / 10.0
+QUEUE_CAPPED = 30.0 * 1.2  # the level ratio 15 / 10 capped at maxLevelRatio 1.2
 
 
 # linear, by hand: the line at (seconds after T0)
@@ -58,34 +61,35 @@ def lag_down(s: float) -> float:  # falls below zero within the horizon: the for
     return 5.0 - 0.01 * s
 
 
-RULES = """
-rules:
-- seriesQuery: 'inflight{namespace!="",pod!=""}'
-  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-  forecast: {method: seasonal, season: 1d, horizon: 30m, levelWindow: 30m}
-- seriesQuery: 'backlog{namespace!="",pod!=""}'
-  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-  forecast: {method: linear, window: 30m, horizon: 10m, name: backlog_trend}
-- seriesQuery: 'service_load{namespace!="",service!=""}'
-  resources: {overrides: {namespace: {resource: namespace}, service: {resource: service}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-  forecast: {method: seasonal, season: 1d, horizon: 30m, levelWindow: 30m}
-- seriesQuery: 'service_rps{namespace!="",service!=""}'
-  resources: {overrides: {namespace: {resource: namespace}, service: {resource: service}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-  forecast: {method: linear, window: 30m, horizon: 10m}
-externalRules:
-- seriesQuery: 'queue_depth{queue!=""}'
-  resources: {overrides: {namespace: {resource: namespace}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
-  forecast: {method: seasonal, season: 1d, horizon: 30m, levelWindow: 30m, name: queue_depth_seasonal}
-- seriesQuery: 'stream_lag{stream!=""}'
-  resources: {overrides: {namespace: {resource: namespace}}}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (stream)'
-  forecast: {method: linear, window: 30m, horizon: 10m}
-"""
+SEASONAL = {"method": "seasonal", "season": "1d", "horizon": "30m", "levelWindow": "30m"}
+LINEAR = {"method": "linear", "window": "30m", "horizon": "10m"}
+
+
+def _rule(series: str, label: str, forecast: dict, by: str = "<<.GroupBy>>") -> dict:
+    """A rule for gauge `series` whose `label` names the object; `namespace` alone: an external rule."""
+    overrides = {"namespace": {"resource": "namespace"}}
+    if label != "namespace":
+        overrides[label] = {"resource": label}
+    selector = f'namespace!="",{label}!=""' if label != "namespace" else f'{by}!=""'
+    return {"seriesQuery": f"{series}{{{selector}}}", "resources": {"overrides": overrides},
+            "metricsQuery": f"sum(<<.Series>>{{<<.LabelMatchers>>}}) by ({by})", "forecast": dict(forecast)}
+
+
+RULES = yaml.safe_dump({
+    "rules": [
+        _rule("inflight", "pod", SEASONAL),
+        _rule("inflight", "pod", {**SEASONAL, "name": "inflight_or_now", "fallback": "present"}),
+        _rule("backlog", "pod", {**LINEAR, "name": "backlog_trend"}),
+        _rule("service_load", "service", SEASONAL),
+        _rule("service_rps", "service", LINEAR),
+    ],
+    "externalRules": [
+        _rule("queue_depth", "namespace", {**SEASONAL, "name": "queue_depth_seasonal"}, by="queue"),
+        _rule("queue_depth", "namespace", {**SEASONAL, "name": "queue_depth_capped", "maxLevelRatio": 1.2}, by="queue"),
+        _rule("queue_depth", "namespace", {**LINEAR, "name": "queue_depth_or_now", "fallback": "present"}, by="queue"),
+        _rule("stream_lag", "namespace", LINEAR, by="stream"),
+    ],
+})
 
 
 def start_time() -> int:

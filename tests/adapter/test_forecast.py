@@ -6,6 +6,7 @@ worked out by hand in `forecast_data`, never asked of the code under test."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +17,10 @@ import yaml
 from adapter.discovery import build_catalogue
 from adapter.forecast import workload_pattern
 from adapter.naming import compile_rules
+from adapter.prometheus import PrometheusClient
+from adapter.rulecheck import check_queries
 from adapter.rules import Forecast, RuleError, parse_rules
+from adapter.settings import parse_settings
 from kubesim.apiserver import KubeSim
 from kubesim.prometheus import PrometheusServer, start_backfilled
 from promscaler.quantity import parse_quantity
@@ -91,7 +95,8 @@ def test_discovery_lists_each_forecast_beside_its_metric(forecasting, tmp_path):
     assert {"pods/inflight", "pods/inflight_forecast", "pods/backlog", "pods/backlog_trend",
             "services/service_load", "services/service_load_forecast", "services/service_rps_forecast"} <= custom
     external = {r["name"] for r in raw(forecasting, EXTERNAL, tmp_path)["resources"]}
-    assert {"queue_depth", "queue_depth_seasonal", "stream_lag", "stream_lag_forecast"} <= external
+    assert {"queue_depth", "queue_depth_seasonal", "queue_depth_or_now", "stream_lag",
+            "stream_lag_forecast"} <= external
 
 
 def test_pods_seasonal_forecast_is_yesterdays_workload_total_over_todays_pods(forecasting, tmp_path):
@@ -112,6 +117,9 @@ def test_object_and_external_seasonal_forecasts(forecasting, tmp_path):
     body = raw(forecasting, f"{EXTERNAL}/namespaces/web/queue_depth_seasonal?labelSelector=queue%3Dorders", tmp_path)
     [(value, _)] = values(body).values()
     assert near(value, fd.QUEUE_SEASONAL)  # 30 * 15 / 10
+    body = raw(forecasting, f"{EXTERNAL}/namespaces/web/queue_depth_capped?labelSelector=queue%3Dorders", tmp_path)
+    [(value, _)] = values(body).values()
+    assert near(value, fd.QUEUE_CAPPED)  # 30 * min(15 / 10, 1.2)
 
 
 def test_linear_forecasts_follow_the_trend_horizon_ahead(forecasting, t0, tmp_path):
@@ -145,6 +153,15 @@ def test_missing_history_gives_no_forecast_never_a_zero(forecasting, tmp_path):
     assert "new" not in values(raw(forecasting, f"{EXTERNAL}/namespaces/web/stream_lag_forecast", tmp_path))
 
 
+def test_fallback_present_answers_the_present_value_without_history(forecasting, tmp_path):
+    body = raw(forecasting, f"{CUSTOM}/namespaces/web/pods/*/inflight_or_now?labelSelector=app%3Dfresh", tmp_path)
+    assert [v for v, _ in values(body).values()] == [pytest.approx(7.0, abs=0.0011)]  # its present value
+    body = raw(forecasting, f"{CUSTOM}/namespaces/web/pods/*/inflight_or_now?labelSelector=app%3Dweb", tmp_path)
+    assert all(near(v, fd.POD_SEASONAL) for v, _ in values(body).values())  # with history: the forecast
+    got = values(raw(forecasting, f"{EXTERNAL}/namespaces/web/queue_depth_or_now", tmp_path))
+    assert near(got["new"][0], 7.0) and near(got["orders"][0], fd.QUEUE["today"])  # flat line: today's value
+
+
 SEASONAL = {"method": "seasonal", "horizon": "5m", "season": "1d"}
 
 
@@ -170,6 +187,10 @@ def forecast_error(block: object) -> str:
     ({"method": "linear", "horizon": "5m"}, "rules[0].forecast.window: required field is missing"),
     ({"method": "linear", "horizon": "5m", "window": "1m"}, "rules[0].forecast.window: must be at least twice"),
     ({**SEASONAL, "name": 3}, "rules[0].forecast.name: must be a string"),
+    ({**SEASONAL, "maxLevelRatio": 0.5}, "rules[0].forecast.maxLevelRatio: must be a number of at least 1"),
+    ({"method": "linear", "horizon": "5m", "window": "30m", "maxLevelRatio": 2},
+     "rules[0].forecast.maxLevelRatio: applies to method seasonal, not linear"),
+    ({**SEASONAL, "fallback": "zero"}, "rules[0].forecast.fallback: must be none or present, got 'zero'"),
     ("seasonal", "rules[0].forecast: must be a mapping"),
 ])
 def test_invalid_forecast_block_names_its_field(block, message):
@@ -210,3 +231,30 @@ def test_a_file_without_forecast_serves_what_it_did():
 ])
 def test_workload_pattern_names_every_pod_of_the_controller(pods, pattern):
     assert workload_pattern(pods) == pattern
+
+
+async def test_rule_check_parses_each_forecast_in_prometheus(history):
+    """A metricsQuery that parses but gives a scalar cannot be forecast (a subquery needs a vector):
+    the start-up check names the forecast; the sound rules pass."""
+    scalar = {"seriesQuery": "queue_depth", "metricsQuery": "scalar(sum(<<.Series>>{<<.LabelMatchers>>}))",
+              "forecast": {"method": "linear", "horizon": "5m", "window": "30m"}}
+    doc = yaml.safe_load(fd.RULES)
+    rules = compile_rules(parse_rules(yaml.safe_dump({**doc, "externalRules": [*doc["externalRules"], scalar]})))
+    client = PrometheusClient(parse_settings(["--prometheus-url", history.url]))
+    try:
+        problems = await check_queries(rules, client)
+    finally:
+        await client.aclose()
+    index = len(doc["externalRules"])
+    assert [p.split(" does not parse")[0] for p in problems] == [f"externalRules[{index}].forecast"]
+
+
+def test_the_documented_rules_example_serves_its_forecasts():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "forecast-and-tune.md").read_text()
+    example = next(b for b in re.findall(r"```yaml\n(.*?)```", doc, re.DOTALL) if "forecast:" in b)
+    rules = compile_rules(parse_rules(example))
+    series = {r.series_query: [{"__name__": name, "namespace": "shop", "pod": "web-1", "queue": "q"}
+                               for name in ("http_requests_total", "queue_messages_ready")] for r in rules.all}
+    catalogue = build_catalogue(rules, series)
+    assert ("pods", "http_requests_forecast") in catalogue.custom
+    assert "queue_messages_ready_trend" in catalogue.external

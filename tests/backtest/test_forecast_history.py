@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from adapter.forecast import forecast_query
 from adapter.naming import compile_rules
 from adapter.rules import parse_rules
 from autoscaler.backtest.history import Fetcher, Grid
@@ -30,13 +31,14 @@ def known() -> Iterator[tuple[PrometheusServer, int]]:
 
 
 def fetched(known: tuple[PrometheusServer, int], metric: dict) -> tuple[str, str, np.ndarray, np.ndarray]:
-    """(shape, PromQL, each step's value, each step's Unix time) of one spec metric."""
+    """(shape, PromQL, each step's value, each step's Unix time) of one spec metric (a forecast)."""
     prom, t0 = known
     spec = parse_spec({"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
                        "maxReplicas": 10, "metrics": [metric]})
     fetcher = Fetcher(prom.url)
     q = metric_query(spec.metrics[0], "web", "web-[a-z0-9]+-[a-z0-9]+", compile_rules(parse_rules(fd.RULES)),
                      fetcher.series_names, {})
+    assert q.forecast is not None and q.promql == forecast_query(q.forecast, q.base)  # told from an observed load
     grid = Grid(datetime.fromtimestamp(t0 - 300, UTC), 60, STEPS)
     return q.shape, q.promql, fetcher.fetch([q.promql], grid)[q.promql].total, grid.times
 
