@@ -121,3 +121,17 @@ def test_resource_metrics_stay_with_the_engine():
     cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
     spec = parse_spec({"scaleTargetRef": REF, "maxReplicas": 5, "metrics": [cpu]}, "spec")
     assert not supports(spec)
+
+
+def test_the_load_is_read_from_the_observed_metric_not_its_forecast():
+    """A spec may list its forecast first; the exposure still reads the observed metric."""
+    from dataclasses import replace
+
+    from adapter.rules import Forecast
+    from autoscaler.backtest.exposure import observed_query
+
+    spec = parse_spec({"scaleTargetRef": REF, "maxReplicas": 5, "metrics": [_pods("10"), _pods("10")]}, "spec")
+    observed, forecast = _queries(spec)
+    forecast = replace(forecast, promql="forecast", forecast=Forecast("rules[0].forecast", "linear", 300.0))
+    assert observed_query([forecast, observed]) is observed
+    assert observed_query([observed, forecast]) is observed
