@@ -24,6 +24,7 @@ COMMANDS = {
     "demo": ("autoscaler.demo", "main", "a sandboxed demo: simulated cluster, Prometheus and workloads"),
     "explain": ("autoscaler.explain.cli", "main", "why a live autoscaler scales (or not) now, vs. its status"),
     "backtest": ("autoscaler.backtest.cli", "main", "replay autoscaler specs over Prometheus history"),
+    "tune": ("autoscaler.backtest.tunecli", "main", "the spec settings that would have served this history best"),
 }
 
 

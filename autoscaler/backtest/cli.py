@@ -11,24 +11,29 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
+from adapter.naming import CompiledRules, compile_rules
+from adapter.rules import DiscoveryRule, RuleError, RulesConfig, load_rules
 from autoscaler.commandline import ArgError, Parser, add_controller_flags, controller_config
+from autoscaler.decision import ControllerConfig
 from promscaler import flags
 from promscaler.quantity import QuantityError, to_milli
 from promscaler.times import DurationError, parse_time
 
-from .history import Fetcher, Grid, HistoryError
-from .queries import QueryError, actual_replicas_queries, load_compiled, metric_query
-from .replay import replay, tolerance_up
+from .exposure import Reference, observed_query, reference_for
+from .history import Fetcher, Grid, HistoryError, Series
+from .queries import MetricQuery, QueryError, actual_replicas_queries, forecast_name, metric_query
+from .replay import _target_value, replay, tolerance_up
 from .report import Outcome, summarize, table, write_png, write_summary
-from .specs import SpecFileError, load_specs
+from .specs import Spec, SpecFileError, load_specs
 
-__all__ = ["main", "parse_when"]
+__all__ = ["Failed", "Histories", "Plan", "add_history_flags", "main", "parse_when", "read_histories"]
 
 _RELATIVE = re.compile(r"^now(?:\s*-\s*(\d+(?:\.\d+)?)(d|h|m|s))?$")
 
@@ -49,10 +54,9 @@ def parse_when(text: str, now: datetime) -> datetime:
     except DurationError:
         raise ValueError(f"not a time: {text!r} (RFC 3339, Unix seconds, now or now-7d)") from None
 
-def _parser() -> argparse.ArgumentParser:
-    p = Parser(prog="promscaler-autoscaler backtest",
-               description="What would these autoscaler specs have done over this history?")
-    p.add_argument("specs", nargs="+", metavar="SPEC.yaml", help="HorizontalPodAutoscaler or HorizontalAutoscaler YAML")
+def add_history_flags(p: argparse.ArgumentParser) -> None:
+    """The flags backtest and tune share: where the history is, how each metric's PromQL is made,
+    the load model's start-up delay and the controller's settings."""
     p.add_argument("--prometheus-url", required=True,
                    help="the Prometheus (or compatible) server with the history (required)")
     p.add_argument("--from", dest="start", required=True, metavar="TIME",
@@ -71,10 +75,20 @@ def _parser() -> argparse.ArgumentParser:
                    help="replicas at --from (default: the actual ones, else minReplicas)")
     p.add_argument("--pod-requests", type=flags.key_value, action="append", default=[], metavar="RESOURCE=QUANTITY",
                    help="each simulated pod's requests, for Utilization targets (cpu=500m)")
-    p.add_argument("--report", default="backtest-report", metavar="DIR", help="where the PNG and summary.json go")
-    p.add_argument("--no-png", action="store_true", help="write summary.json only")
+    p.add_argument("--reference-target", metavar="QUANTITY",
+                   help="the per-pod load (or value) the seconds under-provisioned are measured against "
+                        "(default: the spec's first metric's target)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar while fetching history")
     add_controller_flags(p)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = Parser(prog="promscaler-autoscaler backtest",
+               description="What would these autoscaler specs have done over this history?")
+    p.add_argument("specs", nargs="+", metavar="SPEC.yaml", help="HorizontalPodAutoscaler or HorizontalAutoscaler YAML")
+    add_history_flags(p)
+    p.add_argument("--report", default="backtest-report", metavar="DIR", help="where the PNG and summary.json go")
+    p.add_argument("--no-png", action="store_true", help="write summary.json only")
     return p
 
 def _progress(enabled: bool, err: TextIO) -> Any:
@@ -87,36 +101,106 @@ def _progress(enabled: bool, err: TextIO) -> Any:
     return Progress(TextColumn("fetching history"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=Console(file=err), transient=True)
 
-def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
-    out, err = stdout or sys.stdout, stderr or sys.stderr
+class Failed(Exception):
+    """A one-line error and the exit status (1: Prometheus or history, 2: bad input)."""
 
-    def fail(message: str, code: int) -> int:
-        print(f"autoscaler backtest: {message}", file=err)
-        return code
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
 
-    try:
-        args = _parser().parse_args(list(argv) if argv is not None else None)
-    except ArgError as exc:
-        return fail(str(exc), 2)
+
+@dataclass
+class Plan:
+    spec: Spec
+    queries: list[MetricQuery]
+    actual_queries: list[str]
+    # with other forecast horizons (seconds): the queries, where a forecast metric's differs
+    variants: dict[float, list[MetricQuery]] = field(default_factory=dict)
+    # the first metric's forecast, when its rule declares one and the spec does not list it:
+    # by horizon (None: the rule's own)
+    added: dict[float | None, MetricQuery] = field(default_factory=dict)
+
+
+@dataclass
+class Histories:
+    """Everything a replay needs, read once: the grid, the specs' queries and every series."""
+
+    grid: Grid
+    config: ControllerConfig
+    requests: dict[str, int]
+    reference_target: float | None
+    plans: list[Plan]
+    data: dict[str, Series]
+    fetched_seconds: float
+
+    def actual(self, plan: Plan) -> tuple[np.ndarray | None, str | None]:
+        """The cluster's replicas (kube-state-metrics), when Prometheus has them."""
+        for a in plan.actual_queries:
+            if self.data[a].count.any():
+                return self.data[a].total, a
+        return None, None
+
+    def initial(self, args: argparse.Namespace, plan: Plan) -> int:
+        """--initial-replicas, else the actual replicas at --from, else minReplicas; within bounds."""
+        spec, actual = plan.spec.spec, self.actual(plan)[0]
+        initial = args.initial_replicas
+        if initial is None:
+            known = actual[np.isfinite(actual)] if actual is not None else np.array([])
+            first = actual[0] if actual is not None else math.nan
+            initial = int(first) if math.isfinite(first) else (int(known[0]) if known.size else spec.min_replicas)
+        return min(max(initial, spec.min_replicas), spec.max_replicas) if initial > 0 else initial
+
+    def reference(self, plan: Plan, tolerance: float) -> Reference:
+        query = observed_query(plan.queries)
+        target = self.reference_target
+        if target is None:
+            target = _target_value(query.metric, self.requests)
+        return reference_for(query, target, tolerance)
+
+
+def _with_horizon(cfg: RulesConfig, horizon: float) -> CompiledRules:
+    """The rules with every forecast `horizon` ahead (a seasonal one only when shorter than its season)."""
+    def one(rule: DiscoveryRule) -> DiscoveryRule:
+        f = rule.forecast
+        if f is None or (f.method == "seasonal" and f.season <= horizon):
+            return rule
+        return replace(rule, forecast=replace(f, horizon=horizon))
+    return compile_rules(replace(cfg, rules=tuple(map(one, cfg.rules)),
+                                 external_rules=tuple(map(one, cfg.external_rules))))
+
+
+def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
+                   horizons: Sequence[float] = (), add_forecast: bool = False) -> Histories:
+    """Parse the shared flags, build every spec's PromQL (and, for `horizons`, its forecast
+    metrics' PromQL at those horizons; with `add_forecast`, the first metric's forecast when the
+    spec does not list it) and fetch it all in one pass; raises Failed."""
     now = datetime.now(UTC)
     try:
         start = parse_when(args.start, now).replace(microsecond=0)
         end = parse_when(args.end, now)
     except ValueError as exc:
-        return fail(f"--from/--to: {exc}", 2)
+        raise Failed(f"--from/--to: {exc}", 2) from None
     if args.step <= 0:
-        return fail("--step: must be positive", 2)
+        raise Failed("--step: must be positive", 2)
     if end < start:
-        return fail("--to: before --from", 2)
+        raise Failed("--to: before --from", 2)
     try:
         requests = {k: to_milli(v) for k, v in args.pod_requests}
     except QuantityError as exc:
-        return fail(f"--pod-requests: {exc}", 2)
+        raise Failed(f"--pod-requests: {exc}", 2) from None
+    reference_target = None
+    if args.reference_target is not None:
+        try:
+            reference_target = to_milli(args.reference_target) / 1000.0
+        except QuantityError as exc:
+            raise Failed(f"--reference-target: {exc}", 2) from None
+        if reference_target <= 0:
+            raise Failed("--reference-target: must be positive", 2)
     try:
-        specs = [s for path in args.specs for s in load_specs(path)]
-        rules = load_compiled(args.rules) if args.rules else None
-    except (SpecFileError, QueryError) as exc:
-        return fail(str(exc), 2)
+        cfg = load_rules(args.rules) if args.rules else None
+        rules = compile_rules(cfg) if cfg is not None else None
+    except RuleError as exc:
+        raise Failed(str(exc), 2) from None
     config = controller_config(args)
     grid = Grid(start, args.step, math.floor((end - start).total_seconds() / args.step) + 1)
     fetcher = Fetcher(args.prometheus_url)
@@ -136,9 +220,22 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             ref = s.spec.scale_target_ref
             pod_regex = args.pod_regex or f"{re.escape(ref.name)}-.*"
             queries = [metric_query(ms, ns, pod_regex, rules, series_names, explicit) for ms in s.spec.metrics]
-            actual_qs = actual_replicas_queries(ns, s.name, ref.kind, ref.name)
-            plans.append((s, queries, actual_qs))
-        wanted = [q.promql for _, qs, _ in plans for q in qs] + [a for _, _, acts in plans for a in acts]
+            plan = Plan(s, queries, actual_replicas_queries(ns, s.name, ref.kind, ref.name))
+            first = s.spec.metrics[0]
+            name = forecast_name(first, rules, series_names) if add_forecast and rules is not None else None
+            if name is not None and all(ms.name != name for ms in s.spec.metrics):
+                plan.added[None] = metric_query(replace(first, name=name), ns, pod_regex, rules, series_names, {})
+            for h in horizons:
+                if cfg is not None:
+                    at = _with_horizon(cfg, h)
+                    plan.variants[h] = [metric_query(ms, ns, pod_regex, at, series_names, explicit)
+                                        for ms in s.spec.metrics]
+                    if name is not None and None in plan.added:
+                        plan.added[h] = metric_query(replace(first, name=name), ns, pod_regex, at, series_names, {})
+            plans.append(plan)
+        wanted = [q.promql for p in plans for q in p.queries] + [a for p in plans for a in p.actual_queries]
+        wanted += [q.promql for p in plans for qs in p.variants.values() for q in qs]
+        wanted += [q.promql for p in plans for q in p.added.values()]
         bar = _progress(not args.no_progress and err.isatty(), err)
         if bar is not None:
             with bar:
@@ -147,25 +244,37 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         else:
             data = fetcher.fetch(wanted, grid)
     except (QueryError, HistoryError) as exc:
-        return fail(str(exc), 1)
-    fetched = time.perf_counter() - started
+        raise Failed(str(exc), 1) from None
+    return Histories(grid, config, requests, reference_target, plans, data, time.perf_counter() - started)
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+
+    def fail(message: str, code: int) -> int:
+        print(f"autoscaler backtest: {message}", file=err)
+        return code
+
+    try:
+        args = _parser().parse_args(list(argv) if argv is not None else None)
+        specs = [s for path in args.specs for s in load_specs(path)]
+        h = read_histories(args, specs, err)
+    except ArgError as exc:
+        return fail(str(exc), 2)
+    except SpecFileError as exc:
+        return fail(str(exc), 2)
+    except Failed as exc:
+        return fail(str(exc), exc.code)
+    started = time.perf_counter()
     outcomes = []
-    for s, queries, actual_queries in plans:
-        actual: np.ndarray | None = None
-        source: str | None = None
-        for a in actual_queries:
-            if data[a].count.any():
-                actual, source = data[a].total, a
-                break
-        initial = args.initial_replicas
-        if initial is None:
-            known = actual[np.isfinite(actual)] if actual is not None else np.array([])
-            first = actual[0] if actual is not None else math.nan
-            initial = int(first) if math.isfinite(first) else (int(known[0]) if known.size else s.spec.min_replicas)
-        initial = min(max(initial, s.spec.min_replicas), s.spec.max_replicas) if initial > 0 else initial
-        result = replay(s.spec, queries, data, grid, initial, args.startup_delay, config, requests)
-        outcomes.append(Outcome(s.label, queries, result, tolerance_up(s.spec, config), actual, source))
-    replayed = time.perf_counter() - started - fetched
+    for plan in h.plans:
+        actual, source = h.actual(plan)
+        result = replay(plan.spec.spec, plan.queries, h.data, h.grid, h.initial(args, plan), args.startup_delay,
+                        h.config, h.requests)
+        tolerance = tolerance_up(plan.spec.spec, h.config)
+        outcomes.append(Outcome(plan.spec.label, plan.queries, result, tolerance, actual, source,
+                                h.reference(plan, tolerance), h.data[observed_query(plan.queries).promql].total))
+    replayed = time.perf_counter() - started
     summaries = [summarize(o) for o in outcomes]
     report = Path(args.report)
     try:
@@ -175,9 +284,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             write_png(outcomes, report / "backtest.png")
     except OSError as exc:
         return fail(f"--report {report}: {exc.strerror or exc}", 1)
-    written = time.perf_counter() - started - fetched - replayed
+    written = time.perf_counter() - started - replayed
     table(summaries, out)
-    print(f"fetched in {fetched:.1f}s, replayed {grid.count * len(specs)} decisions in {replayed:.1f}s, "
+    print(f"fetched in {h.fetched_seconds:.1f}s, replayed {h.grid.count * len(specs)} decisions in {replayed:.1f}s, "
           f"wrote the report in {written:.1f}s; "
           f"report: {report / 'summary.json'}" + ("" if args.no_png else f", {report / 'backtest.png'}"), file=out)
     return 0

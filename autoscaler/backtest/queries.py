@@ -29,7 +29,7 @@ from adapter.rules import Forecast, RuleError, load_rules
 from autoscaler.decision.spec import MetricSpec
 from promscaler.selectors import Selector
 
-__all__ = ["MetricQuery", "QueryError", "actual_replicas_queries", "load_compiled", "metric_query"]
+__all__ = ["MetricQuery", "QueryError", "actual_replicas_queries", "forecast_name", "load_compiled", "metric_query"]
 
 Shape = Literal["per-pod", "total"]
 SeriesNames = Callable[[str], list[str]]  # seriesQuery -> the series names Prometheus has for it
@@ -138,3 +138,14 @@ def actual_replicas_queries(namespace: str, autoscaler: str, target_kind: str, t
     if target_kind == "Deployment":
         out.append(f"max(kube_deployment_status_replicas{{namespace={ns},deployment={quote(target)}}})")
     return out
+
+
+def forecast_name(ms: MetricSpec, rules: CompiledRules, series_names: SeriesNames) -> str | None:
+    """The name the adapter serves `ms`'s forecast under, when the rule `ms` comes from declares
+    one (`tune` offers to add it to a spec); None otherwise."""
+    if ms.type not in ("Pods", "Object", "External"):
+        return None
+    found = _series_for(rules.external_rules if ms.type == "External" else rules.rules, ms.name, series_names)
+    if found is None or found[2] is not None or found[0].rule.forecast is None:
+        return None
+    return found[0].forecast_name(found[1])

@@ -3,11 +3,13 @@ the PNG (matplotlib, imported only when a PNG is written).
 
 - replica-hours: the simulated replicas integrated over the range;
 - scale events: replica changes the engine made;
-- time above target: steps where some metric's per-pod value (or value, for Value targets)
-  exceeds target x (1 + scale-up tolerance), times the step;
-- highest replicas;
-- scale-up delay: from each load rise (a step where some metric goes above that band after
-  being within it) to the next scale-up, first and longest.
+- seconds under-provisioned (exposure) and time to capacity per rise: the observed load per
+  ready pod against one reference target (`exposure.py`): what the pods went through, comparable
+  between specs whatever metrics and targets each lists;
+- time above its own targets: steps where some metric's value as the engine saw it (per pod, or
+  the value for Value targets) exceeds that metric's own target x (1 + scale-up tolerance), times
+  the step: what the spec itself aimed at (a forecast metric or another target changes it);
+- highest replicas.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from .exposure import Reference, exposure, load_per_pod, observed_query
 from .history import Grid
 from .queries import MetricQuery
 from .replay import LOAD_MODEL, Replay
@@ -38,6 +41,8 @@ class Outcome:
     tolerance: float
     actual: np.ndarray | None = None   # the cluster's replicas per step (NaN where unknown)
     actual_source: str | None = None
+    reference: Reference | None = None  # what the exposure is measured against
+    observed: np.ndarray | None = None  # the reference metric's observed total (or value) per step
 
 
 def _fmt_time(grid: Grid, i: int) -> str:
@@ -51,13 +56,7 @@ def summarize(o: Outcome) -> dict[str, Any]:
     for k in range(r.ratios.shape[0]):
         with np.errstate(invalid="ignore"):
             above |= r.ratios[k] > band
-    rises = [i for i in range(grid.count) if above[i] and (i == 0 or not above[i - 1])]
     ups = [e.index for e in r.events if e.after > e.before]
-    delays = []
-    for i in rises:
-        nxt = next((u for u in ups if u >= i), None)
-        if nxt is not None:
-            delays.append((nxt - i) * grid.step)
     out: dict[str, Any] = {
         "spec": o.label,
         "from": _fmt_time(grid, 0),
@@ -68,10 +67,8 @@ def summarize(o: Outcome) -> dict[str, Any]:
         "scaleEvents": len(r.events),
         "scaleUps": len(ups),
         "scaleDowns": len(r.events) - len(ups),
-        "secondsAboveTarget": float(above.sum()) * grid.step,
+        "secondsAboveOwnTargets": float(above.sum()) * grid.step,
         "maxReplicas": int(r.replicas.max()) if grid.count else 0,
-        "loadRises": len(rises),
-        "scaleUpDelaySeconds": {"first": delays[0] if delays else None, "max": max(delays) if delays else None},
         "stepsWithoutData": r.failures,
         **({"stepsInFallback": r.fallback, "stepsWithScheduleFloor": r.scheduled} if r.controls else {}),
         "loadModel": LOAD_MODEL,
@@ -80,6 +77,9 @@ def summarize(o: Outcome) -> dict[str, Any]:
         "events": [{"time": e.time.isoformat().replace("+00:00", "Z"), "from": e.before, "to": e.after}
                    for e in r.events],
     }
+    if o.reference is not None and o.observed is not None and o.queries:
+        load = load_per_pod(observed_query(o.queries), o.observed, r.ready)
+        out["exposure"] = exposure(load, o.reference, grid.step).summary()
     if o.actual is not None:
         known = o.actual[np.isfinite(o.actual)]
         out["actual"] = {"source": o.actual_source,
@@ -99,9 +99,21 @@ def table(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
     for s in summaries:
         t.add_column(s["spec"], justify="right")
 
-    def delay(s: dict[str, Any]) -> str:
-        d = s["scaleUpDelaySeconds"]
-        return "-" if d["first"] is None else f"{d['first']:g}s (max {d['max']:g}s)"
+    def exposed(s: dict[str, Any]) -> str:
+        e = s.get("exposure")
+        return "-" if e is None else _duration(e["secondsUnderProvisioned"])
+
+    def capacity(s: dict[str, Any]) -> str:
+        e = s.get("exposure")
+        if e is None or not e["timeToCapacitySeconds"]["rises"]:
+            return "-"
+        c = e["timeToCapacitySeconds"]
+        text = "-" if c["median"] is None else f"{_duration(c['median'])} / {_duration(c['max'])}"
+        return text + (f" ({c['open']} open)" if c["open"] else "")
+
+    def reference(s: dict[str, Any]) -> str:
+        e = s.get("exposure")
+        return "-" if e is None else f"{e['referenceTarget']:g} x {1 + e['tolerance']:g}"
 
     def actual(s: dict[str, Any], key: str) -> str:
         a = s.get("actual")
@@ -111,10 +123,12 @@ def table(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
         ("replica-hours", lambda s: f"{s['replicaHours']:g}"),
         ("  actual", lambda s: actual(s, "replicaHours")),
         ("scale events (up/down)", lambda s: f"{s['scaleEvents']} ({s['scaleUps']}/{s['scaleDowns']})"),
-        ("time above target", lambda s: _duration(s["secondsAboveTarget"])),
+        ("under-provisioned (load per ready pod > reference)", exposed),
+        ("  reference: target x (1 + tolerance)", reference),
+        ("  time to capacity per rise (median / max)", capacity),
+        ("time above its own targets (per metric)", lambda s: _duration(s["secondsAboveOwnTargets"])),
         ("highest replicas", lambda s: str(s["maxReplicas"])),
         ("  actual", lambda s: actual(s, "maxReplicas")),
-        ("load rise -> first scale-up", delay),
         ("steps without data", lambda s: str(s["stepsWithoutData"])),
     ]
     for name, fn in rows:
@@ -191,6 +205,17 @@ def write_png(outcomes: Sequence[Outcome], path: Path) -> None:
                 value = milli / 1000.0
                 ax2.axhline(value, color="black", linewidth=0.8)
                 ax2.axhspan(value * (1 - o.tolerance), value * (1 + o.tolerance), color="tab:green", alpha=0.15)
+        if o.reference is not None and o.observed is not None and o.queries:
+            load = load_per_pod(observed_query(o.queries), o.observed, r.ready)
+            ref = o.reference
+            ax2.plot(times, _peaks(load, every), color="black", linewidth=0.7, drawstyle="steps-post",
+                     label=f"observed {ref.metric} per ready pod")
+            ax2.axhline(ref.band, color="tab:red", linewidth=0.8, linestyle=":",
+                        label=f"reference {ref.target:g} x (1 + {ref.tolerance:g})")
+            above = _peaks(exposure(load, ref, grid.step).above.astype(float), every) > 0
+            above[1:] |= above[:-1]  # a step above the band spans to the next step (drawn steps-post)
+            ax2.fill_between(times, 0, 1, where=above, transform=ax2.get_xaxis_transform(), color="tab:red",
+                             alpha=0.25, step="post", linewidth=0, label="under-provisioned")
         if r.events:
             ax2.vlines(event_times, 0, 1, transform=ax2.get_xaxis_transform(), color="tab:orange", alpha=0.3,
                        linewidth=0.8)
@@ -200,7 +225,8 @@ def write_png(outcomes: Sequence[Outcome], path: Path) -> None:
         for label in ax2.get_xticklabels():
             label.set_rotation(30)
             label.set_fontsize(8)
-    fig.suptitle("backtest: replicas and metric vs. target (band: tolerance; markers: scale events)", fontsize=10)
+    fig.suptitle("backtest: replicas and metric vs. target (band: tolerance; markers: scale events; red: load per "
+                 "ready pod above the reference)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

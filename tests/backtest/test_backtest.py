@@ -90,9 +90,18 @@ def test_replay_matches_the_hand_computed_steps(history, tmp_path: Path):
     assert short["replicaHours"] == round(sum(SHORT_REPLICAS) * 15 / 3600, 3)
     assert long["replicaHours"] == round(sum(LONG_REPLICAS) * 15 / 3600, 3)
     assert short["maxReplicas"] == long["maxReplicas"] == 8
-    # above 10 x 1.1 per pod at i4, i8, i14, i15 (short) and i4, i8 (long); each rise scaled up at once
-    assert short["secondsAboveTarget"] == 60 and long["secondsAboveTarget"] == 30
-    assert short["loadRises"] == 3 and short["scaleUpDelaySeconds"] == {"first": 0, "max": 0}
+    # the metric as the engine saw it, above 10 x 1.1 per pod at i4, i8, i14, i15 (short) and i4, i8 (long)
+    assert short["secondsAboveOwnTargets"] == 60 and long["secondsAboveOwnTargets"] == 30
+    # exposure: the observed total over the ready pods (a new pod is ready at the next step, a removed
+    # one goes at once, so ready at i = the replicas decided at i-1): short 20/2, 40/2 (i4), 40/4, 80/4
+    # (i8), 80/8, 10/8, 10/1, 80/1 (i14), 80/5 (i15), 10/8, 10/1: above 11 at i4, i8, i14-15: rises
+    # of 15 s, 15 s and 30 s; long keeps 8 pods from i8, so 80/8 = 10 at i14-15: two rises of 15 s
+    assert short["exposure"] == {
+        "referenceMetric": "Pods inflight_requests", "referenceTarget": 10.0, "tolerance": 0.1,
+        "secondsUnderProvisioned": 60.0,
+        "timeToCapacitySeconds": {"rises": 3, "median": 15.0, "max": 30.0, "open": 0}}
+    assert long["exposure"]["secondsUnderProvisioned"] == 30.0
+    assert long["exposure"]["timeToCapacitySeconds"] == {"rises": 2, "median": 15.0, "max": 15.0, "open": 0}
     # the actual replicas came from kube-state-metrics: 2 then 4 pods
     assert long["actual"]["maxReplicas"] == 4
     assert "kube_deployment_status_replicas" in long["actual"]["source"]
@@ -101,6 +110,26 @@ def test_replay_matches_the_hand_computed_steps(history, tmp_path: Path):
     assert promql == 'sum(inflight_requests{namespace="shop",pod=~"web-.*"}) by (pod)'
     assert short["metrics"][0]["source"] == "rules[0]"
     assert "replica-hours" in out and "scale events (up/down)" in out and "6 (4/2)" in out and "2 (2/0)" in out
+    assert "under-provisioned (load per ready pod > reference)" in out and "time above its own targets" in out
+
+
+def test_exposure_against_a_reference_target(history, tmp_path: Path):
+    """--reference-target 8: the band is 8.8 per pod for both specs. short's load per ready pod
+    (see above) is 10 at i0-3, 20, 10 x3, 20, 10 (i9): above from i0 to i9 (150 s); 1.25 at
+    i10-11; 10, 10, 80, 16 at i12-15 (60 s); 1.25 at i16-17; 10 from i18 to the end (90 s, still
+    open). long: 10 or more at i0-9 (150 s) and 80/8 = 10 at i14-15 (30 s), 10/8 otherwise."""
+    code, _, err, summary = _run(history, tmp_path, "--no-png", "--reference-target", "8")
+    assert code == 0, err
+    short, long = summary["specs"]
+    assert short["exposure"]["referenceTarget"] == 8.0
+    assert short["exposure"]["secondsUnderProvisioned"] == 300.0
+    assert short["exposure"]["timeToCapacitySeconds"] == {"rises": 3, "median": 105.0, "max": 150.0, "open": 1}
+    assert long["exposure"]["secondsUnderProvisioned"] == 180.0
+    assert long["exposure"]["timeToCapacitySeconds"] == {"rises": 2, "median": 90.0, "max": 150.0, "open": 0}
+    # the spec's own figure is unchanged by the reference
+    assert short["secondsAboveOwnTargets"] == 60
+    code, _, err, _ = _run(history, tmp_path, "--no-png", "--reference-target", "lots")
+    assert code == 2 and err.count("\n") == 1 and "--reference-target" in err
 
 
 def test_chunked_fetch_gives_the_same_replay(history, tmp_path: Path, monkeypatch):
@@ -169,6 +198,12 @@ def test_external_metric_from_the_rules_and_given_explicitly(history, tmp_path: 
         assert parse_time(s["events"][0]["time"]).timestamp() == start + 12 * data.STEP
         assert s["replicaHours"] == round((12 * 2 + 12 * 5) * 15 / 3600, 3)
         assert "actual" not in s
+        # the engine saw 150 / 5 replicas = 30 at i13 (the scale's status counts the starting pods):
+        # above its own target at i12 only; but the 3 new pods are ready 30 s after i12, so the load
+        # per ready pod is 150 / 2 = 75 at i12 and i13: 30 s under-provisioned, one rise of 30 s
+        assert s["secondsAboveOwnTargets"] == 15
+        assert s["exposure"]["secondsUnderProvisioned"] == 30
+        assert s["exposure"]["timeToCapacitySeconds"] == {"rises": 1, "median": 30.0, "max": 30.0, "open": 0}
 
 
 def test_resource_utilization_given_explicitly_replays_like_the_pods_spec(history, tmp_path: Path):
@@ -187,7 +222,9 @@ def test_resource_utilization_given_explicitly_replays_like_the_pods_spec(histor
     assert code == 0, err.getvalue()
     s = json.loads((report / "summary.json").read_text())["specs"][0]
     assert [(e["from"], e["to"]) for e in s["events"]] == [(b, a) for _, b, a in SHORT_EVENTS]
-    assert s["secondsAboveTarget"] == 60  # ratios against 50% of the request
+    assert s["secondsAboveOwnTargets"] == 60  # ratios against 50% of the request
+    assert s["exposure"]["referenceTarget"] == 1.0  # 50% of 2 cores
+    assert s["exposure"]["secondsUnderProvisioned"] == 60
     # without requests a Utilization target cannot be computed: every step fails, nothing scales
     code = cli.main([str(path), "--prometheus-url", prom.url, "--query", query, "--from", str(start),
                      "--to", str(start + (data.STEPS - 1) * data.STEP), "--report", str(report), "--no-png"],

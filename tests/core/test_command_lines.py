@@ -26,6 +26,7 @@ PROGRAMS = {
     "simulate": ["-m", "autoscaler", "simulate"],
     "explain": ["-m", "autoscaler", "explain"],
     "backtest": ["-m", "autoscaler", "backtest"],
+    "tune": ["-m", "autoscaler", "tune"],
 }
 # RFC 3339 with milliseconds and a zone (Z or +hh:mm)
 RFC3339_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d)$")

@@ -1,0 +1,99 @@
+"""What pods went through, measured on the observed load rather than on what the engine saw.
+
+A spec's own figures judge each metric against its own target, so a spec that adds a forecast
+metric, or raises its target, changes them without changing what the pods carried. These figures
+hold one reference fixed (`Reference`: a target and a tolerance, by default the spec's first
+metric's) and look at the observed load of that metric:
+
+- load per ready pod: the observed total / the simulated ready pods for a per-pod metric (Pods,
+  Resource) and for an AverageValue External/Object metric; the observed value for a Value one;
+- exposure (seconds under-provisioned): the steps where that load is above
+  target x (1 + tolerance), times the step (no ready pod with load present counts as above);
+- time to capacity, per rise: from the first step above that band to the first step back within
+  it, which is when enough pods are ready to carry the load (rate window, sync period and pod
+  start-up all included, since the replay's ready pods lag all three). A rise still open at the
+  end of the range is counted apart (`open`), not in the median or maximum.
+Pure functions over arrays; the replay supplies the ready pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .queries import MetricQuery
+
+__all__ = ["Exposure", "Reference", "exposure", "load_per_pod", "observed_query", "reference_for"]
+
+
+@dataclass(frozen=True)
+class Reference:
+    metric: str          # the observed metric the load is read from ("Pods http_requests")
+    target: float        # per pod (or the value, for a Value target), in the metric's units
+    tolerance: float     # the band's upper edge is target x (1 + tolerance)
+
+    @property
+    def band(self) -> float:
+        return self.target * (1.0 + self.tolerance)
+
+
+def observed_query(queries: Sequence[MetricQuery]) -> MetricQuery:
+    """The metric the load is read from: the spec's first metric that is not a forecast."""
+    return next((q for q in queries if q.forecast is None), queries[0])
+
+
+def reference_for(query: MetricQuery, target: float, tolerance: float) -> Reference:
+    return Reference(f"{query.metric.type} {query.metric.name}", target, tolerance)
+
+
+def load_per_pod(query: MetricQuery, total: np.ndarray, ready: np.ndarray) -> np.ndarray:
+    """The observed load each ready pod carried (NaN without data; +inf with load and no ready pod)."""
+    per_pod = query.shape == "per-pod" or query.metric.target.average_value_milli is not None
+    if not per_pod:
+        return total.astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = total / ready
+    out[(ready == 0) & (total == 0)] = 0.0
+    return out
+
+
+@dataclass(frozen=True)
+class Exposure:
+    reference: Reference
+    step: float
+    above: np.ndarray          # bool per step: load per ready pod above the band
+    rises: tuple[float, ...]   # seconds from each rise above the band to back within
+    open: int                  # rises still above the band at the end
+
+    @property
+    def seconds(self) -> float:
+        return float(self.above.sum()) * self.step
+
+    def summary(self) -> dict[str, Any]:
+        done = sorted(self.rises)
+        return {
+            "referenceMetric": self.reference.metric,
+            "referenceTarget": self.reference.target,
+            "tolerance": self.reference.tolerance,
+            "secondsUnderProvisioned": self.seconds,
+            "timeToCapacitySeconds": {
+                "rises": len(done) + self.open,
+                "median": float(np.median(done)) if done else None,
+                "max": max(done) if done else None,
+                "open": self.open,
+            },
+        }
+
+
+def exposure(load: np.ndarray, reference: Reference, step: float) -> Exposure:
+    with np.errstate(invalid="ignore"):
+        above = load > reference.band   # NaN (no data) is not above
+    edges = np.diff(np.concatenate(([0], above.astype(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    n = len(load)
+    rises = tuple(float(e - s) * step for s, e in zip(starts, ends, strict=True) if e < n)
+    open_ = int(bool(len(ends)) and ends[-1] == n)
+    return Exposure(reference, step, above, rises, open_)

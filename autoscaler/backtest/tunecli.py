@@ -1,0 +1,417 @@
+"""`autoscaler tune SPEC.yaml --prometheus-url URL --from T --to T`: the spec settings that would
+have used the fewest replica-hours on this history while keeping the time under-provisioned
+within a budget, chosen on one part of the range and reported on the other.
+
+It reads history exactly as `backtest` does (the same flags, PromQL and fetch, once) and replays
+each candidate with the same load model and start-up delay (`fastreplay`, the engine's decisions).
+Exit status: 0 done, 1 Prometheus or a metric's history failed, 2 bad input (one line each)."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+import yaml
+
+from autoscaler.commandline import ArgError, Parser
+from autoscaler.decision import SpecError, parse_spec
+from autoscaler.decision.spec import HPASpec
+
+from .cli import Failed, Histories, Plan, add_history_flags, read_histories
+from .exposure import Reference, observed_query
+from .fastreplay import Prepared, fast_replay, prepare, supports
+from .history import Grid, Series
+from .queries import MetricQuery
+from .replay import LOAD_MODEL, Replay, replay, tolerance_up
+from .report import _duration
+from .specs import SpecFileError, load_specs
+from .tune import (
+    Knobs,
+    Score,
+    apply,
+    choose,
+    evaluate,
+    forecast_side,
+    knobs_of,
+    scale_down_side,
+    scale_up_side,
+    score,
+)
+
+__all__ = ["main"]
+
+
+MARGIN = 0.7   # candidates are chosen within this share of the budget: room for the periods to differ
+
+
+def _budget(text: str) -> float | None:
+    """A share (1%, 0.01), or `given` (None): no more than the given spec."""
+    return None if text.strip() == "given" else _fraction(text)
+
+
+def _fraction(text: str) -> float:
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a share: {text!r} (1% or 0.01)") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be between 0% and 100%")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = Parser(prog="promscaler-autoscaler tune",
+               description="The autoscaler settings with the fewest replica-hours on this history, within a budget "
+                           "of time under-provisioned")
+    p.add_argument("spec", metavar="SPEC.yaml", help="one HorizontalPodAutoscaler or HorizontalAutoscaler")
+    add_history_flags(p)
+    p.add_argument("--max-above-target", type=_budget, default=0.01, metavar="SHARE",
+                   help="budget: the share of the time the load per ready pod may stay above the reference "
+                        "target x (1 + tolerance) (default 1%%); `given`: no more than the given spec")
+    p.add_argument("--choose-on", type=_fraction, default=0.5, metavar="SHARE",
+                   help="the first part of the range the candidates are chosen on; the rest is held out to report "
+                        "on (default 50%%)")
+    p.add_argument("--top", type=int, default=10, help="candidates in the table (default 10)")
+    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                   help="processes replaying candidates (default: 2, or 1 on one core)")
+    p.add_argument("--report", default="tune-report", metavar="DIR",
+                   help="where tune.json, recommended.yaml and tune.png go")
+    p.add_argument("--no-png", action="store_true", help="no tune.png")
+    return p
+
+
+@dataclass
+class _Setting:
+    knobs: Knobs
+    raw: dict[str, Any]
+    spec: HPASpec
+    queries: list[MetricQuery]
+
+
+HORIZONS = (120.0, 600.0)   # forecast horizons tried (seconds) beside the rule's own, with a forecast
+
+
+def _horizon_text(seconds: float) -> str:
+    return f"{seconds / 60:g}m"
+
+
+def _horizon_seconds(text: str) -> float:
+    return float(text[:-1]) * 60
+
+
+def _sliced(data: dict[str, Series], count: int) -> dict[str, Series]:
+    return {q: Series(s.total[:count], s.count[:count]) for q, s in data.items()}
+
+
+class _Search:
+    """One history, the given spec, and the replays of its candidates."""
+
+    def __init__(self, h: Histories, plan: Plan, args: argparse.Namespace, reference: Reference) -> None:
+        self.h, self.plan, self.args, self.reference = h, plan, args, reference
+        self.initial = h.initial(args, plan)
+        self.observed = h.data[observed_query(plan.queries).promql].total
+        self.split = max(1, min(h.grid.count - 1, round(h.grid.count * args.choose_on)))
+        self.choose_grid = Grid(h.grid.start, h.grid.step, self.split)
+        self.fast = supports(plan.spec.spec)
+        self.prepared_choose: Prepared = prepare(_sliced(h.data, self.split), self.choose_grid)
+        self.prepared_full: Prepared = prepare(h.data, h.grid)
+        self.default_window = int(h.config.downscale_stabilization_window)
+
+    def listed_forecast(self) -> bool:
+        """Whether the spec lists a forecast metric (its PromQL changes with the horizon)."""
+        base = [q.promql for q in self.plan.queries]
+        return any([q.promql for q in qs] != base for qs in self.plan.variants.values())
+
+    def horizons(self) -> list[str]:
+        """The horizons (as knob values) tried with a forecast listed or added."""
+        if not self.listed_forecast() and not self.plan.added:
+            return []
+        return [_horizon_text(h) for h in self.plan.variants]
+
+    def setting(self, knobs: Knobs) -> _Setting:
+        added = self.plan.added.get(None)
+        raw = apply(self.plan.spec.raw, knobs, added.metric.name if added else None)
+        spec = parse_spec(raw.get("spec"), "spec")
+        h = None if knobs.horizon is None else _horizon_seconds(knobs.horizon)
+        base = list(self.plan.queries if h is None else self.plan.variants[h])
+        if knobs.forecast:
+            base.append(self.plan.added[h])
+        queries = [replace(q, metric=ms) for ms, q in zip(spec.metrics, base, strict=True)]
+        return _Setting(knobs, raw, spec, queries)
+
+    def replay(self, s: _Setting, full: bool) -> Replay:
+        prepared = self.prepared_full if full else self.prepared_choose
+        if self.fast:
+            return fast_replay(s.spec, s.queries, prepared, self.initial, self.args.startup_delay, self.h.config,
+                               metric_rows=False)
+        data = self.h.data if full else _sliced(self.h.data, self.split)
+        return replay(s.spec, s.queries, data, prepared.grid, self.initial, self.args.startup_delay, self.h.config,
+                      self.h.requests)
+
+    def on_choose_part(self, knobs: Knobs) -> Score:
+        try:
+            s = self.setting(knobs)
+        except SpecError:
+            return Score(float("inf"), float("inf"), 0, 0.0)
+        return score(self.replay(s, False), observed_query(s.queries), self.observed[: self.split], self.reference,
+                     slice(0, self.split))
+
+    def held_out(self, s: _Setting) -> tuple[Score, Replay]:
+        r = self.replay(s, True)
+        return score(r, observed_query(s.queries), self.observed, self.reference, slice(self.split, None)), r
+
+
+def _yaml(raw: dict[str, Any]) -> str:
+    return yaml.safe_dump(raw, sort_keys=False)
+
+
+def _knob_text(k: Knobs, given: Knobs, forecast: bool, listed: bool) -> list[str]:
+    return [k.target, "given" if k.tolerance is None else f"{k.tolerance:g}",
+            "given" if k.down_window is None or k == given else f"{k.down_window}s", k.down_policy, k.up_policy] + \
+        (["added" if k.forecast else ("listed" if listed else "-"), k.horizon or "given"] if forecast else [])
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+
+    def fail(message: str, code: int) -> int:
+        print(f"autoscaler tune: {message}", file=err)
+        return code
+
+    started = time.perf_counter()
+    try:
+        args = _parser().parse_args(list(argv) if argv is not None else None)
+        specs = load_specs(args.spec)
+        if len(specs) != 1:
+            raise SpecFileError(f"{args.spec}: tune takes one autoscaler, the file has {len(specs)}")
+        if args.top < 1 or args.workers < 1:
+            raise ArgError("--top and --workers: must be at least 1")
+        h = read_histories(args, specs, err, HORIZONS, add_forecast=True)
+    except (ArgError, SpecFileError) as exc:
+        return fail(str(exc), 2)
+    except Failed as exc:
+        return fail(str(exc), exc.code)
+    if h.grid.count < 4:
+        return fail("--from/--to: too short a range to choose on one part and report on another", 2)
+    fetched = time.perf_counter() - started
+    plan = h.plans[0]
+    given_spec = plan.spec.spec
+    reference = h.reference(plan, tolerance_up(given_spec, h.config))
+    search = _Search(h, plan, args, reference)
+    given = knobs_of(plan.spec.raw, search.default_window)
+    step = h.grid.step
+    choose_seconds = search.split * step
+    held_seconds = (h.grid.count - search.split) * step
+    workers = args.workers if search.fast else 1
+    candidates = scale_down_side(given, reference.target)
+    scores = evaluate(candidates, search.on_choose_part, workers)
+    share = args.max_above_target
+    budget = ranked_score(scores, given).seconds_under if share is None else share * choose_seconds
+    if plan.added:
+        more = forecast_side(choose(scores, budget * MARGIN, given)[0][0], given, reference.target,
+                             search.horizons())
+        candidates += more
+        scores += evaluate(more, search.on_choose_part, workers)
+    leaders = [k for k, _ in choose(scores, budget * MARGIN, given)[:3]]
+    more = scale_up_side(leaders, tolerance_up(given_spec, h.config), search.horizons(), search.listed_forecast())
+    candidates += more
+    scores += evaluate(more, search.on_choose_part, workers)
+    ranked = choose(scores, budget * MARGIN, given)
+    replayed = time.perf_counter() - started - fetched
+    best_knobs = ranked[0][0]
+    given_setting = search.setting(given)
+    best_setting = search.setting(best_knobs)
+    table_rows = _distinct(ranked, args.top)
+    held: dict[Knobs, tuple[Score, Replay]] = {}
+    for k in dict.fromkeys([given, best_knobs, *(k for k, _ in table_rows)]):
+        held[k] = search.held_out(search.setting(k))
+    given_held, best_held = held[given][0], held[best_knobs][0]
+    held_budget = given_held.seconds_under if share is None else share * held_seconds
+    verdict, recommended = _verdict(given_held, best_held, held_budget, best_knobs == given)
+    chosen = best_setting if recommended else given_setting
+    total = time.perf_counter() - started
+
+    def when(i: int) -> str:
+        return h.grid.at(i).isoformat().replace("+00:00", "Z")
+
+    summary: dict[str, Any] = {
+        "spec": plan.spec.label,
+        "from": when(0), "to": when(h.grid.count - 1), "stepSeconds": step,
+        "chosenOn": {"from": when(0), "to": when(search.split - 1)},
+        "reportedOn": {"from": when(search.split), "to": when(h.grid.count - 1)},
+        "objective": (f"the fewest replica-hours with the load per ready pod above {reference.target:g} x "
+                      f"(1 + {reference.tolerance:g}) ({reference.metric}) "
+                      + ("no longer than with the given spec" if share is None
+                         else f"at most {share:.2%} of the time")),
+        "reference": {"metric": reference.metric, "target": reference.target, "tolerance": reference.tolerance},
+        "budgetShare": share, "budgetSeconds": {"chosenOn": budget, "reportedOn": held_budget}, "margin": MARGIN,
+        "loadModel": LOAD_MODEL, "startupDelaySeconds": args.startup_delay,
+        "engine": "fast_replay (the engine's decisions, tested step for step)" if search.fast else "replay (decide())",
+        "candidates": len(candidates),
+        "seconds": {"fetch": round(fetched, 2), "search": round(replayed, 2), "total": round(total, 2)},
+        "given": {"knobs": given.row(), "chosenOn": ranked_score(scores, given).row(), "reportedOn": given_held.row()},
+        "best": {"knobs": best_knobs.row(), "chosenOn": ranked[0][1].row(), "reportedOn": best_held.row()},
+        "recommended": recommended,
+        "verdict": verdict,
+        "top": [{"knobs": k.row(), "chosenOn": s.row(), "reportedOn": held[k][0].row()} for k, s in table_rows],
+        "all": [{"knobs": k.row(), "chosenOn": s.row()} for k, s in scores],
+    }
+    report = Path(args.report)
+    try:
+        report.mkdir(parents=True, exist_ok=True)
+        (report / "tune.json").write_text(json.dumps(summary, indent=2, default=_json_default) + "\n")
+        (report / "recommended.yaml").write_text(_yaml(chosen.raw))
+        if not args.no_png:
+            _png(report / "tune.png", scores, given, best_knobs, budget, held, search, reference)
+    except OSError as exc:
+        return fail(f"--report {report}: {exc.strerror or exc}", 1)
+    _print(out, summary, table_rows, held, given, scores, plan.spec.raw, chosen.raw, search, budget, held_budget)
+    return 0
+
+
+def _distinct(ranked: Sequence[tuple[Knobs, Score]], top: int) -> list[tuple[Knobs, Score]]:
+    """The best `top` with distinct outcomes (equal replays show once: the smallest change)."""
+    seen: set[Score] = set()
+    out = []
+    for k, s in ranked:
+        if s not in seen:
+            seen.add(s)
+            out.append((k, s))
+            if len(out) == top:
+                break
+    return out
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    raise TypeError(type(value).__name__)
+
+
+def ranked_score(scores: Sequence[tuple[Knobs, Score]], knobs: Knobs) -> Score:
+    return next(s for k, s in scores if k == knobs)
+
+
+def _verdict(given: Score, best: Score, budget: float, same: bool) -> tuple[str, bool]:
+    """Whether the choice holds on the held-out part: within the budget there (or no worse than
+    the given spec), and fewer replica-hours or less time under-provisioned than it."""
+    if same:
+        return "the given spec is already the best candidate: nothing to change", False
+    within = best.seconds_under <= max(budget, given.seconds_under)
+    saves = best.replica_hours < given.replica_hours or (best.seconds_under < given.seconds_under
+                                                         and best.replica_hours <= given.replica_hours)
+    if within and saves:
+        return "the choice holds on the held-out part: recommended", True
+    if not within:
+        return ("on the held-out part the choice is under-provisioned beyond the budget (and more than the given "
+                "spec): not recommended; keep the given spec"), False
+    return "on the held-out part the choice saves nothing: not recommended; keep the given spec", False
+
+
+def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Score]],
+           held: dict[Knobs, tuple[Score, Replay]], given: Knobs, scores: Sequence[tuple[Knobs, Score]],
+           given_raw: dict[str, Any], chosen_raw: dict[str, Any], search: _Search, budget: float,
+           held_budget: float) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    tty = hasattr(out, "isatty") and out.isatty()
+    console = Console(file=out, highlight=False, markup=False, width=None if tty else 200)
+    p = console.print
+    p(f"tune {summary['spec']}: {summary['candidates']} candidates over {summary['from']} .. {summary['to']}, "
+      f"step {summary['stepSeconds']:g}s")
+    p(f"objective: {summary['objective']}")
+    p(f"against over-fitting: chosen on {summary['chosenOn']['from']} .. {summary['chosenOn']['to']} "
+      f"(budget {_duration(budget)}, chosen within {MARGIN:.0%} of it), "
+      f"reported on {summary['reportedOn']['from']} .. {summary['reportedOn']['to']} "
+      f"(held out, budget {_duration(held_budget)})")
+    p(f"limits: the same load model and start-up delay ({summary['startupDelaySeconds']:g}s) as backtest: "
+      f"{summary['loadModel']}; the searched knobs only (target, tolerance, scale-down window and policy, "
+      "scale-up policy, adding the first metric's forecast when its rule declares one, the forecast's horizon)")
+    t = Table(box=None, pad_edge=False, padding=(0, 1))
+    heads = ["", "target", "tolerance", "down window", "down policy", "up policy"]
+    forecast, listed = bool(search.horizons()), search.listed_forecast()
+    if forecast:
+        heads += ["forecast", "horizon"]
+    for head in heads:
+        t.add_column(head)
+    for head in ("replica-h", "under-prov.", "events", "| held out: replica-h", "under-prov.", "events"):
+        t.add_column(head, justify="right")
+
+    def add(label: str, k: Knobs, s: Score) -> None:
+        hs = held[k][0]
+        t.add_row(label, *_knob_text(k, given, forecast, listed), f"{s.replica_hours:.1f}",
+                  _duration(s.seconds_under), str(s.scale_events), f"{hs.replica_hours:.1f}",
+                  _duration(hs.seconds_under), str(hs.scale_events))
+
+    add("given", given, ranked_score(scores, given))
+    for i, (k, s) in enumerate(rows):
+        add(str(i + 1), k, s)
+    p(t)
+    ideal = held[given][0].ideal_replica_hours
+    p(f"ideal on the held-out part (observed load / reference target): {ideal:.1f} replica-hours")
+    p(summary["verdict"])
+    diff = list(difflib.unified_diff(_yaml(given_raw).splitlines(), _yaml(chosen_raw).splitlines(),
+                                     "given", "recommended", lineterm="", n=2))
+    horizon = summary["best"]["knobs"]["forecastHorizon"]
+    if summary["recommended"] and horizon:
+        p(f"rules file: set forecast.horizon to {horizon} on the forecast rule of this spec's forecast metric")
+    p("recommended spec:" if summary["recommended"] else "the given spec (unchanged):")
+    p(_yaml(chosen_raw).rstrip(), soft_wrap=True)
+    if diff:
+        p("difference from the given spec:")
+        p("\n".join(diff), soft_wrap=True)
+    secs = summary["seconds"]
+    p(f"fetched in {secs['fetch']:.1f}s, {summary['candidates']} candidates replayed in {secs['search']:.1f}s "
+      f"({summary['engine']}), {secs['total']:.1f}s in all; report: {search.args.report}/tune.json, "
+      "recommended.yaml" + ("" if search.args.no_png else ", tune.png"))
+
+
+def _png(path: Path, scores: Sequence[tuple[Knobs, Score]], given: Knobs, best: Knobs, budget: float,
+         held: dict[Knobs, tuple[Score, Replay]], search: _Search, reference: Reference) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
+    finite = [(k, s) for k, s in scores if np.isfinite(s.replica_hours)]
+    xs = [s.seconds_under / 60 for _, s in finite]
+    ys = [s.replica_hours for _, s in finite]
+    ax.scatter(xs, ys, s=10, color="tab:gray", alpha=0.6, label="candidates")
+    g, b = ranked_score(scores, given), ranked_score(scores, best)
+    ax.scatter([g.seconds_under / 60], [g.replica_hours], marker="X", s=80, color="black", label="given", zorder=3)
+    ax.scatter([b.seconds_under / 60], [b.replica_hours], marker="*", s=160, color="tab:red", label="best", zorder=3)
+    ax.axvline(budget / 60, color="tab:red", linestyle=":", linewidth=1, label="budget")
+    ax.set_xscale("symlog", linthresh=max(budget / 60, 1.0))
+    ax.set_xlabel("minutes under-provisioned (chosen-on part)")
+    ax.set_ylabel("replica-hours (chosen-on part)")
+    ax.set_title("every candidate: the trade-off", fontsize=10)
+    ax.legend(fontsize=8)
+    grid_, split = search.h.grid, search.split
+    times = (grid_.times[split:] * 1000).astype("datetime64[ms]")
+    ideal = search.observed[split:] / reference.target
+    every = max(1, len(times) // 3000)
+    ax2.plot(times[::every], ideal[::every], color="tab:gray", linewidth=0.6, label="observed load / reference target")
+    for k, color, label in ((given, "black", "given"), (best, "tab:red", "best")):
+        r = held[k][1]
+        ax2.step(times[::every], r.replicas[split:][::every], where="post", color=color, linewidth=0.9, label=label)
+    ax2.set_title("held-out part: replicas", fontsize=10)
+    ax2.set_ylabel("replicas")
+    ax2.legend(fontsize=8)
+    for label in ax2.get_xticklabels():
+        label.set_rotation(30)
+        label.set_fontsize(8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,190 @@
+"""`autoscaler tune` over a real Prometheus holding a small known history, against the answer worked
+out by hand.
+
+History (15 s apart, a per-pod gauge so every value is exact): the total load is 100 for 20 steps,
+then 200 for 20 steps, and the same again (80 steps, 20 minutes). tune chooses on the first half
+and reports on the second. The given spec targets 12 per pod, keeps a 30-minute scale-down window
+and removes 1 pod per 10 minutes; the replay starts at 20 replicas; new pods are ready at the next
+step. The reference is 10 per pod (`--reference-target 10`: band 11); the budget 5% of each half
+(30 s).
+
+By hand:
+- with 100 in total, fewer than 10 pods carry more than 11 each (100 / 9 = 11.1): any candidate
+  with 9 pods or fewer for more than two steps breaks the budget. That is the fate of the given
+  target 12 (it asks for ceil(100 / 12) = 9 pods) as soon as its scale-down lets it: the
+  candidate is charged against the reference, not against its own target. With 200 in total,
+  19 pods or more are needed;
+- the fewest replica-hours is then 10 pods at 100 and 20 pods at 200. A target of 10 gives exactly
+  that (ceil(100 / 10), ceil(200 / 10)), but only if the scale-down is immediate: window 0 s and
+  100% per 15 s (from 20 to 10 at the first step; back to 10 at the first step at 100 again).
+  Lower targets ask for more pods (9.5: 11 and 22). The scale-up is one step either way (the
+  given policy allows max(10 + 4, 2 x 10) = 20), so the up policy and the tolerance (every ratio
+  is 0.5 or 2) change nothing: the smallest change keeps the given ones;
+- on each half it is under-provisioned one step (200 / 10 ready pods at the rise, 15 s <= 30 s):
+  10 pods x 300 s + 20 pods x 300 s = 2.5 replica-hours, against the given spec's 20 pods all
+  along (its 30-minute window holds the first 20) = 3.33 replica-hours on the held-out half.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autoscaler.backtest import tunecli
+from kubesim.prometheus import PrometheusServer, start_backfilled
+
+STEP = 15
+LOAD = ([100] * 20 + [200] * 20) * 2
+NS = "shop"
+RULES = {"rules": [{
+    "seriesQuery": 'busy_workers{namespace!="",pod!=""}',
+    "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+    "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+}]}
+GIVEN = {
+    "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+    "metadata": {"name": "web", "namespace": NS},
+    "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "minReplicas": 1, "maxReplicas": 40,
+        "metrics": [{"type": "Pods", "pods": {"metric": {"name": "busy_workers"},
+                                              "target": {"type": "AverageValue", "averageValue": "12"}}}],
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 1800,
+                                   "policies": [{"type": "Pods", "value": 1, "periodSeconds": 600}]}},
+    },
+}
+
+
+def _openmetrics(start: int) -> str:
+    """The load over 4 pods of web (the load model needs only the total)."""
+    lines = ["# TYPE busy_workers gauge"]
+    for i, total in enumerate(LOAD):
+        for p in range(4):
+            lines.append(f'busy_workers{{namespace="{NS}",pod="web-{p}"}} {total / 4} {start + i * STEP}')
+    lines.append("# EOF")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def history() -> Iterator[tuple[PrometheusServer, int]]:
+    start = (int(time.time()) - 7200) // STEP * STEP
+    prom = start_backfilled(_openmetrics(start))
+    yield prom, start
+    prom.close()
+
+
+def _tune(history, tmp_path: Path, *extra: str) -> tuple[int, str, str]:
+    prom, start = history
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(RULES))
+    (tmp_path / "web.yaml").write_text(yaml.safe_dump(GIVEN))
+    out, err = io.StringIO(), io.StringIO()
+    end = start + (len(LOAD) - 1) * STEP
+    code = tunecli.main([str(tmp_path / "web.yaml"), "--prometheus-url", prom.url, "--rules",
+                         str(tmp_path / "rules.yaml"), "--from", str(start), "--to", str(end),
+                         "--startup-delay", "15s", "--initial-replicas", "20", "--reference-target", "10",
+                         "--max-above-target", "5%", "--report", str(tmp_path / "report"), "--workers", "1",
+                         *extra], out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_tune_recommends_the_spec_worked_out_by_hand(history, tmp_path: Path):
+    code, out, err = _tune(history, tmp_path)
+    assert code == 0, err
+    report = json.loads((tmp_path / "report" / "tune.json").read_text())
+    assert report["best"]["knobs"] == {"target": "10", "tolerance": None, "scaleDownWindowSeconds": 0,
+                                       "scaleDownPolicy": "100% per 15s", "scaleUpPolicy": "given",
+                                       "forecastHorizon": None, "addForecast": False}
+    assert report["recommended"] is True
+    held = report["best"]["reportedOn"]
+    assert held["replicaHours"] == round((10 * 20 + 20 * 20) * STEP / 3600, 3)
+    assert held["secondsUnderProvisioned"] == 15
+    assert report["best"]["chosenOn"]["secondsUnderProvisioned"] == 15
+    assert report["given"]["reportedOn"]["replicaHours"] == round(20 * 40 * STEP / 3600, 3)
+    assert report["given"]["reportedOn"]["secondsUnderProvisioned"] == 0
+    # the ideal: the observed load over the reference target, integrated
+    assert held["idealReplicaHours"] == round((10 * 20 + 20 * 20) * STEP / 3600, 3)
+    # the given target (12) was tried, and charged against the reference: none of its candidates is within budget
+    twelve = [c for c in report["all"] if c["knobs"]["target"] == "12"]
+    assert twelve and all(c["chosenOn"]["secondsUnderProvisioned"] > 30 or c["chosenOn"]["replicaHours"] > 2.5
+                          for c in twelve)
+    assert report["candidates"] >= 100
+    recommended = yaml.safe_load((tmp_path / "report" / "recommended.yaml").read_text())
+    expected = json.loads(json.dumps(GIVEN))
+    expected["spec"]["metrics"][0]["pods"]["target"]["averageValue"] = "10"
+    expected["spec"]["behavior"]["scaleDown"] = {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                                                 "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}
+    assert recommended == expected
+    # the output states the objective, the guard and the limits, and shows the difference
+    assert "objective: the fewest replica-hours" in out
+    assert "against over-fitting: chosen on" in out and "held out" in out
+    assert "limits: the same load model and start-up delay (15s) as backtest" in out
+    assert "-        averageValue: '12'" in out and "+        averageValue: '10'" in out
+    assert "-      stabilizationWindowSeconds: 1800" in out and "+      stabilizationWindowSeconds: 0" in out
+    assert (tmp_path / "report" / "tune.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_tune_bad_input_is_one_line(history, tmp_path: Path):
+    code, _, err = _tune(history, tmp_path, "--max-above-target", "150%")
+    assert code == 2 and err.count("\n") == 1 and "--max-above-target" in err
+    two = tmp_path / "two.yaml"
+    two.write_text(yaml.safe_dump_all([GIVEN, GIVEN]))
+    err_buf = io.StringIO()
+    assert tunecli.main([str(two), "--prometheus-url", history[0].url, "--from", "now-1h"], io.StringIO(),
+                        err_buf) == 2
+    assert err_buf.getvalue().count("\n") == 1 and "one autoscaler" in err_buf.getvalue()
+
+
+def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path: Path):
+    """tune's horizon knob: the forecast metric's PromQL at another horizon, over the forecast tests'
+    known history (season 1d; yesterday's queue was 10 until T0 - 1d + 20m, 30 after; today 15).
+    From T0 - 5m to T0, the forecast 30m ahead (the rule's) reads yesterday's 30: 30 x 15 / 10 = 45;
+    10m ahead it reads yesterday's 10: 10 x 15 / 10 = 15. The observed metric has no horizon."""
+    from autoscaler.backtest import cli
+    from autoscaler.backtest.specs import load_specs
+    from tests.adapter import forecast_data as fd
+
+    t0 = fd.start_time()
+    prom = start_backfilled(fd.openmetrics(t0))
+    try:
+        rules = tmp_path / "rules.yaml"
+        rules.write_text(fd.RULES)
+        selector = {"matchLabels": {"queue": "orders"}}
+        metrics = [{"type": "External", "external": {"metric": {"name": name, "selector": selector},
+                                                     "target": {"type": "AverageValue", "averageValue": "10"}}}
+                   for name in ("queue_depth", "queue_depth_seasonal")]
+        path = tmp_path / "worker.yaml"
+        path.write_text(yaml.safe_dump({**GIVEN, "metadata": {"name": "worker", "namespace": "web"},
+                                        "spec": {**GIVEN["spec"], "metrics": metrics}}))
+        args = tunecli._parser().parse_args([str(path), "--prometheus-url", prom.url, "--rules", str(rules),
+                                             "--from", str(t0 - 300), "--to", str(t0), "--step", "60s"])
+        h = cli.read_histories(args, load_specs(str(path)), io.StringIO(), (600.0,))
+    finally:
+        prom.close()
+    plan = h.plans[0]
+    assert h.data[plan.queries[1].promql].total.tolist() == pytest.approx([45.0] * 6)
+    assert h.data[plan.variants[600.0][1].promql].total.tolist() == pytest.approx([15.0] * 6)
+    assert plan.variants[600.0][0].promql == plan.queries[0].promql
+    assert h.data[plan.queries[0].promql].total.tolist() == pytest.approx([15.0] * 6)
+
+
+def test_a_candidate_spec_is_the_given_one_with_its_knobs():
+    """The knobs land where Kubernetes reads them; the added forecast has the first metric's target."""
+    from autoscaler.backtest.tune import Knobs, apply
+
+    k = Knobs("9500m", 0.05, 60, "20% per 60s", "8 pods or 200% per 15s", None, True)
+    out = apply(GIVEN, k, "busy_workers_forecast")
+    spec = out["spec"]
+    assert [m["pods"]["metric"]["name"] for m in spec["metrics"]] == ["busy_workers", "busy_workers_forecast"]
+    assert [m["pods"]["target"] for m in spec["metrics"]] == [{"type": "AverageValue", "averageValue": "9500m"}] * 2
+    assert spec["behavior"]["scaleDown"] == {"stabilizationWindowSeconds": 60, "tolerance": 0.05, "selectPolicy": "Max",
+                                             "policies": [{"type": "Percent", "value": 20, "periodSeconds": 60}]}
+    assert spec["behavior"]["scaleUp"] == {"tolerance": 0.05, "selectPolicy": "Max",
+                                           "policies": [{"type": "Pods", "value": 8, "periodSeconds": 15},
+                                                        {"type": "Percent", "value": 200, "periodSeconds": 15}]}
+    assert GIVEN["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "12"  # the given spec is untouched
