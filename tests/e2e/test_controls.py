@@ -96,6 +96,8 @@ async def test_fallback_when_prometheus_stops_then_recovery(world) -> None:
         assert replicas(sim, "worker") == 2
         prom = exporter.prometheus
         assert prom is not None
+        # the start-up syncs may already have fallen back (the adapter had not listed the metric yet)
+        entered_before = metric(c, "promscaler_autoscaler_fallbacks_total")
         prom.stop()
         stopped_at = syncs(c)
         await eventually(lambda: replicas(sim, "worker") == 5)
@@ -110,7 +112,7 @@ async def test_fallback_when_prometheus_stops_then_recovery(world) -> None:
         rescale = [e["message"] for e in events(sim, "worker") if e["reason"] == "SuccessfulRescale"]
         assert any("New size: 5; reason: fallback after 3 syncs without metrics" in m for m in rescale), rescale
         assert "Fallback" in kubectl(sim, "get", "has", "worker")
-        assert metric(c, "promscaler_autoscaler_fallbacks_total") == 1
+        assert metric(c, "promscaler_autoscaler_fallbacks_total") == entered_before + 1
         assert metric(c, "promscaler_autoscaler_in_fallback") == 1
         assert metric(c, "promscaler_autoscaler_fallback_syncs_total") >= 1
         # Prometheus back on the same port: the metrics decide again (2 replicas), the fallback clears
@@ -119,7 +121,7 @@ async def test_fallback_when_prometheus_stops_then_recovery(world) -> None:
         await eventually(lambda: condition(sim, "worker", "Fallback").get("reason") == "MetricsAvailable")
         assert "metricFailures" not in status(sim, "worker") and "control" not in status(sim, "worker")
         assert metric(c, "promscaler_autoscaler_in_fallback") == 0
-        assert metric(c, "promscaler_autoscaler_fallbacks_total") == 1
+        assert metric(c, "promscaler_autoscaler_fallbacks_total") == entered_before + 1
 
 
 async def test_paused_autoscaler_holds_through_a_spike_and_resumes(world) -> None:
