@@ -15,10 +15,11 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 RUN python -m venv /opt/promscaler
-# Dependencies first (cached while only the sources change), then the package itself.
-COPY pyproject.toml README.md ./
+# Dependencies first (cached while only the sources change), at the versions constraints.txt pins
+# (the ones the test suite ran with), then the package itself.
+COPY pyproject.toml README.md constraints.txt ./
 RUN mkdir -p promscaler && touch promscaler/__init__.py \
-    && /opt/promscaler/bin/pip install . \
+    && /opt/promscaler/bin/pip install -c constraints.txt . \
     && /opt/promscaler/bin/pip uninstall -y promscaler
 COPY promscaler/ promscaler/
 COPY adapter/ adapter/

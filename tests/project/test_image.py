@@ -133,6 +133,20 @@ def test_declared_dependencies(image: dict) -> None:
         assert 'extra == "demo"' in names[name], names[name]
 
 
+def test_the_image_installs_the_locked_versions(image: dict) -> None:
+    """Every package in the image is at the version constraints.txt pins (what the suite ran with)."""
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)$", (ROOT / "constraints.txt").read_text(), re.M))
+    pins = {re.sub(r"[-_.]+", "-", k).lower(): v for k, v in pins.items()}
+    probe = ("import importlib.metadata as m, json; "
+             "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))")
+    out = run(image, "python", "-c", probe)
+    assert out.returncode == 0, out.stderr
+    installed = {re.sub(r"[-_.]+", "-", k).lower(): v for k, v in json.loads(out.stdout).items()}
+    installed.pop("promscaler")
+    assert len(installed) > 20
+    assert {k: v for k, v in installed.items() if pins.get(k) != v} == {}
+
+
 @pytest.mark.parametrize("command", [
     ("promscaler-adapter", "--help"),
     ("promscaler-autoscaler", "--help"),
