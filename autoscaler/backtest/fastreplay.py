@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from autoscaler.decision import ControllerConfig, ScaleEvent, tolerances_for
+from autoscaler.decision import ControllerConfig, History, tolerances_for
+from autoscaler.decision.engine import record_scale
 from autoscaler.decision.normalize import scale_down_limit, scale_up_limit
 from autoscaler.decision.spec import HPASpec
 from promscaler.quantity import to_milli
@@ -47,7 +48,9 @@ _DEFAULT_CONFIG = ControllerConfig()
 
 
 def supports(spec: HPASpec) -> bool:
-    return all(ms.type in ("Pods", "External", "Object") for ms in spec.metrics)
+    """The specs this path decides as the engine does: no opt-in controls (schedules, fallback and
+    activation are the engine's alone) and no Resource metrics."""
+    return spec.controls is None and all(ms.type in ("Pods", "External", "Object") for ms in spec.metrics)
 
 
 def _us(seconds: float) -> int:
@@ -186,16 +189,13 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
     behavior = spec.behavior
     if behavior is None:
         windows = [_Window(True, _us(config.downscale_stabilization_window), inclusive=True)]
-        keep = timedelta(0)
     else:
         down_w = behavior.scale_down.stabilization_window_seconds
         if down_w is None:
             down_w = int(config.downscale_stabilization_window)
         up_w = behavior.scale_up.stabilization_window_seconds or 0
         windows = [_Window(False, _us(up_w)), _Window(True, _us(down_w))]
-        keep = timedelta(seconds=max(behavior.scale_up.longest_period(), behavior.scale_down.longest_period()))
-    up_events: list[ScaleEvent] = []
-    down_events: list[ScaleEvent] = []
+    scales = History()  # the policies' scale events, kept as the engine keeps them (record_scale)
     delay = _us(startup_delay)
     ready_at = [-3_600_000_000] * initial_replicas   # sorted: creation order is readiness order
     current = initial_replicas
@@ -298,7 +298,7 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
                     stabilized = min(max(current, up_rec), down_rec)
                     if stabilized != current:   # the policies: the engine's own functions, on its events
                         moment = grid.at(i)
-                        ups, downs = tuple(up_events), tuple(down_events)
+                        ups, downs = scales.scale_up_events, scales.scale_down_events
                         if stabilized > current:
                             limit = max(scale_up_limit(current, ups, downs, behavior.scale_up, moment), current)
                             desired = min(stabilized, max_r if max_r <= limit else limit)
@@ -308,11 +308,7 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
                     else:
                         desired = stabilized
         if desired != current:
-            if behavior is not None:
-                events = up_events if desired > current else down_events
-                moment = grid.at(i)
-                events[:] = [e for e in events if e.timestamp >= moment - keep]
-                events.append(ScaleEvent(moment, abs(desired - current)))
+            scales = record_scale(scales, grid.at(i), current, desired, spec)
             out.events.append(ScaleStep(i, grid.at(i), current, desired))
             if desired > current:
                 ready_at.extend([now + delay] * (desired - current))

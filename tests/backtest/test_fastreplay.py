@@ -67,6 +67,13 @@ SPECS = {
     "external average": ([_external("AverageValue", "30")], {}, 1, 30),
     "external value": ([_external("Value", "300")], None, 1, 30),
     "object value and average": ([_object("Value", "200"), _object("AverageValue", "15")], {}, 1, 50),
+    # each direction keeps its events for its own longest period, and each limit reads both directions
+    "up and down periods far apart": ([_pods("10")], {
+        "scaleUp": _rules(0, "Max", [{"type": "Percent", "value": 20, "periodSeconds": 900}]),
+        "scaleDown": _rules(30, "Max", [{"type": "Pods", "value": 1, "periodSeconds": 15}])}, 2, 30),
+    "down period longer than up": ([_pods("10")], {
+        "scaleUp": _rules(0, "Max", [{"type": "Pods", "value": 2, "periodSeconds": 30}]),
+        "scaleDown": _rules(0, "Max", [{"type": "Percent", "value": 10, "periodSeconds": 1800}])}, 2, 30),
     "pods + external, down window": ([_pods("10"), _external("AverageValue", "40")], {
         "scaleDown": _rules(300, "Max", [{"type": "Percent", "value": 10, "periodSeconds": 60}])}, 2, 60),
 }
@@ -121,6 +128,15 @@ def test_resource_metrics_stay_with_the_engine():
     cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
     spec = parse_spec({"scaleTargetRef": REF, "maxReplicas": 5, "metrics": [cpu]}, "spec")
     assert not supports(spec)
+
+
+def test_specs_with_controls_stay_with_the_engine():
+    """Schedules, fallback and activation are decided by the engine alone."""
+    base = {"scaleTargetRef": REF, "minReplicas": 1, "maxReplicas": 30, "metrics": [_pods("10")]}
+    window = {"name": "day", "start": "0 8 * * *", "duration": "10h", "timeZone": "UTC", "minReplicas": 5}
+    assert supports(parse_spec(base, "spec"))
+    assert not supports(parse_spec({**base, "schedules": [window]}, "spec"))
+    assert not supports(parse_spec({**base, "fallback": {"failureThreshold": 3, "replicas": 4}}, "spec"))
 
 
 def test_the_load_is_read_from_the_observed_metric_not_its_forecast():
