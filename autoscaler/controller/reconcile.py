@@ -371,10 +371,7 @@ def _rescale_reason(decision: Decision) -> str:
 
 
 def _pause(kind: str, obj: Obj) -> Pause | None:
-    """The pause annotations of a HorizontalAutoscaler (an HPA has no such controls)."""
-    if kind != CR:
-        return None
-    return parse_pause((obj.get("metadata") or {}).get("annotations"))
+    return parse_pause(kind, (obj.get("metadata") or {}).get("annotations"))
 
 
 def _fresh_history(spec: object, prev_status: Obj) -> History:

@@ -130,9 +130,12 @@ def parse_controls(root: Mapping[str, Any], path: str, metrics: Sequence[MetricS
     return Controls(fallback, schedules, activation)
 
 
-def parse_pause(annotations: Mapping[str, Any] | None) -> Pause | None:
-    """The pause annotations (KEDA's, in promscaler.io): paused-replicas wins over paused.
-    Raises SpecError naming the annotation when its value is not understood."""
+def parse_pause(kind: str | None, annotations: Mapping[str, Any] | None) -> Pause | None:
+    """The pause annotations (KEDA's, in promscaler.io) of a HorizontalAutoscaler: paused-replicas
+    wins over paused; an HPA has no such control. Raises SpecError naming the annotation when its
+    value is not understood."""
+    if kind != "HorizontalAutoscaler":
+        return None
     annotations = annotations or {}
     replicas = annotations.get(PAUSED_REPLICAS_ANNOTATION)
     path = "metadata.annotations"

@@ -28,7 +28,6 @@ from .gather import KINDS, GatherError, Moment, gather
 
 __all__ = ["explain", "main"]
 
-CR_KIND = "HorizontalAutoscaler"  # the pause annotations are promscaler's: an HPA has none
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,7 +54,7 @@ def decide_moment(m: Moment, config: ControllerConfig) -> Decision:
     so far from the status, and the pause annotations of a HorizontalAutoscaler (docs/controls.md).
     Raises SpecError naming a pause annotation that is not understood."""
     status = m.obj.get("status") or {}
-    paused = parse_pause((m.obj.get("metadata") or {}).get("annotations")) if m.kind == CR_KIND else None
+    paused = parse_pause(m.kind, (m.obj.get("metadata") or {}).get("annotations"))
     return decide(DecisionInput(
         spec=m.spec, current_replicas=m.scale.replicas, status_replicas=m.scale.status_replicas, pods=m.pods,
         readings=m.readings, now=m.now, config=config, paused=paused,

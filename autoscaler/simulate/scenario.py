@@ -560,7 +560,7 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None) ->
     namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
     try:
         spec = parse_spec(hpa.get("spec"), "hpa.spec")
-        paused = parse_pause(meta.get("annotations"))
+        paused = parse_pause(hpa.get("kind"), meta.get("annotations"))
     except SpecError as exc:
         if exc.path.startswith("metadata."):
             raise _err(f"hpa.{exc.path}", exc.reason) from None

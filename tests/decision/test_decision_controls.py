@@ -123,14 +123,15 @@ def test_paused_replicas_go_to_n_and_hold() -> None:
     ({"promscaler.io/paused": "false", "promscaler.io/paused-replicas": "0"}, Pause(0)),
 ])
 def test_pause_annotations(annotations: dict, expected: Pause | None) -> None:
-    assert parse_pause(annotations) == expected
+    assert parse_pause("HorizontalAutoscaler", annotations) == expected
+    assert parse_pause("HorizontalPodAutoscaler", annotations) is None  # an HPA has no pause
 
 
 @pytest.mark.parametrize("annotations", [{"promscaler.io/paused": "yes"}, {"promscaler.io/paused-replicas": "-1"},
                                          {"promscaler.io/paused-replicas": "two"}])
 def test_bad_pause_annotations_name_the_annotation(annotations: dict) -> None:
     with pytest.raises(SpecError) as err:
-        parse_pause(annotations)
+        parse_pause("HorizontalAutoscaler", annotations)
     assert next(iter(annotations)) in err.value.path
 
 

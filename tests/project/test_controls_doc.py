@@ -31,7 +31,7 @@ def test_every_example_is_admitted_and_parsed_with_its_control() -> None:
         assert doc["kind"] == "HorizontalAutoscaler"
         admitted = admit(CRD, "v1alpha1", copy.deepcopy(doc))
         spec = parse_spec(admitted["spec"], "spec")
-        if parse_pause(doc["metadata"].get("annotations")) is not None:
+        if parse_pause(doc.get("kind"), doc["metadata"].get("annotations")) is not None:
             seen.add("pause")
         if spec.controls is not None:
             c = spec.controls
