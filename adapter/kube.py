@@ -189,7 +189,8 @@ class _Informer:
         (410 Gone and the like) raised as `ApiException` with its code."""
         resp = await _get(self.api_client, self.path, [
             *self.query, ("watch", "true"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
-            ("timeoutSeconds", str(self.watch_timeout))])
+            ("timeoutSeconds", str(self.watch_timeout))],
+            timeout=self.watch_timeout + 60)  # past the server's end of the watch (the client's default: 300 s)
         try:
             if resp.status >= 300:
                 body = await resp.read()

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from adapter.forecast import forecast_query
-from adapter.naming import BUILTIN_TABLE, NAMESPACES, CompiledRule, CompiledRules, compile_rules, resource_by_api_name
+from adapter.naming import BUILTIN_TABLE, NAMESPACES, CompiledRule, CompiledRules, resource_by_api_name
 from adapter.promql import QueryBuildError, external_query, quote, resource_query, workload_query
-from adapter.rules import Forecast, RuleError, load_rules
+from adapter.rules import Forecast
 from autoscaler.decision.spec import MetricSpec
 from promscaler.selectors import Selector
 
-__all__ = ["MetricQuery", "QueryError", "actual_replicas_queries", "forecast_name", "load_compiled", "metric_query"]
+__all__ = ["MetricQuery", "QueryError", "actual_replicas_queries", "forecast_name", "metric_query"]
 
 Shape = Literal["per-pod", "total"]
 SeriesNames = Callable[[str], list[str]]  # seriesQuery -> the series names Prometheus has for it
@@ -47,13 +47,6 @@ class MetricQuery:
     source: str            # "rules[0]", "externalRules[1]" or "--query"
     forecast: Forecast | None = None  # a rule's forecast: not an observed load
     base: str = ""         # a forecast's: the query it forecasts (`forecast_query(forecast, base)` is `promql`)
-
-
-def load_compiled(path: str) -> CompiledRules:
-    try:
-        return compile_rules(load_rules(path))
-    except RuleError as exc:
-        raise QueryError(str(exc)) from None
 
 
 def _series_for(rules: tuple[CompiledRule, ...], metric: str,

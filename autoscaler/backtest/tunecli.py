@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
 import os
 import sys
 import time
@@ -269,7 +270,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     report = Path(args.report)
     try:
         report.mkdir(parents=True, exist_ok=True)
-        (report / "tune.json").write_text(json.dumps(summary, indent=2, default=_json_default) + "\n")
+        (report / "tune.json").write_text(json.dumps(_finite(summary), indent=2) + "\n")
         (report / "recommended.yaml").write_text(_yaml(chosen.raw))
         if not args.no_png:
             _png(report / "tune.png", scores, given, best_knobs, budget, held, search, reference)
@@ -292,11 +293,14 @@ def _distinct(ranked: Sequence[tuple[Knobs, Score]], top: int) -> list[tuple[Kno
     return out
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    raise TypeError(type(value).__name__)
-
+def _finite(value: Any) -> Any:
+    """The summary with non-finite numbers (a candidate that could not be scored) as null: JSON has
+    no Infinity, and `json.dumps` never asks `default` about floats."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 def ranked_score(scores: Sequence[tuple[Knobs, Score]], knobs: Knobs) -> Score:
     return next(s for k, s in scores if k == knobs)
