@@ -144,6 +144,8 @@ class Reconciler:
                                       current_metrics=prev_status.get("currentMetrics"),
                                       conditions=replace_condition(_conditions(prev_status), condition),
                                       last_scale_time=None, now=now)
+                # no decision this sync: the controls' state (the fallback's count of failed syncs) stays
+                status.update({k: prev_status[k] for k in ("control", "metricFailures") if k in prev_status})
                 await self._write_status(kind, obj, status)
             self.warn(key, reason, message)
             if retry:

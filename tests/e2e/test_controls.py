@@ -17,6 +17,7 @@ import pytest
 from promscaler.times import parse_time
 
 from .conftest import NS, ROOT, controller, eventually, syncs
+from .test_used_by import deployment, replicas
 
 pytestmark = pytest.mark.e2e
 
@@ -27,24 +28,12 @@ QUEUE = {"type": "External", "external": {
 FAST_DOWN = {"scaleDown": {"stabilizationWindowSeconds": 0}}
 
 
-def deployment(name: str, replicas: int) -> dict[str, Any]:
-    labels = {"app": name}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NS},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels},
-                                  "spec": {"containers": [{"name": "app", "image": "app:1"}]}}}}
-
-
 def autoscaler(name: str, metric: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
     body = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
             "minReplicas": 1, "maxReplicas": 10, "metrics": [metric or QUEUE], "behavior": FAST_DOWN}
     body.update(spec)
     return {"apiVersion": "promscaler.io/v1alpha1", "kind": "HorizontalAutoscaler",
             "metadata": {"name": name, "namespace": NS}, "spec": body}
-
-
-def replicas(sim: Any, name: str) -> int:
-    return sim.get("apps/v1", "Deployment", NS, name)["spec"]["replicas"]
 
 
 def status(sim: Any, name: str) -> dict[str, Any]:
@@ -154,21 +143,22 @@ async def test_paused_autoscaler_holds_through_a_spike_and_resumes(world) -> Non
 
 
 async def test_a_schedule_window_raises_the_floor_on_time_and_releases_it(world) -> None:
-    """A window of 20 s opening 25 s from now, written in Europe/Berlin's local time with a
-    seconds field (6-field cron): the floor 3 holds while it is open, then the metric's 1 again."""
+    """A window of 20 s added once the autoscaler runs, opening 15 s later, written in
+    Europe/Berlin's local time with a seconds field (6-field cron): the floor 3 holds while it is
+    open, then the metric's 1 again."""
     sim, exporter = world
     exporter.queues["jobs"] = 10.0  # 10 / 10 = 1 replica
-    berlin = ZoneInfo("Europe/Berlin")
-    opens = (datetime.now(UTC) + timedelta(seconds=25)).replace(microsecond=0)
-    closes = opens + timedelta(seconds=20)
-    local = opens.astimezone(berlin)
-    start = f"{local.second} {local.minute} {local.hour} {local.day} {local.month} *"
     sim.apply(deployment("worker", 1))
-    sim.apply(autoscaler("worker", schedules=[{"name": "burst", "start": start, "duration": "20s",
-                                               "timeZone": "Europe/Berlin", "minReplicas": 3}]))
+    sim.apply(autoscaler("worker"))
     async with controller(sim):
         await eventually(lambda: status(sim, "worker").get("currentMetrics"))
-        assert datetime.now(UTC) < opens and replicas(sim, "worker") == 1
+        assert replicas(sim, "worker") == 1
+        opens = (datetime.now(UTC) + timedelta(seconds=15)).replace(microsecond=0)
+        closes = opens + timedelta(seconds=20)
+        local = opens.astimezone(ZoneInfo("Europe/Berlin"))
+        start = f"{local.second} {local.minute} {local.hour} {local.day} {local.month} *"
+        sim.apply(autoscaler("worker", schedules=[{"name": "burst", "start": start, "duration": "20s",
+                                                   "timeZone": "Europe/Berlin", "minReplicas": 3}]))
         await eventually(lambda: replicas(sim, "worker") == 3, timeout=60)
         raised_at = parse_time(status(sim, "worker")["lastScaleTime"])
         assert raised_at >= opens  # not before the window opened
@@ -177,7 +167,6 @@ async def test_a_schedule_window_raises_the_floor_on_time_and_releases_it(world)
         released_at = parse_time(status(sim, "worker")["lastScaleTime"])
         assert released_at >= closes  # held until the window closed
         assert "control" not in status(sim, "worker")
-    assert prometheus_queue(exporter) == 10.0  # the metric alone asks for 1 throughout
 
 
 async def test_queue_worker_at_zero_starts_only_above_the_activation_value(world) -> None:

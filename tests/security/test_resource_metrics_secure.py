@@ -5,7 +5,6 @@ SubjectAccessReviews; values against the same PromQL asked of Prometheus directl
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -17,6 +16,7 @@ from kubesim.prometheus import start_backfilled
 from kubesim.resourceseries import DEFAULT_RESOURCE_RULES, Container, NodeSeries, PodSeries, openmetrics
 from promscaler.quantity import parse_quantity
 
+from ..support import wait_for
 from .test_adapter_secure import HPA, RULES, Env, _as
 
 GROUP = "/apis/metrics.k8s.io/v1beta1"
@@ -72,10 +72,8 @@ def _served(body: dict) -> dict[str, tuple[int, int]]:
 
 
 def test_the_hpa_lists_pod_metrics_through_the_front_proxy(env: Env) -> None:
-    ready = time.monotonic() + 30  # /readyz also waits for the pod and node caches
-    while env.get("/readyz", env.ctx()).status_code != 200:
-        assert time.monotonic() < ready, env.adapter.stderr()
-        time.sleep(0.1)
+    # /readyz also waits for the pod and node caches
+    assert wait_for(lambda: env.get("/readyz", env.ctx()).status_code == 200, 30), env.adapter.stderr()
     r = env.get(f"{GROUP}/namespaces/web/pods?labelSelector=app%3Dweb", env.aggregator(),
                 _as(HPA, "system:serviceaccounts", "system:serviceaccounts:kube-system"))
     assert r.status_code == 200, r.text
@@ -101,10 +99,7 @@ def test_the_aggregator_discovers_the_group_and_its_openapi(env: Env) -> None:
         "$ref": "#/definitions/PodMetricsList"}
     url = get("/openapi/v3").json()["paths"]["apis/metrics.k8s.io/v1beta1"]["serverRelativeURL"]
     assert "NodeMetrics" in get(url).json()["components"]["schemas"]
-    ready = time.monotonic() + 30
-    while "[+]resource-caches ok" not in (text := get("/readyz?verbose").text):
-        assert time.monotonic() < ready, text
-        time.sleep(0.1)
+    assert wait_for(lambda: "[+]resource-caches ok" in get("/readyz?verbose").text, 30), get("/readyz?verbose").text
 
 
 def test_headers_without_the_front_proxy_certificate_are_not_trusted(env: Env) -> None:
