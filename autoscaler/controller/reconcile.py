@@ -22,7 +22,7 @@ from typing import Protocol
 from autoscaler.decision import decide, record_scale
 from autoscaler.decision.controls import failures_so_far, parse_pause
 from autoscaler.decision.model import Condition, ControllerConfig, Decision, DecisionInput, History, Pause, PodInfo
-from autoscaler.decision.spec import SpecError, parse_spec
+from autoscaler.decision.spec import HPASpec, SpecError, parse_spec
 from promscaler.logs import RepeatLimiter
 from promscaler.selectors import SelectorError, parse_selector
 
@@ -90,6 +90,19 @@ class Reconciler:
 
     def __post_init__(self) -> None:
         self.histories: dict[WorkKey, History] = {}
+        # the parsed spec per generation: parsed once, so the schedules' windows (computed from
+        # their cron expressions and kept on the parsed spec) are not recomputed every sync
+        self.specs: dict[WorkKey, tuple[int, HPASpec]] = {}
+
+    def parsed_spec(self, key: WorkKey, obj: Obj) -> HPASpec:
+        generation = (obj.get("metadata") or {}).get("generation")
+        kept = self.specs.get(key)
+        if kept is not None and kept[0] == generation:
+            return kept[1]
+        spec = parse_spec(obj.get("spec") or {}, "spec")
+        if isinstance(generation, int):
+            self.specs[key] = (generation, spec)
+        return spec
 
     def warn(self, key: WorkKey, reason: str, message: str) -> None:
         """Log a sync failure: the first time, then at most once per minute with how often it recurred
@@ -105,6 +118,7 @@ class Reconciler:
 
     def forget(self, key: WorkKey) -> None:
         self.histories.pop(key, None)
+        self.specs.pop(key, None)
         self.observer.forget(key)
         if self.shadow_book is not None:
             self.shadow_book.forget(key)
@@ -152,7 +166,7 @@ class Reconciler:
                 raise SyncError(f"{reason}: {message}")
 
         try:
-            spec = parse_spec(spec_dict, "spec")
+            spec = self.parsed_spec(key, obj)
             paused = _pause(kind, obj)
         except SpecError as exc:
             await fail(
