@@ -196,7 +196,10 @@ def create_app(
         return JSONBytes(openapi_v3_index(served))
 
     @get("/openapi/v3/apis/{group}/{version}")
-    async def openapi3_doc(group: str, version: str) -> Response:
+    async def openapi3_doc(request: Request) -> Response:
+        # Read from the request, not as typed parameters: a parameter FastAPI models makes it import
+        # pydantic.v1 (a compatibility check) while the app is built, ~50 ms of every start-up.
+        group, version = request.path_params["group"], request.path_params["version"]
         if (group, version) in served:
             return JSONBytes(openapi_v3_document(group, version))
         raise NotFound(f"no OpenAPI document for {group}/{version}")

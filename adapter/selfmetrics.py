@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
@@ -32,9 +41,16 @@ class _CacheCollector(Collector):
 
 
 class SelfMetrics:
-    def __init__(self) -> None:
+    def __init__(self, process: bool = False) -> None:
+        """`process`: also the process' own metrics (`process_*`, `python_gc_*`, `python_info`), as
+        Kubernetes components serve `process_*` and `go_*`: the adapter's process passes it; the many
+        apps tests build in one process do not."""
         self.registry = r = CollectorRegistry()
         register_build_info(r, "adapter")
+        if process:
+            ProcessCollector(registry=r)
+            PlatformCollector(registry=r)
+            GCCollector(registry=r)
         self.requests = Counter("promscaler_adapter_requests_total", "API requests by route and status code",
                                 ["path", "code"], registry=r)
         self.request_seconds = Histogram("promscaler_adapter_request_duration_seconds", "API request latency",

@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -54,6 +55,8 @@ from kubesim.prometheus import PrometheusServer, promtool_binary  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 CUSTOM = "/apis/custom.metrics.k8s.io/v1beta2"
+# Issue 23's connected start-up of the build it tried (ISSUE_23_BUILD), on its machine; the goal is < 1.0 s there.
+ISSUE_23_BUILD, ISSUE_23_BASELINE_S = "6ed2939", 1.21
 
 
 def log(msg: str) -> None:
@@ -379,16 +382,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _time_starts(args: list[str], runs: int, until_ready: bool = False) -> dict:
+def _time_starts(args: list[str], runs: int, until_ready: bool = False, cwd: Path = ROOT) -> dict:
     """Process start -> the discovery document listing every metric of 10k series (50 names); best
     and median of `runs` starts, the first one (cold file cache) left out. Byte code is compiled
     first, as the image does (`compileall`). `until_ready`: also until /readyz passes (with
-    metrics.k8s.io served: the pod and node caches have listed)."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "adapter", "promscaler"], cwd=ROOT, check=True)
+    metrics.k8s.io served: the pod and node caches have listed). `cwd`: the checkout whose adapter runs."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "adapter", "promscaler"], cwd=cwd, check=True)
     times, ready, cpu = [], [], []
     for _ in range(runs + 1):
         started = time.perf_counter()
-        a = AdapterProcess(*args)
+        a = AdapterProcess(*args, cwd=cwd)
         try:
             with httpx.Client(timeout=5) as client:
                 while True:
@@ -418,11 +421,13 @@ def _time_starts(args: list[str], runs: int, until_ready: bool = False) -> dict:
 
 def import_profile(runs: int = 3) -> dict[str, float]:
     """Where the import time of a connected start goes (`python -X importtime`, median of `runs`):
-    milliseconds each package adds where it is first imported."""
-    code = ("import adapter.__main__, adapter.kube, adapter.resourceroutes, promscaler.kubeconfig, "
+    milliseconds each package adds where it is first imported, imported as `adapter.__main__` does
+    (the collector off, the kubernetes client's parent packages not executed)."""
+    code = ("import gc; gc.disable(); import adapter.__main__ as entry; entry.lean_packages(); "
+            "import adapter.cli, adapter.kube, adapter.resourceroutes, promscaler.kubeconfig, "
             "kubernetes.aio.config, adapter.app")
-    watched = ("adapter.__main__", "adapter.app", "fastapi", "starlette.applications", "pydantic", "uvicorn", "aiohttp",
-               "kubernetes", "adapter.kube", "yaml", "prometheus_client")
+    watched = ("adapter.cli", "adapter.app", "fastapi", "starlette.applications", "pydantic", "uvicorn", "aiohttp",
+               "kubernetes.aio.client", "adapter.kube", "yaml", "prometheus_client")
     samples: dict[str, list[float]] = {m: [] for m in (*watched, "total")}
     for _ in range(runs):
         err = subprocess.run([sys.executable, "-X", "importtime", "-c", code], cwd=ROOT, capture_output=True,
@@ -451,10 +456,12 @@ def bench_startup(prom: PrometheusServer, workdir: Path, runs: int) -> dict:
     return _time_starts(["--prometheus-url", prom.url, "--config", str(rules), "--metrics-max-age", "1h"], runs)
 
 
-def bench_startup_connected(prom: PrometheusServer, workdir: Path, runs: int) -> dict:
+def bench_startup_connected(prom: PrometheusServer, workdir: Path, runs: int, baseline: str | None = None) -> dict:
     """Start-up as deployed: connected to a cluster (KubeSim over `--kubeconfig`: API discovery
     before the rules compile) and serving metrics.k8s.io too (the pod and node caches LIST at
-    start), to the same discovery document of 10k series."""
+    start), to the same discovery document of 10k series. `baseline`: a git revision whose adapter
+    is started the same way in the same run (a worktree of it, this environment), so a goal set on
+    another machine can be read at this machine's pace."""
     import yaml
 
     from kubesim.apiserver import KubeSim
@@ -463,17 +470,31 @@ def bench_startup_connected(prom: PrometheusServer, workdir: Path, runs: int) ->
     rules = workdir / "disc-startup-connected.yaml"
     rules.write_text(yaml.safe_dump(yaml.safe_load(data.discovery_rules("10k"))
                                     | {"resourceRules": DEFAULT_RESOURCE_RULES}))
-    with KubeSim(ready_delay=0, bookmark_interval=60) as sim:
+    with KubeSim(ready_delay=0, bookmark_interval=60) as sim, contextlib.ExitStack() as stack:
         for i, (ns, pod) in enumerate(data.discovery_pods(data.DISCOVERY_SCALES["10k"])):
             sim.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": ns},
                        "spec": {"nodeName": f"node-{i % 10}", "containers": [{"name": "app", "image": "app"}]},
                        "status": {"phase": "Running"}})
         for i in range(10):
             sim.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i}"}})
-        out = _time_starts(["--prometheus-url", prom.url, "--config", str(rules), "--metrics-max-age", "1h",
-                            "--kubeconfig", sim.kubeconfig_path], runs, until_ready=True)
+        args = ["--prometheus-url", prom.url, "--config", str(rules), "--metrics-max-age", "1h",
+                "--kubeconfig", sim.kubeconfig_path]
+        out = _time_starts(args, runs, until_ready=True)
+        if baseline:
+            checkout = stack.enter_context(_worktree(baseline, workdir / "baseline"))
+            out["baseline"] = {"revision": baseline, **_time_starts(args, runs, until_ready=True, cwd=checkout)}
     return {**out, "pods": len(data.discovery_pods(data.DISCOVERY_SCALES["10k"])), "nodes": 10,
             "import_ms": import_profile()}
+
+
+@contextlib.contextmanager
+def _worktree(revision: str, path: Path) -> Iterator[Path]:
+    """A detached git worktree of `revision` at `path`, removed afterwards."""
+    subprocess.run(["git", "worktree", "add", "--detach", "-q", str(path), revision], cwd=ROOT, check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, check=False)
 
 
 class _CountingASGI:
@@ -573,11 +594,18 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
     out.append(("start-up: process start to discovery of 10k series listed",
                 f"{st['median_s']:.2f} s median (best {st['best_s']:.2f} s, {st['runs']} runs)", "< 0.7 s",
                 st["median_s"] < 0.7))
+    measured = (f"{sc['median_s']:.2f} s median (best {sc['best_s']:.2f} s, {sc['runs']} runs; adapter CPU "
+                f"{sc['cpu_median_s']:.2f} s, without a cluster {st['cpu_median_s']:.2f} s)")
+    met = sc["median_s"] < 1.0
+    if "baseline" in sc:  # issue 23 measured its build at 1.21 s: the goal read at this machine's pace
+        b = sc["baseline"]
+        at_issue_pace = sc["median_s"] * ISSUE_23_BASELINE_S / b["median_s"]
+        measured += (f"; issue 23's build ({b['revision']}) in the same run: {b['median_s']:.2f} s here, "
+                     f"{ISSUE_23_BASELINE_S} s on the issue's machine, so {at_issue_pace:.2f} s at its pace")
+        met = at_issue_pace < 1.0
     out.append((f"start-up connected to a cluster (KubeSim over --kubeconfig, metrics.k8s.io's caches listing "
-                f"{sc['pods']} pods): process start to discovery of 10k series listed",
-                f"{sc['median_s']:.2f} s median (best {sc['best_s']:.2f} s, {sc['runs']} runs; adapter CPU "
-                f"{sc['cpu_median_s']:.2f} s, without a cluster {st['cpu_median_s']:.2f} s)",
-                "< 1.0 s (prometheus-adapter: 0.22 s in issue 23's run)", sc["median_s"] < 1.0))
+                f"{sc['pods']} pods): process start to discovery of 10k series listed", measured,
+                "< 1.0 s on issue 23's machine (prometheus-adapter: 0.22 s in its run)", met))
     out.append(("load: 50 clients, 20 metrics: requests/s", f"{ld['rps']:,.0f}", ">= 2,000", ld["rps"] >= 2000))
     out.append(("load: p99 latency", f"{ld['p99_ms']:.1f} ms (p50 {ld['p50_ms']:.1f} ms)", "< 50 ms",
                 ld["p99_ms"] < 50))
@@ -628,10 +656,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer rounds, shorter load, no 100k/200k series baseline")
     p.add_argument("--only", default="", help="comma-separated figures to run alone (overhead, overhead_tls, hpa, "
                    "startup, startup_connected, load, discovery, selector): prints their JSON, no table")
+    p.add_argument("--startup-baseline", default=ISSUE_23_BUILD, metavar="REV",
+                   help="also start the adapter of this git revision in the connected start-up figure "
+                   f"(default: {ISSUE_23_BUILD}, the build issue 23 timed; '' for none)")
     args = p.parse_args(argv)
     only = set(filter(None, args.only.split(",")))
     if only:
-        return _only(only, args.quick)
+        return _only(only, args.quick, args.startup_baseline or None)
     rounds, load_seconds = (100, 5) if args.quick else (500, 15)
     baseline_scales = ["10k"] if args.quick else ["10k", "100k", "200k"]
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -660,7 +691,8 @@ def main(argv: list[str] | None = None) -> int:
             result["startup"] = bench_startup(prom, workdir, 3 if args.quick else 7)
             log(f"   {result['startup']}")
             log("start-up connected to a cluster")
-            result["startup_connected"] = bench_startup_connected(prom, workdir, 3 if args.quick else 7)
+            result["startup_connected"] = bench_startup_connected(prom, workdir, 3 if args.quick else 7,
+                                                                  args.startup_baseline or None)
             log(f"   {result['startup_connected']}")
             log("2/4 load")
             result["load"] = bench_load(prom, rules, load_seconds)
@@ -686,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(met is not False for *_, met in rows(result)) else 1
 
 
-def _only(only: set[str], quick: bool) -> int:
+def _only(only: set[str], quick: bool, baseline: str | None) -> int:
     rounds, load_seconds = (100, 5) if quick else (500, 15)
     with tempfile.TemporaryDirectory(prefix="adapter-bench-") as tmp:
         workdir = Path(tmp)
@@ -698,7 +730,7 @@ def _only(only: set[str], quick: bool) -> int:
                     "overhead_tls": lambda: bench_overhead_tls(prom, rules, workdir, rounds),
                     "hpa": lambda: bench_hpa_pattern(prom, rules, 10 if quick else 20),
                     "startup": lambda: bench_startup(prom, workdir, 3 if quick else 7),
-                    "startup_connected": lambda: bench_startup_connected(prom, workdir, 3 if quick else 7),
+                    "startup_connected": lambda: bench_startup_connected(prom, workdir, 3 if quick else 7, baseline),
                     "load": lambda: bench_load(prom, rules, load_seconds),
                     "load_tls": lambda: bench_load_tls(prom, rules, workdir, load_seconds),
                     "discovery": lambda: bench_discovery(prom, workdir, list(data.DISCOVERY_SCALES), ["10k"]),

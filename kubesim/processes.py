@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Self
 
@@ -66,9 +67,11 @@ class TempDirServer:
 
 class AdapterProcess:
     """`python -m adapter ARGS` on a free port: plain HTTP (`--insecure --port`) by default,
-    or TLS (`--secure-port`, bound to 127.0.0.1) with `secure=True`. Its stderr goes to a log file."""
+    or TLS (`--secure-port`, bound to 127.0.0.1) with `secure=True`. Its stderr goes to a log file;
+    `env` adds to the environment it inherits."""
 
-    def __init__(self, *args: str, port: int | None = None, secure: bool = False, cwd: str | Path = ROOT) -> None:
+    def __init__(self, *args: str, port: int | None = None, secure: bool = False, cwd: str | Path = ROOT,
+                 env: Mapping[str, str] | None = None) -> None:
         self.port = port or free_port()
         self.secure = secure
         self.url = f"{'https' if secure else 'http'}://127.0.0.1:{self.port}"
@@ -77,7 +80,8 @@ class AdapterProcess:
         self.args = [sys.executable, "-m", "adapter", *serving, *args]
         with tempfile.NamedTemporaryFile("w+", prefix="adapter-", suffix=".log", delete=False) as log:
             self.log_path = log.name
-            self.proc = subprocess.Popen(self.args, cwd=cwd, stdout=subprocess.PIPE, stderr=log, text=True)
+            self.proc = subprocess.Popen(self.args, cwd=cwd, stdout=subprocess.PIPE, stderr=log, text=True,
+                                         env=None if env is None else {**os.environ, **env})
 
     def wait_ready(self, timeout: float = 30.0) -> AdapterProcess:
         """Wait for the one line the adapter prints when it serves."""

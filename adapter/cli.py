@@ -1,0 +1,186 @@
+"""The adapter's command: flags -> settings -> components -> serve (run by `adapter.__main__`)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import gc
+import importlib
+import logging
+import sys
+
+from adapter.discovery import Discovery, ResourceDiscoveryError, fetch_resource_table
+from adapter.naming import BUILTIN_TABLE, compile_rules
+from adapter.prometheus import PrometheusClient
+from adapter.provider import CachePolicy, CustomMetricsProvider, ExternalMetricsProvider
+from adapter.resourcemetrics import ResourceMetricsProvider, compile_resource_rules, reloader
+from adapter.rules import RuleError, RulesConfig, load_rules
+from adapter.selfmetrics import SelfMetrics
+from adapter.server import SecurityUnavailable, check_security, serve
+from adapter.settings import Settings, parse_settings
+from promscaler import logs
+from promscaler.kubeconfig import Source, load_configuration, locate
+from promscaler.logs import vlog
+
+log = logging.getLogger("adapter")
+
+
+def _fail(message: str) -> int:
+    print(f"promscaler-adapter: {message}", file=sys.stderr, flush=True)
+    return 1
+
+
+def kube_source(settings: Settings) -> Source | None:
+    """`--in-cluster` forces the service account; else the usual chain; None: no cluster (offline)."""
+    return Source("in-cluster", None) if settings.in_cluster else locate(settings.kubeconfig)
+
+
+def _import_app() -> asyncio.Future:
+    """The HTTP app's module (FastAPI: about as much import time as the rest of the adapter),
+    imported on a worker thread while the event loop waits for the cluster and Prometheus. Started
+    once the main thread's own imports (the kubernetes client, which shares pydantic) are done."""
+    return asyncio.get_running_loop().run_in_executor(None, importlib.import_module, "adapter.app")
+
+
+async def run(settings: Settings, config: RulesConfig) -> int:
+    metrics = SelfMetrics(process=True)
+    prometheus = PrometheusClient(settings, metrics)
+    labels = None
+    app_import: asyncio.Future | None = None
+    try:
+        # Connected to a cluster, rules name its resources (CRDs too) through API discovery, so
+        # discovery comes before compiling the rules; offline the built-in table serves.
+        resources, refresh = BUILTIN_TABLE, None
+        source = kube_source(settings)
+        if source is None:
+            app_import = _import_app()
+            vlog(log, 1, "no Kubernetes configuration (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config): "
+                 "built-in resource table, and labelSelector with '*' is unavailable")
+        else:
+            from adapter.kube import connect
+
+            try:
+                configuration, _ = await load_configuration(settings.kubeconfig, source=source)
+                labels = await connect(configuration)
+            except Exception as exc:  # a bad kubeconfig is a start-up error, said in one line
+                return _fail(f"cannot use the Kubernetes configuration from {source}: {exc}")
+            vlog(log, 1, "Kubernetes configuration from %s: %s", source, configuration.host)
+            app_import = _import_app()
+            try:
+                resources = await fetch_resource_table(labels.get_json)
+            except ResourceDiscoveryError as exc:
+                return _fail(f"cannot read the cluster's API discovery: {exc}")
+            refresh = functools.partial(fetch_resource_table, labels.get_json)  # (current table) -> new table
+        try:
+            rules = compile_rules(config, resources)
+            resource_rules = compile_resource_rules(config.resource_rules, resources)
+        except RuleError as exc:
+            return _fail(f"invalid rules file {settings.config}: {exc}")
+        resource = None
+        if resource_rules is not None:
+            if labels is None:
+                log.warning("resourceRules are not served: metrics.k8s.io needs the cluster's pods and nodes "
+                            "(start with --kubeconfig or --in-cluster)")
+            else:
+                resource = ResourceMetricsProvider(resource_rules, prometheus, labels, settings.query_cache_ttl)
+                resource.start()  # the pod and node caches list while discovery does: neither waits for the other
+        discovery = Discovery(rules, prometheus, settings.metrics_relist_interval, settings.metrics_max_age,
+                              settings.config, settings.config_check_interval, metrics,
+                              aggregate=settings.metrics_discovery == "aggregate", refresh_resources=refresh,
+                              also_reload=reloader(resource))
+        if not await discovery.relist():
+            if settings.fail_on_prometheus_unavailable:
+                return _fail(f"Prometheus is unavailable: {discovery.last_error}")
+            log.warning("Prometheus is unavailable, starting anyway (not ready until it answers): %s",
+                        discovery.last_error)
+        cache = CachePolicy(settings.query_cache_ttl, settings.query_refresh_ahead, settings.query_freshness)
+        custom = (None if settings.disable_custom_metrics
+                  else CustomMetricsProvider(discovery, prometheus, labels, cache))
+        external = None if settings.disable_external_metrics else ExternalMetricsProvider(discovery, prometheus, cache)
+
+        async def readiness() -> list[tuple[str, str | None]]:
+            checks: list[tuple[str, str | None]] = []
+            if not discovery.synced:
+                checks.append(("prometheus", f"discovery has not succeeded yet: {discovery.last_error or 'waiting'}"))
+            elif not await prometheus.cache.get(("readiness-probe",), 1.0, prometheus.ready):
+                checks.append(("prometheus", f"Prometheus at {settings.prometheus_url} is unreachable"))
+            else:
+                checks.append(("prometheus", None))
+            if resource is not None:  # metrics.k8s.io answers from the pod and node watch caches
+                checks.append(("resource-caches", resource.unsynced()))
+            return checks
+
+        async def startup() -> None:
+            discovery.start()
+
+        async def shutdown() -> None:
+            await discovery.stop()
+
+        assert app_import is not None
+        await app_import
+        from adapter.app import create_app  # imported by now
+
+        app = create_app(settings, custom, external, readiness, metrics, startup, shutdown, resource)
+        # Start-up ran without the collector (adapter.__main__): its objects (modules, rules, app, the
+        # listing) are frozen out of the collector's full passes (steadier p99), with the few thousand
+        # cyclic leftovers of imports, as gc.freeze's documented pattern keeps them; then it runs again.
+        gc.freeze()
+        gc.enable()
+        listening = asyncio.Event()
+        announce = asyncio.create_task(_announce_ready(listening, discovery, settings))
+        try:
+            await serve(settings, app, listening.set)
+        except (OSError, SecurityUnavailable) as exc:
+            return _fail(str(exc))
+        finally:
+            announce.cancel()
+        return 0
+    finally:
+        if app_import is not None and not app_import.done():
+            await asyncio.wait([app_import])  # a failed start-up still lets the import finish
+        await prometheus.aclose()
+        if labels is not None:
+            await labels.aclose()
+
+
+async def _announce_ready(listening: asyncio.Event, discovery: Discovery, settings: Settings) -> None:
+    """The one line that says the adapter is ready to serve."""
+    await listening.wait()
+    while not discovery.synced:
+        await asyncio.sleep(0.05)
+    scheme = "http" if settings.insecure else "https"
+    cat = discovery.catalogue
+    print(f"promscaler-adapter ready: serving {scheme}://{settings.listen_host}:{settings.listen_port} "
+          f"({len(cat.custom)} custom metrics, {len(cat.external)} external metrics)", flush=True)
+
+
+def _runner() -> asyncio.Runner:
+    """uvloop when installed (a faster event loop on the hot path), else asyncio's own."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.Runner()
+    return asyncio.Runner(loop_factory=uvloop.new_event_loop)
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = parse_settings(argv)
+    logs.setup(settings.verbosity, settings.log_format)
+    if not settings.config:
+        return _fail("--config is required (a prometheus-adapter rules file)")
+    try:
+        check_security(settings)
+    except SecurityUnavailable as exc:
+        return _fail(str(exc))
+    try:
+        config = load_rules(settings.config)
+        if kube_source(settings) is None:
+            compile_rules(config)  # offline: fail before starting anything (connected: after discovery)
+            compile_resource_rules(config.resource_rules)
+    except RuleError as exc:
+        return _fail(f"invalid rules file {settings.config}: {exc}")
+    try:
+        with _runner() as runner:
+            return runner.run(run(settings, config))
+    except KeyboardInterrupt:
+        return 0
