@@ -55,8 +55,11 @@ from kubesim.prometheus import PrometheusServer, promtool_binary  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 CUSTOM = "/apis/custom.metrics.k8s.io/v1beta2"
-# Issue 23's connected start-up of the build it tried (ISSUE_23_BUILD), on its machine; the goal is < 1.0 s there.
-ISSUE_23_BUILD, ISSUE_23_BASELINE_S = "6ed2939", 1.21
+# The build issue 23 timed, and its start-up where the start-up goals were set: 0.46 s without a
+# cluster (that build's README), 1.21 s connected (issue 23's run). Started again in the same run,
+# it reads those goals at this machine's pace.
+BASELINE_BUILD = "6ed2939"
+BASELINE_STARTUP_S = {"startup": 0.46, "startup_connected": 1.21}
 
 
 def log(msg: str) -> None:
@@ -448,20 +451,19 @@ def import_profile(runs: int = 3) -> dict[str, float]:
     return {m: round(statistics.median(v), 1) for m, v in samples.items()}
 
 
-def bench_startup(prom: PrometheusServer, workdir: Path, runs: int) -> dict:
+def bench_startup(prom: PrometheusServer, workdir: Path, runs: int, baseline: str | None = None) -> dict:
     """Start-up without a cluster connection (the built-in resource table)."""
     rules = workdir / "disc-startup.yaml"
     rules.write_text(data.discovery_rules("10k"))
     # the backfilled series are minutes old: listed within --metrics-max-age, as in bench_discovery
-    return _time_starts(["--prometheus-url", prom.url, "--config", str(rules), "--metrics-max-age", "1h"], runs)
+    return _starts_beside(baseline, workdir, ["--prometheus-url", prom.url, "--config", str(rules),
+                                              "--metrics-max-age", "1h"], runs)
 
 
 def bench_startup_connected(prom: PrometheusServer, workdir: Path, runs: int, baseline: str | None = None) -> dict:
     """Start-up as deployed: connected to a cluster (KubeSim over `--kubeconfig`: API discovery
     before the rules compile) and serving metrics.k8s.io too (the pod and node caches LIST at
-    start), to the same discovery document of 10k series. `baseline`: a git revision whose adapter
-    is started the same way in the same run (a worktree of it, this environment), so a goal set on
-    another machine can be read at this machine's pace."""
+    start), to the same discovery document of 10k series."""
     import yaml
 
     from kubesim.apiserver import KubeSim
@@ -470,21 +472,28 @@ def bench_startup_connected(prom: PrometheusServer, workdir: Path, runs: int, ba
     rules = workdir / "disc-startup-connected.yaml"
     rules.write_text(yaml.safe_dump(yaml.safe_load(data.discovery_rules("10k"))
                                     | {"resourceRules": DEFAULT_RESOURCE_RULES}))
-    with KubeSim(ready_delay=0, bookmark_interval=60) as sim, contextlib.ExitStack() as stack:
+    with KubeSim(ready_delay=0, bookmark_interval=60) as sim:
         for i, (ns, pod) in enumerate(data.discovery_pods(data.DISCOVERY_SCALES["10k"])):
             sim.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": ns},
                        "spec": {"nodeName": f"node-{i % 10}", "containers": [{"name": "app", "image": "app"}]},
                        "status": {"phase": "Running"}})
         for i in range(10):
             sim.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i}"}})
-        args = ["--prometheus-url", prom.url, "--config", str(rules), "--metrics-max-age", "1h",
-                "--kubeconfig", sim.kubeconfig_path]
-        out = _time_starts(args, runs, until_ready=True)
-        if baseline:
-            checkout = stack.enter_context(_worktree(baseline, workdir / "baseline"))
-            out["baseline"] = {"revision": baseline, **_time_starts(args, runs, until_ready=True, cwd=checkout)}
+        out = _starts_beside(baseline, workdir, ["--prometheus-url", prom.url, "--config", str(rules),
+                                                 "--metrics-max-age", "1h", "--kubeconfig", sim.kubeconfig_path],
+                             runs, until_ready=True)
     return {**out, "pods": len(data.discovery_pods(data.DISCOVERY_SCALES["10k"])), "nodes": 10,
             "import_ms": import_profile()}
+
+
+def _starts_beside(baseline: str | None, workdir: Path, args: list[str], runs: int, until_ready: bool = False) -> dict:
+    """`_time_starts` of this checkout and, given `baseline` (a git revision), of that revision's
+    adapter started the same way in the same run (a worktree of it, this environment)."""
+    out = _time_starts(args, runs, until_ready)
+    if baseline:
+        with _worktree(baseline, workdir / "baseline") as checkout:
+            out["baseline"] = {"revision": baseline, **_time_starts(args, runs, until_ready, cwd=checkout)}
+    return out
 
 
 @contextlib.contextmanager
@@ -591,20 +600,15 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
                 f"<= {h['max_allowed_queries']} (one per metric per refresh period)",
                 h["queries_reached_prometheus"] <= h["max_allowed_queries"]))
     st, sc = r["startup"], r["startup_connected"]
+    measured, met = _at_baseline_pace(st, "startup", 0.7)
     out.append(("start-up: process start to discovery of 10k series listed",
-                f"{st['median_s']:.2f} s median (best {st['best_s']:.2f} s, {st['runs']} runs)", "< 0.7 s",
-                st["median_s"] < 0.7))
-    measured = (f"{sc['median_s']:.2f} s median (best {sc['best_s']:.2f} s, {sc['runs']} runs; adapter CPU "
-                f"{sc['cpu_median_s']:.2f} s, without a cluster {st['cpu_median_s']:.2f} s)")
-    met = sc["median_s"] < 1.0
-    if "baseline" in sc:  # issue 23 measured its build at 1.21 s: the goal read at this machine's pace
-        b = sc["baseline"]
-        at_issue_pace = sc["median_s"] * ISSUE_23_BASELINE_S / b["median_s"]
-        measured += (f"; issue 23's build ({b['revision']}) in the same run: {b['median_s']:.2f} s here, "
-                     f"{ISSUE_23_BASELINE_S} s on the issue's machine, so {at_issue_pace:.2f} s at its pace")
-        met = at_issue_pace < 1.0
+                f"{st['median_s']:.2f} s median (best {st['best_s']:.2f} s, {st['runs']} runs){measured}",
+                "< 0.7 s where prometheus-adapter took 0.67 s", met))
+    measured, met = _at_baseline_pace(sc, "startup_connected", 1.0, (st, "startup"))
     out.append((f"start-up connected to a cluster (KubeSim over --kubeconfig, metrics.k8s.io's caches listing "
-                f"{sc['pods']} pods): process start to discovery of 10k series listed", measured,
+                f"{sc['pods']} pods): process start to discovery of 10k series listed",
+                f"{sc['median_s']:.2f} s median (best {sc['best_s']:.2f} s, {sc['runs']} runs; adapter CPU "
+                f"{sc['cpu_median_s']:.2f} s, without a cluster {st['cpu_median_s']:.2f} s){measured}",
                 "< 1.0 s on issue 23's machine (prometheus-adapter: 0.22 s in its run)", met))
     out.append(("load: 50 clients, 20 metrics: requests/s", f"{ld['rps']:,.0f}", ">= 2,000", ld["rps"] >= 2000))
     out.append(("load: p99 latency", f"{ld['p99_ms']:.1f} ms (p50 {ld['p50_ms']:.1f} ms)", "< 50 ms",
@@ -642,6 +646,20 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
     return out
 
 
+def _at_baseline_pace(figure: dict, name: str, goal_s: float, *others: tuple[dict, str]) -> tuple[str, bool]:
+    """The start-up goal read at this machine's pace when the baseline build ran beside it: the
+    figure times the baseline's time where the goal was set over its time here. With `others`
+    (figure, name) the pace of each is taken too, and the slowest reading judges: the builds'
+    times need not scale alike (the connected one imports a different kubernetes client)."""
+    if "baseline" not in figure:
+        return "", figure["median_s"] < goal_s
+    readings = [(figure["median_s"] * BASELINE_STARTUP_S[n] / f["baseline"]["median_s"], f["baseline"]["median_s"],
+                 BASELINE_STARTUP_S[n], n) for f, n in ((figure, name), *others) if "baseline" in f]
+    text = "; ".join(f"build {figure['baseline']['revision']} {n.replace('_', ' ')}: {here:.2f} s here, {then} s "
+                     f"where the goal was set, so {at:.2f} s at that pace" for at, here, then, n in readings)
+    return f"; {text}", max(at for at, *_ in readings) < goal_s
+
+
 def markdown(r: dict) -> str:
     lines = [f"Adapter benchmark, {r['when']} on {r['machine']} ({'quick' if r['quick'] else 'full'} run, "
              f"load client: {r['load']['client']})", "",
@@ -656,9 +674,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer rounds, shorter load, no 100k/200k series baseline")
     p.add_argument("--only", default="", help="comma-separated figures to run alone (overhead, overhead_tls, hpa, "
                    "startup, startup_connected, load, discovery, selector): prints their JSON, no table")
-    p.add_argument("--startup-baseline", default=ISSUE_23_BUILD, metavar="REV",
-                   help="also start the adapter of this git revision in the connected start-up figure "
-                   f"(default: {ISSUE_23_BUILD}, the build issue 23 timed; '' for none)")
+    p.add_argument("--startup-baseline", default=BASELINE_BUILD, metavar="REV",
+                   help="also start the adapter of this git revision in the start-up figures "
+                   f"(default: {BASELINE_BUILD}, the build issue 23 timed; '' for none)")
     args = p.parse_args(argv)
     only = set(filter(None, args.only.split(",")))
     if only:
@@ -688,7 +706,7 @@ def main(argv: list[str] | None = None) -> int:
             result["hpa"] = bench_hpa_pattern(prom, rules, 10 if args.quick else 20)
             log(f"   {result['hpa']}")
             log("start-up")
-            result["startup"] = bench_startup(prom, workdir, 3 if args.quick else 7)
+            result["startup"] = bench_startup(prom, workdir, 3 if args.quick else 7, args.startup_baseline or None)
             log(f"   {result['startup']}")
             log("start-up connected to a cluster")
             result["startup_connected"] = bench_startup_connected(prom, workdir, 3 if args.quick else 7,
@@ -729,7 +747,7 @@ def _only(only: set[str], quick: bool, baseline: str | None) -> int:
             runs = {"overhead": lambda: bench_overhead(prom, rules, rounds),
                     "overhead_tls": lambda: bench_overhead_tls(prom, rules, workdir, rounds),
                     "hpa": lambda: bench_hpa_pattern(prom, rules, 10 if quick else 20),
-                    "startup": lambda: bench_startup(prom, workdir, 3 if quick else 7),
+                    "startup": lambda: bench_startup(prom, workdir, 3 if quick else 7, baseline),
                     "startup_connected": lambda: bench_startup_connected(prom, workdir, 3 if quick else 7, baseline),
                     "load": lambda: bench_load(prom, rules, load_seconds),
                     "load_tls": lambda: bench_load_tls(prom, rules, workdir, load_seconds),
