@@ -186,14 +186,21 @@ def create_app(
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     served = group_versions(custom is not None, external is not None, resource is not None)
+    documents: dict[tuple[str, ...], bytes] = {}  # fixed for the app's life: built on first request, off start-up
+
+    def document(key: tuple[str, ...], build: Callable[[], Any]) -> Response:
+        body = documents.get(key)
+        if body is None:
+            body = documents[key] = orjson.dumps(build())
+        return Response(body, media_type="application/json")
 
     @get("/openapi/v2")
     async def openapi2() -> Response:
-        return JSONBytes(openapi_v2(served))
+        return document(("v2",), lambda: openapi_v2(served))
 
     @get("/openapi/v3")
     async def openapi3() -> Response:
-        return JSONBytes(openapi_v3_index(served))
+        return document(("v3",), lambda: openapi_v3_index(served))
 
     @get("/openapi/v3/apis/{group}/{version}")
     async def openapi3_doc(request: Request) -> Response:
@@ -201,7 +208,7 @@ def create_app(
         # pydantic.v1 (a compatibility check) while the app is built, ~50 ms of every start-up.
         group, version = request.path_params["group"], request.path_params["version"]
         if (group, version) in served:
-            return JSONBytes(openapi_v3_document(group, version))
+            return document(("v3", group, version), lambda: openapi_v3_document(group, version))
         raise NotFound(f"no OpenAPI document for {group}/{version}")
 
     # -- discovery -----------------------------------------------------------------------------
