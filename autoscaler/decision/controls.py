@@ -4,8 +4,9 @@
   could be read, the fallback count, by `behavior`, within [minReplicas, maxReplicas];
 - pause (`promscaler.io/paused`, `promscaler.io/paused-replicas`): hold, or go to N and hold;
 - `spec.schedules` (schedules.py): open windows raise minReplicas;
-- `metrics[i].activationThreshold`: with minReplicas 0, the target leaves zero only when some
-  Object or External metric exceeds its activation value, and goes to zero only when none does.
+- `metrics[i].activationThreshold` (`MetricSpec.activation_milli`, parsed with its metric in
+  spec.py): with minReplicas 0, the target leaves zero only when some Object or External metric
+  exceeds its activation value, and goes to zero only when none does.
 
 A spec without these fields has `HPASpec.controls is None` and `decide()` never comes here.
 """
@@ -14,13 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from promscaler.quantity import QuantityError, format_milli, to_milli
+from promscaler.quantity import format_milli
 
+from . import fields
+from .fields import MAX_INT32, SpecError
 from .model import ExternalReading, ObjectReading, Pause, Reading
 from .schedules import Schedule, parse_schedules
-from .spec import MetricSpec, SpecError
+
+if TYPE_CHECKING:  # spec.py builds on this module (HPASpec.controls); the metrics are only read here
+    from .spec import MetricSpec
 
 __all__ = [
     "CONTROL_LINES",
@@ -63,71 +68,28 @@ class Fallback:
 class Controls:
     fallback: Fallback | None = None
     schedules: tuple[Schedule, ...] = ()
-    activation: tuple[int | None, ...] = ()   # milli per spec metric (None: no activation value)
-
-    @property
-    def activates(self) -> bool:
-        return any(a is not None for a in self.activation)
-
-
-def _count(value: Any, path: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SpecError(path, f"must be an integer, got {value!r}")
-    if value < minimum:
-        raise SpecError(path, f"must be greater than or equal to {minimum}")
-    return value
+    activates: bool = False   # some metric has an activationThreshold (its MetricSpec.activation_milli)
 
 
 def _parse_fallback(raw: Any, path: str) -> Fallback | None:
-    if raw is None:
+    fallback = fields.obj(raw, path, required=False)
+    if fallback is None:
         return None
-    if not isinstance(raw, Mapping):
-        raise SpecError(path, "must be an object")
-    if raw.get("failureThreshold") is None:
-        raise SpecError(f"{path}.failureThreshold", "required")
-    if raw.get("replicas") is None:
-        raise SpecError(f"{path}.replicas", "required")
-    behavior = raw.get("behavior", "static")
-    if behavior not in FALLBACK_BEHAVIORS:
-        raise SpecError(f"{path}.behavior", f"must be one of {', '.join(FALLBACK_BEHAVIORS)}, got {behavior!r}")
-    return Fallback(_count(raw["failureThreshold"], f"{path}.failureThreshold", 1),
-                    _count(raw["replicas"], f"{path}.replicas", 0), behavior)
+    return Fallback(fields.integer(fallback.get("failureThreshold"), f"{path}.failureThreshold", minimum=1),
+                    fields.integer(fallback.get("replicas"), f"{path}.replicas", minimum=0),
+                    fields.one_of(fallback.get("behavior"), f"{path}.behavior", FALLBACK_BEHAVIORS, default="static"))
 
 
-def _parse_activation(raw_metrics: Any, metrics: Sequence[MetricSpec], path: str,
-                      min_replicas: int) -> tuple[int | None, ...]:
-    if not isinstance(raw_metrics, list):
-        return ()
-    out: list[int | None] = []
-    for i, (raw, ms) in enumerate(zip(raw_metrics, metrics, strict=False)):
-        value = raw.get("activationThreshold") if isinstance(raw, Mapping) else None
-        if value is None:
-            out.append(None)
-            continue
-        p = f"{path}.metrics[{i}].activationThreshold"
-        if ms.type not in ("Object", "External"):
-            raise SpecError(p, "only an Object or External metric can have one (pod metrics cannot be read at zero)")
-        if min_replicas != 0:
-            raise SpecError(p, "needs minReplicas 0 (activation decides scaling from and to zero)")
-        try:
-            milli = to_milli(value)
-        except QuantityError:
-            raise SpecError(p, f"not a quantity: {value!r}") from None
-        if milli < 0:
-            raise SpecError(p, "must be greater than or equal to 0")
-        out.append(milli)
-    return tuple(out) if any(a is not None for a in out) else ()
-
-
-def parse_controls(root: Mapping[str, Any], path: str, metrics: Sequence[MetricSpec], min_replicas: int,
+def parse_controls(root: Mapping[str, Any], path: str, metrics: Sequence[MetricSpec],
                    max_replicas: int) -> Controls | None:
-    """The controls of a spec (a camelCase dict), or None when it has none (an HPA's spec)."""
+    """The controls of a spec (a camelCase dict) whose metrics are parsed, or None when it has none
+    (an HPA's spec)."""
     fallback = _parse_fallback(root.get("fallback"), f"{path}.fallback")
     schedules = parse_schedules(root.get("schedules"), f"{path}.schedules", max_replicas)
-    activation = _parse_activation(root.get("metrics"), metrics, path, min_replicas)
-    if fallback is None and not schedules and not activation:
+    activates = any(ms.activation_milli is not None for ms in metrics)
+    if fallback is None and not schedules and not activates:
         return None
-    return Controls(fallback, schedules, activation)
+    return Controls(fallback, schedules, activates)
 
 
 def parse_pause(kind: str | None, annotations: Mapping[str, Any] | None) -> Pause | None:
@@ -141,7 +103,7 @@ def parse_pause(kind: str | None, annotations: Mapping[str, Any] | None) -> Paus
     path = "metadata.annotations"
     if replicas is not None:
         text = str(replicas).strip()
-        if not text.isdigit() or int(text) > 2**31 - 1:
+        if not text.isdigit() or int(text) > MAX_INT32:
             raise SpecError(f"{path}[{PAUSED_REPLICAS_ANNOTATION}]", f"must be a replica count, got {replicas!r}")
         return Pause(int(text))
     paused = annotations.get(PAUSED_ANNOTATION)
@@ -174,7 +136,7 @@ def _value(reading: Reading | None) -> int | None:
     return None
 
 
-def activate(controls: Controls, metrics: Sequence[MetricSpec], readings: Sequence[Reading], current: int,
+def activate(metrics: Sequence[MetricSpec], readings: Sequence[Reading], current: int,
              recommendation: int) -> tuple[int, bool, str]:
     """The recommendation with activation from zero applied, whether active, and why in words.
 
@@ -186,7 +148,7 @@ def activate(controls: Controls, metrics: Sequence[MetricSpec], readings: Sequen
         if ms.type not in ("Object", "External"):
             continue
         value = _value(readings[i] if i < len(readings) else None)
-        limit = (controls.activation[i] if i < len(controls.activation) else None) or 0
+        limit = ms.activation_milli or 0
         if value is not None and value > limit:
             above.append(f"{ms.label} is {format_milli(value)} > activation {format_milli(limit)}")
     if above:

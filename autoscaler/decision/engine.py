@@ -193,7 +193,7 @@ def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
     recommendation = sync.recommendation = max(metrics.replicas, 0)
     controls = inp.spec.controls
     if controls is not None and controls.activates and inp.spec.min_replicas == 0:
-        recommendation, active, why = activate(controls, inp.spec.metrics, inp.readings, current, recommendation)
+        recommendation, active, why = activate(inp.spec.metrics, inp.readings, current, recommendation)
         sync.recommendation, sync.activation = recommendation, "active" if active else "inactive"
         sync.pre.append(why)
     if recommendation > current:

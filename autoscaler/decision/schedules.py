@@ -15,7 +15,7 @@ local times, which fixes what daylight-saving changes do (docs/controls.md):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,8 +25,9 @@ from cronsim import CronSim, CronSimError
 
 from promscaler.times import DurationError, parse_duration
 
+from . import fields
 from .clock import shift
-from .spec import SpecError
+from .fields import SpecError
 
 __all__ = ["Schedule", "Window", "active_window", "floor_window", "parse_schedules"]
 
@@ -136,56 +137,62 @@ def floor_window(schedules: Sequence[Schedule], now: datetime) -> Window | None:
 
 
 def _cron(value: Any, path: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise SpecError(path, "required: a cron expression such as '0 8 * * 1-5'")
+    """A cron expression cronsim reads (Debian cron's: 5 fields, or 6 with seconds first)."""
+    text = fields.string(value, path)
+    assert text is not None
     try:
-        CronSim(value, datetime(2000, 1, 1, tzinfo=UTC))
+        CronSim(text, datetime(2000, 1, 1, tzinfo=UTC))
     except (CronSimError, ValueError) as exc:
-        raise SpecError(path, f"not a cron expression: {value!r} ({exc})") from None
-    return value
+        raise SpecError(path, f"not a cron expression: {text!r} ({exc})") from None
+    return text
+
+
+def _duration(value: Any, path: str) -> float:
+    """`duration`: elapsed seconds (`90m`, `10h`), positive."""
+    try:
+        seconds = parse_duration(str(value))
+    except DurationError:
+        raise SpecError(path, f"not a duration: {value!r} (e.g. 10h, 90m)") from None
+    if seconds <= 0:
+        raise SpecError(path, "must be positive")
+    return seconds
+
+
+def _time_zone(value: Any, path: str) -> str:
+    """An IANA zone `zoneinfo` knows; UTC when not set."""
+    zone = fields.string(value, path, required=False) or "UTC"
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise SpecError(path, f"unknown IANA time zone: {zone!r}") from None
+    return zone
+
+
+def _parse_schedule(raw: Any, path: str, max_replicas: int) -> Schedule:
+    item = fields.obj(raw, path)
+    assert item is not None
+    name = fields.string(item.get("name"), f"{path}.name")
+    assert name is not None
+    start = _cron(item.get("start"), f"{path}.start")
+    raw_end, raw_duration = item.get("end"), item.get("duration")
+    if (raw_end is None) == (raw_duration is None):
+        raise SpecError(path, "exactly one of end or duration must be set")
+    end = None if raw_end is None else _cron(raw_end, f"{path}.end")
+    duration = None if raw_duration is None else _duration(raw_duration, f"{path}.duration")
+    zone = _time_zone(item.get("timeZone"), f"{path}.timeZone")
+    floor = fields.integer(item.get("minReplicas"), f"{path}.minReplicas", minimum=0)
+    if floor > max_replicas:
+        raise SpecError(f"{path}.minReplicas", f"must be less than or equal to `maxReplicas` ({max_replicas})")
+    return Schedule(name, start, floor, zone, end, duration)
 
 
 def parse_schedules(raw: Any, path: str, max_replicas: int) -> tuple[Schedule, ...]:
-    """`spec.schedules` -> Schedules, with the field path of the first problem."""
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise SpecError(path, "must be a list")
+    """`spec.schedules` -> Schedules, with the field path of the first problem; names are unique
+    (a window is reported by its name)."""
     out: list[Schedule] = []
-    names: set[str] = set()
-    for i, item in enumerate(raw):
-        p = f"{path}[{i}]"
-        if not isinstance(item, Mapping):
-            raise SpecError(p, "must be an object")
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            raise SpecError(f"{p}.name", "required")
-        if name in names:
-            raise SpecError(f"{p}.name", f"duplicate schedule name {name!r}")
-        names.add(name)
-        start = _cron(item.get("start"), f"{p}.start")
-        end, duration = item.get("end"), item.get("duration")
-        if (end is None) == (duration is None):
-            raise SpecError(p, "exactly one of end or duration must be set")
-        seconds = None
-        if end is not None:
-            end = _cron(end, f"{p}.end")
-        else:
-            try:
-                seconds = parse_duration(str(duration))
-            except DurationError:
-                raise SpecError(f"{p}.duration", f"not a duration: {duration!r} (e.g. 10h, 90m)") from None
-            if seconds <= 0:
-                raise SpecError(f"{p}.duration", "must be positive")
-        zone = item.get("timeZone", "UTC")
-        try:
-            ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError, TypeError):
-            raise SpecError(f"{p}.timeZone", f"unknown IANA time zone: {zone!r}") from None
-        floor = item.get("minReplicas")
-        if isinstance(floor, bool) or not isinstance(floor, int):
-            raise SpecError(f"{p}.minReplicas", f"must be an integer, got {floor!r}")
-        if not 0 <= floor <= max_replicas:
-            raise SpecError(f"{p}.minReplicas", f"must be between 0 and maxReplicas ({max_replicas})")
-        out.append(Schedule(name, start, floor, zone, end, seconds))
+    for i, item in enumerate(fields.items(raw, path)):
+        schedule = _parse_schedule(item, f"{path}[{i}]", max_replicas)
+        if any(s.name == schedule.name for s in out):
+            raise SpecError(f"{path}[{i}].name", f"duplicate schedule name {schedule.name!r}")
+        out.append(schedule)
     return tuple(out)

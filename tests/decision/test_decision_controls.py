@@ -187,5 +187,71 @@ def test_control_errors_name_the_field(raw: dict, field: str) -> None:
     assert err.value.path == field
 
 
+def error(**raw: Any) -> str:
+    with pytest.raises(SpecError) as err:
+        spec(**raw)
+    message = str(err.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ({"minReplicas": 0, "metrics": [{**ext_avg("1"), "activationThreshold": "lots"}]},
+     "spec.metrics[0].activationThreshold: not a quantity: 'lots'"),
+    ({"minReplicas": 0, "metrics": [ext_avg("1"), {**ext_avg("1"), "activationThreshold": "-1"}]},
+     "spec.metrics[1].activationThreshold: must be greater than or equal to 0"),
+    ({"minReplicas": 0, "metrics": [{**ext_avg("1"), "activationThreshold": "10E"}]},
+     "spec.metrics[0].activationThreshold: out of range: '10E' (at most 9223372036854775 as a whole number)"),
+    ({"minReplicas": 0, "metrics": [ext_avg("1"), {**pods_metric("1"), "activationThreshold": "5"}]},
+     "spec.metrics[1].activationThreshold: only an Object or External metric can have one "
+     "(pod metrics cannot be read at zero)"),
+    ({"minReplicas": 2, "metrics": [{**ext_avg("1"), "activationThreshold": "5"}]},
+     "spec.metrics[0].activationThreshold: needs minReplicas 0 (activation decides scaling from and to zero)"),
+    ({"fallback": ["static"]}, "spec.fallback: must be an object"),
+    ({"fallback": {"replicas": 2}}, "spec.fallback.failureThreshold: required"),
+    ({"fallback": {"failureThreshold": 0, "replicas": 2}},
+     "spec.fallback.failureThreshold: must be greater than or equal to 1"),
+    ({"fallback": {"failureThreshold": "3", "replicas": 2}},
+     "spec.fallback.failureThreshold: must be an integer, got '3'"),
+    ({"fallback": {"failureThreshold": 3, "replicas": -1}},
+     "spec.fallback.replicas: must be greater than or equal to 0"),
+    ({"fallback": {"failureThreshold": 3, "replicas": 2**31}},
+     "spec.fallback.replicas: must be less than or equal to 2147483647"),
+    ({"fallback": {"failureThreshold": 3, "replicas": 2, "behavior": "sometimes"}},
+     "spec.fallback.behavior: must be static, currentReplicas, currentReplicasIfHigher or currentReplicasIfLower, "
+     "got 'sometimes'"),
+    ({"fallback": {"failureThreshold": 3, "replicas": 2, "behavior": 1}}, "spec.fallback.behavior: must be a string"),
+])
+def test_control_errors_are_one_line_naming_the_field(raw: dict, message: str) -> None:
+    assert error(**raw) == message
+
+
+@pytest.mark.parametrize(("bad", "hpa_field", "control_field"), [
+    # a quantity: a target's value and an activation value
+    ("lots", lambda v: {"metrics": [ext_avg(v)]},
+     lambda v: {"minReplicas": 0, "metrics": [{**ext_avg("1"), "activationThreshold": v}]}),
+    ("1e400", lambda v: {"metrics": [ext_avg(v)]},
+     lambda v: {"minReplicas": 0, "metrics": [{**ext_avg("1"), "activationThreshold": v}]}),
+    # a count: maxReplicas and the fallback's
+    ("3", lambda v: {"maxReplicas": v}, lambda v: {"fallback": {"failureThreshold": 1, "replicas": v}}),
+    (2.5, lambda v: {"maxReplicas": v}, lambda v: {"fallback": {"failureThreshold": v, "replicas": 1}}),
+    (None, lambda v: {"maxReplicas": v}, lambda v: {"fallback": {"failureThreshold": 1, "replicas": v}}),
+    # an object
+    (7, lambda v: {"behavior": v}, lambda v: {"fallback": v}),
+])
+def test_a_bad_value_reads_the_same_in_an_hpa_field_and_in_a_control(bad: Any, hpa_field: Any,
+                                                                     control_field: Any) -> None:
+    """One set of parsers: what follows the field path does not depend on which part of the spec it is."""
+    hpa, control = error(**hpa_field(bad)), error(**control_field(bad))
+    assert hpa.split(": ", 1)[1] == control.split(": ", 1)[1]
+
+
+def test_the_activation_value_is_on_its_metric() -> None:
+    s = spec(minReplicas=0, metrics=[ext_avg("1"), {**ext_avg("1", name="b"), "activationThreshold": "2500m"},
+                                     {**ext_avg("1", name="c"), "activationThreshold": 0}])
+    assert [m.activation_milli for m in s.metrics] == [None, 2500, 0]
+    assert s.controls is not None and s.controls.activates and s.controls.fallback is None
+
+
 def test_a_spec_without_controls_is_an_hpa_spec() -> None:
     assert spec().controls is None

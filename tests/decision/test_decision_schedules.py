@@ -183,6 +183,41 @@ def test_schedule_errors_name_the_field(schedule: dict, field: str) -> None:
     assert err.value.path == field
 
 
+ONE_HOUR = {"name": "a", "start": "0 8 * * *", "duration": "1h", "minReplicas": 2}
+
+
+@pytest.mark.parametrize(("schedules", "message"), [
+    ({"name": "a"}, "spec.schedules: must be a list"),
+    (["a"], "spec.schedules[0]: must be an object"),
+    ([{**ONE_HOUR, "name": 5}], "spec.schedules[0].name: must be a string"),
+    ([ONE_HOUR, {**ONE_HOUR, "start": "0 9 * * *"}], "spec.schedules[1].name: duplicate schedule name 'a'"),
+    ([{k: v for k, v in ONE_HOUR.items() if k != "start"}], "spec.schedules[0].start: required"),
+    ([{**ONE_HOUR, "start": ["0 8 * * *"]}], "spec.schedules[0].start: must be a string"),
+    ([{**ONE_HOUR, "duration": "-1h"}], "spec.schedules[0].duration: not a duration: '-1h' (e.g. 10h, 90m)"),
+    ([{**ONE_HOUR, "duration": "0s"}], "spec.schedules[0].duration: must be positive"),
+    ([{**ONE_HOUR, "timeZone": "Mars/Olympus"}], "spec.schedules[0].timeZone: unknown IANA time zone: 'Mars/Olympus'"),
+    ([{**ONE_HOUR, "timeZone": 1}], "spec.schedules[0].timeZone: must be a string"),
+    ([{k: v for k, v in ONE_HOUR.items() if k != "minReplicas"}], "spec.schedules[0].minReplicas: required"),
+    ([{**ONE_HOUR, "minReplicas": "2"}], "spec.schedules[0].minReplicas: must be an integer, got '2'"),
+    ([{**ONE_HOUR, "minReplicas": -1}], "spec.schedules[0].minReplicas: must be greater than or equal to 0"),
+    ([{**ONE_HOUR, "minReplicas": 21}],
+     "spec.schedules[0].minReplicas: must be less than or equal to `maxReplicas` (20)"),
+])
+def test_schedule_errors_are_one_line_naming_the_field(schedules: object, message: str) -> None:
+    with pytest.raises(SpecError) as err:
+        parse_spec({"scaleTargetRef": {"kind": "Deployment", "name": "t"}, "maxReplicas": 20,
+                    "metrics": [ext_avg("1")], "schedules": schedules}, "spec")
+    assert str(err.value) == message
+
+
+def test_a_bad_cron_expression_is_named_and_quoted() -> None:
+    with pytest.raises(SpecError) as err:
+        parse_spec({"scaleTargetRef": {"kind": "Deployment", "name": "t"}, "maxReplicas": 20,
+                    "metrics": [ext_avg("1")], "schedules": [{**ONE_HOUR, "start": "0 8 * *"}]}, "spec")
+    assert str(err.value).startswith("spec.schedules[0].start: not a cron expression: '0 8 * *' (")
+    assert "\n" not in str(err.value)
+
+
 def test_the_remembered_window_answers_as_a_fresh_computation() -> None:
     # One schedule object asked at instants in shuffled order (its memo in play) agrees with a new
     # object per instant (no memo), over both DST days.
