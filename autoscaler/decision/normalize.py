@@ -23,11 +23,14 @@ __all__ = [
     "LEGACY_SCALE_UP_FACTOR",
     "LEGACY_SCALE_UP_MINIMUM",
     "Normalized",
+    "legacy_limit",
+    "limit_with_behaviors",
     "normalize_legacy",
     "normalize_with_behavior",
     "replicas_change_in_period",
     "scale_down_limit",
     "scale_up_limit",
+    "stabilized_with_behaviors",
 ]
 
 LEGACY_SCALE_UP_FACTOR = 2.0
@@ -44,6 +47,9 @@ MSG_SCALE_DOWN_LIMIT = "the desired replica count is decreasing faster than the 
 MSG_TOO_MANY = "the desired replica count is more than the maximum replica count"
 MSG_TOO_FEW = "the desired replica count is less than the minimum replica count"
 MSG_WITHIN = "the desired count is within the acceptable range"
+_LIMITED_MESSAGES = {"ScaleUpLimit": MSG_SCALE_UP_LIMIT, "ScaleDownLimit": MSG_SCALE_DOWN_LIMIT,
+                     "TooManyReplicas": MSG_TOO_MANY, "TooFewReplicas": MSG_TOO_FEW,
+                     "DesiredWithinRange": MSG_WITHIN}
 
 
 class Normalized(NamedTuple):
@@ -85,26 +91,30 @@ def normalize_legacy(
         steps.append(("downscale stabilization ({:g}s): no higher recommendation in the window, keep {}",
                       window_seconds, desired))
 
+    result, reason = legacy_limit(current, stabilized, min_replicas, max_replicas, steps)
+    return Normalized(result, stabilized, able_reason, able_message, result != stabilized, reason,
+                      _LIMITED_MESSAGES[reason], tuple(kept), tuple(steps))
+
+
+def legacy_limit(current: int, stabilized: int, min_replicas: int, max_replicas: int,
+                 steps: list[Any] | None = None) -> tuple[int, str]:
+    """`normalizeDesiredReplicas`' bounds: the stabilized count within [minReplicas,
+    min(maxReplicas, max(2 x current, 4))], with the ScalingLimited reason."""
     limit = int(max(LEGACY_SCALE_UP_FACTOR * current, LEGACY_SCALE_UP_MINIMUM))
-    if max_replicas > limit:
-        maximum, reason, message = limit, "ScaleUpLimit", MSG_SCALE_UP_LIMIT
-    else:
-        maximum, reason, message = max_replicas, "TooManyReplicas", MSG_TOO_MANY
+    maximum, reason = (limit, "ScaleUpLimit") if max_replicas > limit else (max_replicas, "TooManyReplicas")
     if stabilized < min_replicas:
-        result, reason, message = min_replicas, "TooFewReplicas", MSG_TOO_FEW
-        steps.append(("{} is below minReplicas: {}", stabilized, min_replicas))
-    elif stabilized > maximum:
-        result = maximum
-        if reason == "ScaleUpLimit":
-            steps.append(("scale-up limit max(2 x {}, 4) = {}: {} -> {}", current, limit, stabilized, limit))
-        else:
-            steps.append(("{} is above maxReplicas: {}", stabilized, max_replicas))
-    else:
-        result, reason, message = stabilized, "DesiredWithinRange", MSG_WITHIN
+        if steps is not None:
+            steps.append(("{} is below minReplicas: {}", stabilized, min_replicas))
+        return min_replicas, "TooFewReplicas"
+    if stabilized > maximum:
+        if steps is not None:
+            steps.append(("scale-up limit max(2 x {}, 4) = {}: {} -> {}", current, limit, stabilized, limit)
+                         if reason == "ScaleUpLimit" else ("{} is above maxReplicas: {}", stabilized, max_replicas))
+        return maximum, reason
+    if steps is not None:
         steps.append(("within [minReplicas {}, min(maxReplicas {}, scale-up limit {})]: {}",
                       min_replicas, max_replicas, limit, stabilized))
-    return Normalized(result, stabilized, able_reason, able_message, result != stabilized, reason, message,
-                      tuple(kept), tuple(steps))
+    return stabilized, "DesiredWithinRange"
 
 
 # --- behavior -----------------------------------------------------------------------------------
@@ -160,6 +170,12 @@ def scale_down_limit(current: int, up_events: tuple[ScaleEvent, ...], down_event
     return result
 
 
+def stabilized_with_behaviors(current: int, up_rec: int, down_rec: int) -> int:
+    """`stabilizeRecommendationWithBehaviors`' bound: not above the highest recommendation of the
+    scale-down window, not below the lowest of the scale-up window unless that is below current."""
+    return min(max(current, up_rec), down_rec)
+
+
 class _Stabilized(NamedTuple):
     stabilized: int
     reason: str
@@ -183,7 +199,7 @@ def _stabilize_with_behaviors(current: int, desired: int, up_rules: ScalingRules
         if rec.timestamp > down_cutoff and rec.replicas > down_rec:
             down_rec = rec.replicas
     kept = (*(rec for rec in recommendations if rec.timestamp >= keep_cutoff), Recommendation(now, desired))
-    stabilized = min(max(current, up_rec), down_rec)
+    stabilized = stabilized_with_behaviors(current, up_rec, down_rec)
     steps.append(("stabilization: lowest recommendation in the scale-up window ({}s) {}, "
                   "highest in the scale-down window ({}s) {}; from {} -> {}",
                   up_rules.stabilization_window_seconds or 0, up_rec, down_window, down_rec, current, stabilized))
@@ -194,35 +210,39 @@ def _stabilize_with_behaviors(current: int, desired: int, up_rules: ScalingRules
     return _Stabilized(stabilized, "ScaleDownStabilized", MSG_DOWN_STABILIZED, kept)
 
 
-def _limit_with_behaviors(spec: HPASpec, current: int, stabilized: int, min_replicas: int,
-                          up_events: tuple[ScaleEvent, ...], down_events: tuple[ScaleEvent, ...], now: datetime,
-                          steps: list[Any]) -> tuple[int, str, str]:
+def limit_with_behaviors(spec: HPASpec, current: int, stabilized: int, min_replicas: int,
+                         up_events: tuple[ScaleEvent, ...], down_events: tuple[ScaleEvent, ...], now: datetime,
+                         steps: list[Any] | None = None) -> tuple[int, str]:
     """`convertDesiredReplicasWithBehaviorRate`: the policies' limit and [min, max]; returns the
-    result with the ScalingLimited reason and message."""
+    result with the ScalingLimited reason."""
     assert spec.behavior is not None
     up_rules, down_rules = spec.behavior.scale_up, spec.behavior.scale_down
     if stabilized > current:
-        steps.append(("scale-up policies (selectPolicy {}):", up_rules.select_policy))
+        if steps is not None:
+            steps.append(("scale-up policies (selectPolicy {}):", up_rules.select_policy))
         limit = max(scale_up_limit(current, up_events, down_events, up_rules, now, steps), current)
         # (below current: earlier scale-ups used the whole budget; wait for them to age out)
-        maximum, reason, message = limit, "ScaleUpLimit", MSG_SCALE_UP_LIMIT
+        maximum, reason = limit, "ScaleUpLimit"
         if spec.max_replicas <= limit:
-            maximum, reason, message = spec.max_replicas, "TooManyReplicas", MSG_TOO_MANY
+            maximum, reason = spec.max_replicas, "TooManyReplicas"
         result = min(stabilized, maximum)
-        steps.append(("allowed up to min(maxReplicas {}, policy limit {}) = {}: {}",
-                      spec.max_replicas, limit, maximum, result))
-        return (result, reason, message) if stabilized > maximum else (result, "DesiredWithinRange", MSG_WITHIN)
+        if steps is not None:
+            steps.append(("allowed up to min(maxReplicas {}, policy limit {}) = {}: {}",
+                          spec.max_replicas, limit, maximum, result))
+        return (result, reason) if stabilized > maximum else (result, "DesiredWithinRange")
     if stabilized < current:
-        steps.append(("scale-down policies (selectPolicy {}):", down_rules.select_policy))
+        if steps is not None:
+            steps.append(("scale-down policies (selectPolicy {}):", down_rules.select_policy))
         limit = min(scale_down_limit(current, up_events, down_events, down_rules, now, steps), current)
-        minimum, reason, message = limit, "ScaleDownLimit", MSG_SCALE_DOWN_LIMIT
+        minimum, reason = limit, "ScaleDownLimit"
         if min_replicas >= limit:
-            minimum, reason, message = min_replicas, "TooFewReplicas", MSG_TOO_FEW
+            minimum, reason = min_replicas, "TooFewReplicas"
         result = max(stabilized, minimum)
-        steps.append(("allowed down to max(minReplicas {}, policy limit {}) = {}: {}",
-                      min_replicas, limit, minimum, result))
-        return (result, reason, message) if stabilized < minimum else (result, "DesiredWithinRange", MSG_WITHIN)
-    return stabilized, "DesiredWithinRange", MSG_WITHIN
+        if steps is not None:
+            steps.append(("allowed down to max(minReplicas {}, policy limit {}) = {}: {}",
+                          min_replicas, limit, minimum, result))
+        return (result, reason) if stabilized < minimum else (result, "DesiredWithinRange")
+    return stabilized, "DesiredWithinRange"
 
 
 def normalize_with_behavior(
@@ -239,7 +259,7 @@ def normalize_with_behavior(
     steps: list[Any] = []
     stab = _stabilize_with_behaviors(current, desired, behavior.scale_up, behavior.scale_down, down_window,
                                      recommendations, now, steps)
-    result, reason, message = _limit_with_behaviors(spec, current, stab.stabilized, min_replicas, up_events,
-                                                    down_events, now, steps)
-    return Normalized(result, stab.stabilized, stab.reason, stab.message, result != stab.stabilized, reason, message,
-                      stab.recommendations, tuple(steps))
+    result, reason = limit_with_behaviors(spec, current, stab.stabilized, min_replicas, up_events, down_events, now,
+                                          steps)
+    return Normalized(result, stab.stabilized, stab.reason, stab.message, result != stab.stabilized, reason,
+                      _LIMITED_MESSAGES[reason], stab.recommendations, tuple(steps))

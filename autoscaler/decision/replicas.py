@@ -27,12 +27,18 @@ __all__ = [
     "Grouped",
     "Tolerances",
     "group_pods",
+    "per_pod_ratio",
+    "per_pod_total_count",
     "per_pod_total_replicas",
+    "plain_metric_count",
     "plain_metric_replicas",
     "pod_requests",
+    "ratio_count",
     "ready_pod_count",
+    "recomputed_count",
     "render_notes",
     "resource_utilization_replicas",
+    "usage_ratio_count",
     "usage_ratio_replicas",
 ]
 
@@ -172,34 +178,43 @@ def _first_calc(current: int, usage: int, ratio: float, g: Grouped, utilization:
     return calc
 
 
-def _needs_recompute(calc: Calc, g: Grouped, tolerances: Tolerances) -> bool:
-    """No missing pods and no scale-up with unready pods: the first ratio decides (tolerance, or
-    ceil(ratio x ready)), and False is returned; else the conservative recomputation follows."""
-    if (g.unready and calc.ratio > 1.0) or g.missing:
-        return True
-    if tolerances.is_within(calc.ratio):
-        calc.notes.append(("ratio {:.3f} is within tolerance {}: keep {}", calc.ratio, tolerances, calc.replicas))
-    else:
-        calc.replicas = _ceil_int32(calc.ratio * g.ready)
-    return False
+_WITHIN = "ratio {:.3f} is within tolerance {}: keep {}"
 
 
-def _finish(calc: Calc, new_ratio: float, count: int, tolerances: Tolerances, what: str) -> Calc:
-    """The shared tail of the conservative recomputation."""
-    current, ratio = calc.replicas, calc.ratio
-    calc.notes.append(("recomputed: {}, ratio {:.3f} over {} pods", what, new_ratio, count))
+def _needs_recompute(ratio: float, unready: int, missing: int) -> bool:
+    """Missing pods, or a scale-up with unready pods: the first ratio cannot decide alone."""
+    return (unready > 0 and ratio > 1.0) or missing > 0
+
+
+def ratio_count(current: int, ratio: float, pods: int, tolerances: Tolerances,
+                   notes: list[Any] | None = None) -> int:
+    """A ratio within tolerance keeps `current`; else ceil(ratio x pods). The reason goes to
+    `notes` when given (the engine's explain), so the replay's fast path allocates nothing."""
+    if tolerances.is_within(ratio):
+        if notes is not None:
+            notes.append((_WITHIN, ratio, tolerances, current))
+        return current
+    return _ceil_int32(ratio * pods)
+
+
+def recomputed_count(current: int, ratio: float, new_ratio: float, count: int, tolerances: Tolerances,
+                        notes: list[Any] | None = None) -> int:
+    """The conservative recomputation's verdict over `count` pods: `current` when the new ratio is
+    within tolerance, reverses the first ratio's direction, or its count moves against it."""
     if tolerances.is_within(new_ratio):
-        calc.notes.append(("recomputed ratio is within tolerance {}: keep {}", tolerances, current))
-        return calc
+        if notes is not None:
+            notes.append(("recomputed ratio is within tolerance {}: keep {}", tolerances, current))
+        return current
     if (ratio < 1.0 and new_ratio > 1.0) or (ratio > 1.0 and new_ratio < 1.0):
-        calc.notes.append(f"recomputed ratio would reverse the direction: keep {current}")
-        return calc
+        if notes is not None:
+            notes.append(f"recomputed ratio would reverse the direction: keep {current}")
+        return current
     replicas = _ceil_int32(new_ratio * count)
     if (new_ratio < 1.0 and replicas > current) or (new_ratio > 1.0 and replicas < current):
-        calc.notes.append(f"{replicas} pods would move against the ratio's direction: keep {current}")
-        return calc
-    calc.replicas = replicas
-    return calc
+        if notes is not None:
+            notes.append(f"{replicas} pods would move against the ratio's direction: keep {current}")
+        return current
+    return replicas
 
 
 # --- Utilization targets ----------------------------------------------------------------------------
@@ -273,7 +288,8 @@ def resource_utilization_replicas(
     requests = pod_requests(pods, container, resource)
     ratio, utilization, raw = _utilization(g.metrics, requests, target_utilization)
     calc = _first_calc(current, raw, ratio, g, utilization)
-    if not _needs_recompute(calc, g, tolerances):
+    if not _needs_recompute(ratio, len(g.unready), len(g.missing)):
+        calc.replicas = ratio_count(current, ratio, g.ready, tolerances, calc.notes)
         return calc
     metrics = g.metrics
     if g.missing and ratio < 1.0:
@@ -288,7 +304,9 @@ def resource_utilization_replicas(
         metrics.update(dict.fromkeys(g.unready, 0))
         calc.notes.append("scale-up: not-yet-ready pods counted at 0%")
     new_ratio, new_util, _ = _utilization(metrics, requests, target_utilization)
-    return _finish(calc, new_ratio, len(metrics), tolerances, f"{new_util}% of request")
+    calc.notes.append(("recomputed: {}% of request, ratio {:.3f} over {} pods", new_util, new_ratio, len(metrics)))
+    calc.replicas = recomputed_count(current, ratio, new_ratio, len(metrics), tolerances, calc.notes)
+    return calc
 
 
 # --- AverageValue targets over the pods -------------------------------------------------------------
@@ -312,23 +330,40 @@ def plain_metric_replicas(
     metrics = g.metrics
     if not metrics:
         raise CalcError("did not receive metrics for targeted pods (pods might be unready)")
-    usage = _div(sum(metrics.values()), len(metrics))
-    ratio = usage / target_milli
-    calc = _first_calc(current, usage, ratio, g)
-    if not _needs_recompute(calc, g, tolerances):
-        return calc
-    # The recomputation (the average again): missing pods at the target or 0, unready pods at 0.
-    if g.missing and ratio < 1.0:
-        metrics.update(dict.fromkeys(g.missing, target_milli))
-        calc.notes.append("scale-down: pods without a metric counted at exactly the target")
-    elif g.missing and ratio > 1.0:
-        metrics.update(dict.fromkeys(g.missing, 0))
-        calc.notes.append("scale-up: pods without a metric counted at 0")
-    if g.unready and ratio > 1.0:
-        metrics.update(dict.fromkeys(g.unready, 0))
-        calc.notes.append("scale-up: not-yet-ready pods counted at 0")
-    new_usage = _div(sum(metrics.values()), len(metrics))
-    return _finish(calc, new_usage / target_milli, len(metrics), tolerances, f"average {new_usage}m")
+    total, count = sum(metrics.values()), len(metrics)
+    usage = _div(total, count)
+    calc = _first_calc(current, usage, usage / target_milli, g)
+    calc.replicas = plain_metric_count(current, total, count, target_milli, g.ready, len(g.unready), len(g.missing),
+                                   tolerances, calc.notes)
+    return calc
+
+
+def plain_metric_count(current: int, total: int, count: int, target_milli: int, ready: int, unready: int, missing: int,
+                   tolerances: Tolerances, notes: list[Any] | None = None) -> int:
+    """`calcPlainMetricReplicas`' arithmetic on counts: `total` milli over the `count` samples that
+    count (the average, truncated), `ready` pods to scale by; the recomputation averages again with
+    the `missing` pods at the target (scale-down) or 0 (scale-up) and the `unready` pods at 0
+    (scale-up). Counts stand for the engine's pod names: a namespace's pod names are unique."""
+    ratio = _div(total, count) / target_milli
+    if not _needs_recompute(ratio, unready, missing):
+        return ratio_count(current, ratio, ready, tolerances, notes)
+    if missing and ratio < 1.0:
+        total, count = total + missing * target_milli, count + missing
+        if notes is not None:
+            notes.append("scale-down: pods without a metric counted at exactly the target")
+    elif missing and ratio > 1.0:
+        count += missing
+        if notes is not None:
+            notes.append("scale-up: pods without a metric counted at 0")
+    if unready and ratio > 1.0:
+        count += unready
+        if notes is not None:
+            notes.append("scale-up: not-yet-ready pods counted at 0")
+    new_usage = _div(total, count)
+    new_ratio = new_usage / target_milli
+    if notes is not None:
+        notes.append(("recomputed: average {}m, ratio {:.3f} over {} pods", new_usage, new_ratio, count))
+    return recomputed_count(current, ratio, new_ratio, count, tolerances, notes)
 
 
 def render_notes(notes: Sequence[Any]) -> tuple[str, ...]:
@@ -346,45 +381,54 @@ def _render(note: Any) -> str:
 # --- Object and External targets ----------------------------------------------------------------------
 
 
+_NO_PODS_FOR_READY = "unable to calculate ready pods: no pods returned by selector while calculating replica count"
+
+
 def ready_pod_count(pods: Sequence[PodInfo]) -> int:
     """Running pods whose Ready condition is True (`getReadyPodsCount`)."""
     if not pods:
-        raise CalcError("unable to calculate ready pods: no pods returned by selector while calculating replica count")
+        raise CalcError(_NO_PODS_FOR_READY)
     return sum(1 for p in pods if p.phase == "Running" and p.ready_condition == "True")
 
 
 def usage_ratio_replicas(current: int, usage: int, target_milli: int, tolerances: Tolerances,
                          pods: Sequence[PodInfo]) -> Calc:
-    """Object Value and External Value (`getUsageRatioReplicaCount`): the ratio times the ready
-    pods; from zero replicas, ceil(ratio) with no tolerance so a target can wake up."""
-    ratio = usage / target_milli
-    calc = Calc(current, usage, ratio)
-    if current != 0:
-        if tolerances.is_within(ratio):
-            calc.notes.append(("ratio {:.3f} is within tolerance {}: keep {}", ratio, tolerances, current))
-            return calc
-        ready = ready_pod_count(pods)
-        calc.replicas = _ceil_int32(ratio * ready)
-        calc.notes.append(("{:.3f} x {} ready pods", ratio, ready))
-    else:
-        calc.replicas = _ceil_int32(ratio)
-        calc.notes.append(("from zero replicas: ceil({:.3f})", ratio))
+    """Object Value and External Value (`getUsageRatioReplicaCount`) on the target's pods."""
+    calc = Calc(current, usage, usage / target_milli)
+    replicas = usage_ratio_count(current, usage, target_milli, ready_pod_count(pods) if pods else None, tolerances,
+                                 calc.notes)
+    if replicas is None:
+        raise CalcError(_NO_PODS_FOR_READY)
+    calc.replicas = replicas
     return calc
 
 
+def usage_ratio_count(current: int, usage: int, target_milli: int, ready: int | None, tolerances: Tolerances,
+                      notes: list[Any] | None = None) -> int | None:
+    """`getUsageRatioReplicaCount`'s arithmetic: the ratio times the `ready` pods; from zero
+    replicas, ceil(ratio) with no tolerance so a target can wake up. `ready` is None when the
+    selector found no pods, which fails (None) only once the count is needed, as in Kubernetes."""
+    ratio = usage / target_milli
+    if current == 0:
+        if notes is not None:
+            notes.append(("from zero replicas: ceil({:.3f})", ratio))
+        return _ceil_int32(ratio)
+    if tolerances.is_within(ratio):
+        if notes is not None:
+            notes.append((_WITHIN, ratio, tolerances, current))
+        return current
+    if ready is None:
+        return None
+    if notes is not None:
+        notes.append(("{:.3f} x {} ready pods", ratio, ready))
+    return _ceil_int32(ratio * ready)
+
+
 def per_pod_total_replicas(status_replicas: int, usage: int, target_milli: int, tolerances: Tolerances) -> Calc:
-    """Object and External AverageValue (`Get*PerPodMetricReplicas`): ceil(total / target per pod),
-    checked against the tolerance with the target's status.replicas."""
-    denominator = target_milli * status_replicas
-    ratio = usage / denominator if denominator else math.inf if usage > 0 else math.nan
-    replicas = status_replicas
-    calc = Calc(replicas, 0, ratio)
-    if not tolerances.is_within(ratio):
-        replicas = _ceil_int32(usage / target_milli)
-    else:
-        calc.notes.append(("ratio {:.3f} (with status.replicas {}) is within tolerance {}: keep {}",
-                           ratio, status_replicas, tolerances, status_replicas))
-    calc.replicas = replicas
+    """Object and External AverageValue (`Get*PerPodMetricReplicas`): the proposal, and the
+    average per status replica that status reports."""
+    calc = Calc(status_replicas, 0, per_pod_ratio(status_replicas, usage, target_milli))
+    calc.replicas = per_pod_total_count(status_replicas, usage, target_milli, tolerances, calc.notes)
     if usage >= MAX_INT64:
         calc.usage = MAX_INT64
     elif status_replicas:
@@ -392,3 +436,23 @@ def per_pod_total_replicas(status_replicas: int, usage: int, target_milli: int, 
     else:
         calc.usage = usage  # Kubernetes divides by zero here; report the total instead
     return calc
+
+
+def per_pod_ratio(status_replicas: int, usage: int, target_milli: int) -> float:
+    """The total over (target per pod x status.replicas); with no replicas, +Inf for a positive
+    total and NaN for none (never within tolerance)."""
+    denominator = target_milli * status_replicas
+    return usage / denominator if denominator else math.inf if usage > 0 else math.nan
+
+
+def per_pod_total_count(status_replicas: int, usage: int, target_milli: int, tolerances: Tolerances,
+                        notes: list[Any] | None = None) -> int:
+    """`Get*PerPodMetricReplicas`' arithmetic: ceil(total / target per pod), unless the ratio
+    against the target's status.replicas is within tolerance (keep status.replicas)."""
+    ratio = per_pod_ratio(status_replicas, usage, target_milli)
+    if tolerances.is_within(ratio):
+        if notes is not None:
+            notes.append(("ratio {:.3f} (with status.replicas {}) is within tolerance {}: keep {}",
+                          ratio, status_replicas, tolerances, status_replicas))
+        return status_replicas
+    return _ceil_int32(usage / target_milli)
