@@ -4,14 +4,18 @@
 at 15 s (40,320 steps) takes seconds per spec, and a hundred candidates take minutes. Under the
 replay's load model the inputs are far simpler than what `decide()` accepts:
 every ready pod carries the same per-pod value, starting pods are Pending (unready) and have no
-metrics, no pod is deleted, failed or without a sample. For those inputs this module computes the
-same decisions with plain integers: Kubernetes' `calcPlainMetricReplicas` (Pods),
-`getUsageRatioReplicaCount` and `Get*PerPodMetricReplicas` (External, Object), the legacy or
-behavior normalization with the stabilization windows as monotonic queues, and, at the steps that
-would change the count, the engine's own policy functions over the recorded scale events. Times
-are whole microseconds since the first step, as datetime counts them, so every window edge
-compares as it does in the engine. A stretch of steps where every metric proposes the current
-count and no pod is starting changes nothing, so it is skipped in one move (`Prepared.breaks`).
+metrics, no pod is deleted, failed or without a sample. For those inputs this module keeps only how
+the replay iterates -- counts of ready and starting pods, the stabilization windows as monotonic
+queues, the scale events -- and decides through the engine's own numeric cores, which its
+calculators and normalization call too: `plain_metric_count` (Kubernetes' `calcPlainMetricReplicas`
+with the unready pods' recomputation, for Pods), `usage_ratio_count` (`getUsageRatioReplicaCount`)
+and `per_pod_total_count` (`Get*PerPodMetricReplicas`) for External and Object, `legacy_limit`
+(the 2x/4 scale-up limit and [min, max]), `stabilized_with_behaviors`, and `limit_with_behaviors`
+(the policies over the recorded scale events). They are called without a notes list, so no `Calc`
+and no explanation is built. Times are whole microseconds since the first step, as datetime counts
+them, so every window edge compares as it does in the engine. A stretch of steps where every metric
+proposes the current count and no pod is starting changes nothing, so it is skipped in one move
+(`Prepared.breaks`).
 
 `supports(spec)` says when it applies (Pods, External and Object metrics; Resource metrics use
 their readiness rules and requests, so they stay with `replay()`). tests/backtest/test_fastreplay.py
@@ -31,7 +35,8 @@ import numpy as np
 
 from autoscaler.decision import ControllerConfig, History, tolerances_for
 from autoscaler.decision.engine import record_scale
-from autoscaler.decision.normalize import scale_down_limit, scale_up_limit
+from autoscaler.decision.normalize import legacy_limit, limit_with_behaviors, stabilized_with_behaviors
+from autoscaler.decision.replicas import per_pod_total_count, plain_metric_count, usage_ratio_count
 from autoscaler.decision.spec import HPASpec
 from promscaler.quantity import to_milli
 
@@ -43,7 +48,6 @@ from .replay import _target_value as target_value
 __all__ = ["Prepared", "fast_replay", "prepare", "supports"]
 
 _US = timedelta(microseconds=1)
-_MAX_INT32 = 2**31 - 1
 _DEFAULT_CONFIG = ControllerConfig()
 
 
@@ -55,12 +59,6 @@ def supports(spec: HPASpec) -> bool:
 
 def _us(seconds: float) -> int:
     return timedelta(seconds=seconds) // _US
-
-
-def _ceil32(x: float) -> int:
-    if x != x:
-        return 0
-    return _MAX_INT32 if x > _MAX_INT32 else math.ceil(x)
 
 
 class Prepared:
@@ -172,7 +170,7 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
     grid, times = prepared.grid, prepared.times
     n = grid.count
     tol = tolerances_for(spec, config.tolerance)
-    lo, hi = 1.0 - tol.scale_down, 1.0 + tol.scale_up
+    lo, hi = 1.0 - tol.scale_down, 1.0 + tol.scale_up   # the tolerance band, for the quiet stretches only
     kinds: list[tuple[int, int, str, list[int]]] = []
     for q in queries:
         t = q.metric.target
@@ -240,44 +238,23 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
             for k in range(m):
                 kind, target, promql, millis = kinds[k]
                 total = series[k][i]
-                if total != total:
+                if total != total:   # NaN: no data at this step
                     invalid += 1
                     continue
-                if kind == 0:
+                if kind == 0:   # every ready pod carries the same value; the Pending ones none
                     if not ready:
                         invalid += 1
                         continue
                     usage = per_pod_milli(promql, i, ready)
-                    ratio = usage / target
-                    if unready and ratio > 1.0:
-                        count = ready + unready
-                        prod = usage * ready
-                        new_usage = prod // count if prod >= 0 else -((-prod) // count)
-                        new_ratio = new_usage / target
-                        proposal = current
-                        if not (lo <= new_ratio <= hi) and not (ratio > 1.0 and new_ratio < 1.0):
-                            r = _ceil32(new_ratio * count)
-                            if not (new_ratio > 1.0 and r < current):
-                                proposal = r
-                    elif lo <= ratio <= hi:
-                        proposal = current
-                    else:
-                        proposal = _ceil32(ratio * ready)
+                    proposal = plain_metric_count(current, usage * ready, ready, target, ready, unready, 0, tol)
                 elif kind == 1:
-                    usage = millis[i]
-                    status = len(ready_at)
-                    den = target * status
-                    ratio = usage / den if den else (math.inf if usage > 0 else math.nan)
-                    proposal = status if lo <= ratio <= hi else _ceil32(usage / target)
-                else:
-                    ratio = millis[i] / target
-                    if lo <= ratio <= hi:
-                        proposal = current
-                    elif not ready_at:
+                    proposal = per_pod_total_count(len(ready_at), millis[i], target, tol)
+                else:   # (no pods at all: None, the calculator's error once the ready count is needed)
+                    counted = usage_ratio_count(current, millis[i], target, ready if ready_at else None, tol)
+                    if counted is None:
                         invalid += 1
                         continue
-                    else:
-                        proposal = _ceil32(ratio * ready)
+                    proposal = counted
                 if best == 0 or proposal > best:
                     best = proposal
             if invalid >= m or (invalid and best < current):
@@ -287,26 +264,16 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
                 if behavior is None:
                     stabilized = windows[0].extreme(now, rec)
                     windows[0].push(now, rec)
-                    limit = int(max(2.0 * current, 4.0))
-                    maximum = limit if max_r > limit else max_r
-                    desired = min_r if stabilized < min_r else (maximum if stabilized > maximum else stabilized)
+                    desired = legacy_limit(current, stabilized, min_r, max_r)[0]
                 else:
                     up_rec = windows[0].extreme(now, rec)
                     down_rec = windows[1].extreme(now, rec)
                     windows[0].push(now, rec)
                     windows[1].push(now, rec)
-                    stabilized = min(max(current, up_rec), down_rec)
-                    if stabilized != current:   # the policies: the engine's own functions, on its events
-                        moment = grid.at(i)
-                        ups, downs = scales.scale_up_events, scales.scale_down_events
-                        if stabilized > current:
-                            limit = max(scale_up_limit(current, ups, downs, behavior.scale_up, moment), current)
-                            desired = min(stabilized, max_r if max_r <= limit else limit)
-                        else:
-                            limit = min(scale_down_limit(current, ups, downs, behavior.scale_down, moment), current)
-                            desired = max(stabilized, min_r if min_r >= limit else limit)
-                    else:
-                        desired = stabilized
+                    desired = stabilized_with_behaviors(current, up_rec, down_rec)
+                    if desired != current:   # (the limit keeps an unchanged count: no event history to read)
+                        desired = limit_with_behaviors(spec, current, desired, min_r, scales.scale_up_events,
+                                                       scales.scale_down_events, grid.at(i))[0]
         if desired != current:
             scales = record_scale(scales, grid.at(i), current, desired, spec)
             out.events.append(ScaleStep(i, grid.at(i), current, desired))
