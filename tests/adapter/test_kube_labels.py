@@ -16,6 +16,7 @@ from kubesim.apiserver import KubeSim
 from promscaler.selectors import parse_selector
 from promscaler.status import ServiceUnavailable
 
+from ..support import kubectl_ok
 from .conftest import RULES, AdapterProcess, approx
 
 PATH = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/%2A/http_requests"
@@ -163,18 +164,12 @@ async def test_a_resource_the_server_does_not_serve_answers_503_and_warns_once(s
 def test_through_the_aggregation_layer_with_kubectl(adapter_k8s, sim, promql):
     """kubectl -> KubeSim's aggregator (APIService-style proxy) -> adapter, as the HPA controller reaches it."""
     import json
-    import subprocess
-
-    from .conftest import ROOT
 
     sim.set_aggregated_api("custom.metrics.k8s.io", adapter_k8s.url)
     try:
-        out = subprocess.run(
-            [str(ROOT / ".venv" / "bin" / "kubectl"), "--kubeconfig", sim.kubeconfig_path, "get", "--raw",
-             "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/*/http_requests?labelSelector=app%3Dweb"],
-            capture_output=True, text=True, timeout=30)
-        assert out.returncode == 0, out.stderr
-        got = {i["describedObject"]["name"]: i["value"] for i in json.loads(out.stdout)["items"]}
+        out = kubectl_ok(sim.kubeconfig_path, "get", "--raw",
+                         "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/*/http_requests?labelSelector=app%3Dweb")
+        got = {i["describedObject"]["name"]: i["value"] for i in json.loads(out)["items"]}
         expected = promql.by(RATE, "pod")
         assert set(got) == {"web-1", "web-2", "web-3"} and all(approx(got[p], expected[p]) for p in got)
     finally:

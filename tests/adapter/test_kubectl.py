@@ -6,9 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from .conftest import ROOT, approx
-
-KUBECTL = str(ROOT / ".venv" / "bin" / "kubectl")
+from ..support import run_kubectl
+from .conftest import approx
 
 
 def kubectl_raw(adapter, path: str, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -19,8 +18,7 @@ def kubectl_raw(adapter, path: str, tmp_path: Path) -> subprocess.CompletedProce
         "users": [{"name": "anyone", "user": {}}],
         "contexts": [{"name": "adapter", "context": {"cluster": "adapter", "user": "anyone"}}],
     }))
-    return subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), "get", "--raw", path],
-                          capture_output=True, text=True, timeout=30)
+    return run_kubectl(kubeconfig, "get", "--raw", path)
 
 
 def test_kubectl_reads_custom_metrics(adapter, promql, tmp_path):

@@ -5,17 +5,12 @@ prompt scale."""
 
 from __future__ import annotations
 
-import subprocess
-
-from .conftest import NS, ROOT, autoscaler, deployment, eventually, external_metric, replicas, running, settings
-
-KUBECTL = str(ROOT / ".venv" / "bin" / "kubectl")
+from ..support import kubectl_ok
+from .conftest import NS, autoscaler, deployment, eventually, external_metric, replicas, running, settings
 
 
 def annotate(sim, *args: str) -> None:
-    out = subprocess.run([KUBECTL, "--kubeconfig", sim.kubeconfig_path, "-n", NS, "annotate", "--overwrite",
-                          "has", "worker", *args], capture_output=True, text=True, timeout=30)
-    assert out.returncode == 0, out.stderr
+    kubectl_ok(sim.kubeconfig_path, "-n", NS, "annotate", "--overwrite", "has", "worker", *args)
 
 
 async def test_pause_annotations_take_effect_without_waiting_for_the_sync_period(sim, fake) -> None:

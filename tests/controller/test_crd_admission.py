@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import subprocess
 from typing import Any
 
 import cel
@@ -17,9 +16,9 @@ import pytest
 import yaml
 from kubernetes import client
 
+from ..support import kubectl_ok
 from .conftest import NS, ROOT, autoscaler, deployment, eventually, external_metric, pods_metric, running, settings
 
-KUBECTL = str(ROOT / ".venv" / "bin" / "kubectl")
 CRD = yaml.safe_load((ROOT / "apiservice/horizontalautoscaler-crd.yaml").read_text())
 
 
@@ -185,10 +184,7 @@ def test_refused_update_leaves_the_object(api, sim) -> None:
 # --- kubectl get ---------------------------------------------------------------------------------
 
 def _kubectl(sim, *args: str) -> str:
-    out = subprocess.run([KUBECTL, "--kubeconfig", sim.kubeconfig_path, *args], capture_output=True, text=True,
-                         timeout=30)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
+    return kubectl_ok(sim.kubeconfig_path, *args)
 
 
 async def test_kubectl_get_prints_the_hpa_columns(sim, fake) -> None:

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-import subprocess
 
+from ..support import kubectl_ok
 from .conftest import (
     NS,
-    ROOT,
     autoscaler,
     deployment,
     events,
@@ -23,7 +22,6 @@ from .conftest import (
     status,
 )
 
-KUBECTL = str(ROOT / ".venv" / "bin" / "kubectl")
 HITS = {"type": "Object", "object": {"describedObject": {"apiVersion": "v1", "kind": "Service", "name": "web"},
                                      "metric": {"name": "hits"}, "target": {"type": "Value", "value": "10"}}}
 HITS_AVG = {"type": "Object", "object": {"describedObject": {"apiVersion": "v1", "kind": "Service", "name": "web"},
@@ -39,10 +37,7 @@ QUEUE_VALUE = {"type": "External", "external": {"metric": {"name": "queue"},
 
 
 def describe(sim, *what: str) -> str:
-    done = subprocess.run([KUBECTL, "--kubeconfig", sim.kubeconfig_path, "describe", *what, "-n", NS],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    return kubectl_ok(sim.kubeconfig_path, "describe", *what, "-n", NS)
 
 
 def section(text: str, start: str, end: str) -> list[str]:

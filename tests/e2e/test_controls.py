@@ -6,7 +6,6 @@ Expected counts come from the rules as documented and the HPA's arithmetic by ha
 
 from __future__ import annotations
 
-import subprocess
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -16,12 +15,12 @@ import pytest
 
 from promscaler.times import parse_time
 
-from .conftest import NS, ROOT, controller, eventually, syncs
+from ..support import kubectl_ok
+from .conftest import NS, controller, eventually, syncs
 from .test_used_by import deployment, replicas
 
 pytestmark = pytest.mark.e2e
 
-KUBECTL = str(ROOT / ".venv" / "bin" / "kubectl")
 QUEUE = {"type": "External", "external": {
     "metric": {"name": "queue_messages_ready", "selector": {"matchLabels": {"queue": "jobs"}}},
     "target": {"type": "AverageValue", "averageValue": "10"}}}
@@ -45,10 +44,7 @@ def condition(sim: Any, name: str, ctype: str) -> dict[str, Any]:
 
 
 def kubectl(sim: Any, *args: str) -> str:
-    out = subprocess.run([KUBECTL, "--kubeconfig", sim.kubeconfig_path, "-n", NS, *args], capture_output=True,
-                         text=True, timeout=30)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
+    return kubectl_ok(sim.kubeconfig_path, "-n", NS, *args)
 
 
 def prometheus_queue(exporter: Any) -> float | None:

@@ -15,6 +15,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubesim.apiserver import KubeSim
 
+from ..support import run_kubectl
 from .kubesim_objects import deployment, pod
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -294,8 +295,7 @@ def test_crd_registers_a_new_resource(sim: KubeSim, ns: str, api: client.ApiClie
 
 
 def kubectl(sim: KubeSim, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([".venv/bin/kubectl", "--kubeconfig", sim.kubeconfig_path, *args],
-                          capture_output=True, text=True, timeout=60)
+    return run_kubectl(sim.kubeconfig_path, *args)
 
 
 def test_kubectl(sim: KubeSim, ns: str) -> None:

@@ -15,6 +15,8 @@ from kubernetes.aio import client as aclient
 
 from kubesim.apiserver import KubeSim
 
+from ..support import run_kubectl
+
 
 async def test_astart_serves_in_the_callers_loop() -> None:
     async with KubeSim(ready_delay=0) as sim:
@@ -74,8 +76,7 @@ def test_cli(tmp_path: Path) -> None:
     try:
         line = proc.stdout.readline()
         assert line.startswith("kubesim serving on http://127.0.0.1:"), line + proc.stderr.read()
-        out = subprocess.run([".venv/bin/kubectl", "--kubeconfig", str(kubeconfig), "get", "ns", "-o", "name"],
-                             capture_output=True, text=True, timeout=60)
+        out = run_kubectl(kubeconfig, "get", "ns", "-o", "name")
         assert "namespace/default" in out.stdout.split(), out.stderr
     finally:
         proc.send_signal(signal.SIGTERM)

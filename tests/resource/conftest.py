@@ -19,7 +19,6 @@ from kubesim.prometheus import PrometheusServer, start_backfilled
 from kubesim.resourceseries import DEFAULT_RESOURCE_RULES, Container, NodeSeries, PodSeries, openmetrics
 
 ROOT = Path(__file__).resolve().parents[2]
-KUBECTL = str(ROOT / ".venv" / "bin" / "kubectl")
 MiB = 1024 * 1024
 
 # CPU rates end in half a milli-core, so truncation (not rounding up) shows in every value.

@@ -3,19 +3,15 @@ adapter: the columns kubectl prints, against the same PromQL asked of Prometheus
 
 from __future__ import annotations
 
-import subprocess
-
 from kubesim.apiserver import KubeSim
 
-from .conftest import KUBECTL, PromQL
+from ..support import kubectl_ok
+from .conftest import PromQL
 from .test_resource_values import CPU, MEMORY, NODE_CPU, NODE_MEMORY
 
 
 def top(sim: KubeSim, *args: str) -> list[list[str]]:
-    out = subprocess.run([KUBECTL, "--kubeconfig", sim.kubeconfig_path, "top", *args],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.strip().splitlines()
+    lines = kubectl_ok(sim.kubeconfig_path, "top", *args).strip().splitlines()
     return [line.split() for line in lines[1:]]
 
 
