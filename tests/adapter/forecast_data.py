@@ -16,10 +16,13 @@ Yesterday ("before" until T0 - 1d + 20m, "after" from then) and today (T0 - 2h .
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import yaml
+
+from kubesim.prometheus import PrometheusServer, start_backfilled
 
 DAY = 86400
 STEP = 30
@@ -141,3 +144,11 @@ def openmetrics(t0: int) -> str:
             lines.extend(f"{name}{text} {v} {t}" for t, v in points)
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
+
+
+@contextlib.contextmanager
+def backfilled() -> Iterator[tuple[PrometheusServer, int]]:
+    """(a real Prometheus holding this history, its T0): one set-up for every test that reads it."""
+    t0 = start_time()
+    with start_backfilled(openmetrics(t0)) as prom:
+        yield prom, t0

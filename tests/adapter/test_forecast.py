@@ -22,7 +22,7 @@ from adapter.rulecheck import check_queries
 from adapter.rules import Forecast, RuleError, parse_rules
 from adapter.settings import parse_settings
 from kubesim.apiserver import KubeSim
-from kubesim.prometheus import PrometheusServer, start_backfilled
+from kubesim.prometheus import PrometheusServer
 from promscaler.quantity import parse_quantity
 
 from . import forecast_data as fd
@@ -35,15 +35,19 @@ EXTERNAL = "/apis/external.metrics.k8s.io/v1beta1"
 
 
 @pytest.fixture(scope="module")
-def t0() -> int:
-    return fd.start_time()
+def known() -> Iterator[tuple[PrometheusServer, int]]:
+    with fd.backfilled() as known:
+        yield known
 
 
 @pytest.fixture(scope="module")
-def history(t0: int) -> Iterator[PrometheusServer]:
-    prom = start_backfilled(fd.openmetrics(t0))
-    yield prom
-    prom.close()
+def t0(known: tuple[PrometheusServer, int]) -> int:
+    return known[1]
+
+
+@pytest.fixture(scope="module")
+def history(known: tuple[PrometheusServer, int]) -> PrometheusServer:
+    return known[0]
 
 
 @pytest.fixture(scope="module")

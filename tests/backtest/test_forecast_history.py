@@ -16,7 +16,7 @@ from adapter.rules import parse_rules
 from autoscaler.backtest.history import Fetcher, Grid
 from autoscaler.backtest.queries import metric_query
 from autoscaler.decision.spec import parse_spec
-from kubesim.prometheus import PrometheusServer, start_backfilled
+from kubesim.prometheus import PrometheusServer
 from tests.adapter import forecast_data as fd
 
 STEPS = 6  # T0 - 5m .. T0, one a minute: inside every hand-worked window
@@ -24,10 +24,8 @@ STEPS = 6  # T0 - 5m .. T0, one a minute: inside every hand-worked window
 
 @pytest.fixture(scope="module")
 def known() -> Iterator[tuple[PrometheusServer, int]]:
-    t0 = fd.start_time()
-    prom = start_backfilled(fd.openmetrics(t0))
-    yield prom, t0
-    prom.close()
+    with fd.backfilled() as known:
+        yield known
 
 
 def fetched(known: tuple[PrometheusServer, int], metric: dict) -> tuple[str, str, np.ndarray, np.ndarray]:

@@ -149,9 +149,7 @@ def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path:
     from autoscaler.backtest.specs import load_specs
     from tests.adapter import forecast_data as fd
 
-    t0 = fd.start_time()
-    prom = start_backfilled(fd.openmetrics(t0))
-    try:
+    with fd.backfilled() as (prom, t0):
         rules = tmp_path / "rules.yaml"
         rules.write_text(fd.RULES)
         selector = {"matchLabels": {"queue": "orders"}}
@@ -164,8 +162,6 @@ def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path:
         args = tunecli._parser().parse_args([str(path), "--prometheus-url", prom.url, "--rules", str(rules),
                                              "--from", str(t0 - 300), "--to", str(t0), "--step", "60s"])
         h = cli.read_histories(args, load_specs(str(path)), io.StringIO(), (600.0,))
-    finally:
-        prom.close()
     plan = h.plans[0]
     assert h.data[plan.queries[1].promql].total.tolist() == pytest.approx([45.0] * 6)
     assert h.data[plan.variants[600.0][1].promql].total.tolist() == pytest.approx([15.0] * 6)
