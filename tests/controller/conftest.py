@@ -3,6 +3,8 @@ controllers run in the test's event loop against the sim through the real kubern
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +37,23 @@ def pods_matching(sim: KubeSim, ns: str, selector: str) -> list[str]:
                   if sel.matches(p["metadata"].get("labels") or {}) and not p["metadata"].get("deletionTimestamp"))
 
 
-@pytest.fixture
-def fake(sim):
+@contextlib.contextmanager
+def metrics_upstream(sim: KubeSim) -> Iterator[FakeMetrics]:
+    """A fake metrics upstream for `sim`'s pods behind its custom and external aggregation: one set-up
+    for the clusters with the CRD and those without."""
     f = FakeMetrics(lambda ns, sel: pods_matching(sim, ns, sel)).start()
     sim.set_aggregated_api("custom.metrics.k8s.io", f.url)
     sim.set_aggregated_api("external.metrics.k8s.io", f.url)
-    yield f
-    f.stop()
+    try:
+        yield f
+    finally:
+        f.stop()
+
+
+@pytest.fixture
+def fake(sim):
+    with metrics_upstream(sim) as f:
+        yield f
 
 
 def deployment(name: str, replicas: int, ns: str = NS) -> dict[str, Any]:

@@ -25,8 +25,18 @@ import yaml
 from kubesim.apiserver import KubeSim
 from promscaler.times import format_time
 
-from .conftest import NS, ROOT, autoscaler, deployment, eventually, pods_matching, pods_metric, running, settings
-from .fakemetrics import FakeMetrics
+from .conftest import (
+    NS,
+    ROOT,
+    autoscaler,
+    deployment,
+    eventually,
+    metrics_upstream,
+    pods_matching,
+    pods_metric,
+    running,
+    settings,
+)
 
 HPA_API = ("autoscaling/v2", "HorizontalPodAutoscaler")
 KEY = ("HorizontalPodAutoscaler", NS, "web")
@@ -75,11 +85,8 @@ def bare():
 
 @pytest.fixture
 def metrics(bare):
-    f = FakeMetrics(lambda ns, sel: pods_matching(bare, ns, sel)).start()
-    bare.set_aggregated_api("custom.metrics.k8s.io", f.url)
-    bare.set_aggregated_api("external.metrics.k8s.io", f.url)
-    yield f
-    f.stop()
+    with metrics_upstream(bare) as f:
+        yield f
 
 
 class RealHpa:
