@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -18,15 +20,45 @@ from .test_reconcile import per_pod
 LEASE = dict(leader_elect=True, lease_duration=2.0, renew_deadline=1.5, retry_period=0.2, lease_name="promscaler-test")
 
 
+@dataclass
+class Instances:
+    """Two controllers contending for the test lease, each with its own API client."""
+
+    kubes: list[Kube]
+    controllers: list[Controller]
+    stops: list[asyncio.Event]
+    tasks: list[asyncio.Task] = field(default_factory=list)
+
+    def start(self, i: int) -> None:
+        """Run instance `i` until its stop event is set (tasks in the order started)."""
+        self.tasks.append(asyncio.create_task(self.controllers[i].run(self.stops[i])))
+
+
+@contextlib.asynccontextmanager
+async def two_instances(sim, lease: dict[str, Any]) -> AsyncIterator[Instances]:
+    """Two instances with `lease`'s election settings; on exit all stopped and their clients closed,
+    whatever the test did to them."""
+    kubes = [Kube(await load_configuration(sim.kubeconfig_path)) for _ in range(2)]
+    two = Instances(kubes, [Controller(k, settings(identity=f"instance-{i}", **lease)) for i, k in enumerate(kubes)],
+                    [asyncio.Event(), asyncio.Event()])
+    try:
+        yield two
+    finally:
+        for s in two.stops:
+            s.set()
+        await asyncio.gather(*two.tasks, return_exceptions=True)
+        for k in kubes:
+            await k.close()
+
+
 async def test_two_instances_elect_one_leader_and_the_other_takes_over(sim, fake):
     sim.apply(deployment("web", 2))
     fake.pods[(NS, "http_requests")] = per_pod(2000)
     sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
-    kubes = [Kube(await load_configuration(sim.kubeconfig_path)) for _ in range(2)]
-    controllers = [Controller(k, settings(identity=f"instance-{i}", **LEASE)) for i, k in enumerate(kubes)]
-    stops = [asyncio.Event(), asyncio.Event()]
-    tasks = [asyncio.create_task(c.run(s)) for c, s in zip(controllers, stops, strict=True)]
-    try:
+    async with two_instances(sim, LEASE) as two:
+        controllers, stops, tasks = two.controllers, two.stops, two.tasks
+        two.start(0)
+        two.start(1)
         leader = await eventually(lambda: next((c for c in controllers if c.is_leader), None))
         await more_syncs(leader)  # a few sync periods (several retry periods): still one leader, only it syncs
         standby = next(c for c in controllers if c is not leader)
@@ -46,12 +78,6 @@ async def test_two_instances_elect_one_leader_and_the_other_takes_over(sim, fake
         fake.pods[(NS, "http_requests")] = per_pod(4000)  # the new leader acts on new load
         await eventually(lambda: replicas(sim, "web") == 8)
         await eventually(lambda: standby.syncs > 0)
-    finally:
-        for s in stops:
-            s.set()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for k in kubes:
-            await k.close()
 
 
 def lease_renewals(sim) -> Callable[[], set[str]]:
@@ -67,30 +93,22 @@ def lease_renewals(sim) -> Callable[[], set[str]]:
 
 
 async def test_a_partitioned_leader_steps_down_and_the_standby_takes_over_after_the_lease_expires(sim, fake):
-    kubes = [Kube(await load_configuration(sim.kubeconfig_path)) for _ in range(2)]
     lease = {**LEASE, "lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.3}
-    controllers = [Controller(k, settings(identity=f"instance-{i}", **lease)) for i, k in enumerate(kubes)]
-    stops = [asyncio.Event(), asyncio.Event()]
-    tasks = [asyncio.create_task(controllers[0].run(stops[0]))]
-    try:
+    async with two_instances(sim, lease) as two:
+        controllers = two.controllers
+        two.start(0)
         await eventually(lambda: controllers[0].is_leader)
-        tasks.append(asyncio.create_task(controllers[1].run(stops[1])))
+        two.start(1)
         renewed = lease_renewals(sim)
         # the leader renews twice (two retry periods of the standby's tries): the standby stays standby
         await eventually(lambda: len(renewed()) >= 3, timeout=10)
         assert not controllers[1].is_leader
         loop = asyncio.get_running_loop()
         cut = loop.time()
-        await kubes[0].close()  # the leader loses the API server: it cannot renew, nor release
+        await two.kubes[0].close()  # the leader loses the API server: it cannot renew, nor release
         await eventually(lambda: not controllers[0].is_leader, timeout=10)  # steps down after the renew deadline
         await eventually(lambda: controllers[1].is_leader, timeout=10)
         assert loop.time() - cut > 1.5  # the standby waited for the 3 s lease to run out
-    finally:
-        for s in stops:
-            s.set()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for k in kubes:
-            await k.close()
 
 
 @contextlib.asynccontextmanager
