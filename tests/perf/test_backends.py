@@ -8,7 +8,7 @@ import json
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlparse
 
 import bcrypt
@@ -47,18 +47,24 @@ def _auth_config(tmp_path, server: str, user: dict) -> str:
     return str(path)
 
 
+def answers_as_prometheus(adapter: AdapterProcess, url: str, **direct_kw: Any) -> None:
+    """PATH through the adapter is EXPR asked of the Prometheus at `url` directly (to the quantity's milli):
+    the one check every way of reaching a backend must pass."""
+    resp = adapter.get(PATH)
+    assert resp.status_code == 200, resp.text
+    expected = direct(url, EXPR, **direct_kw)["web-3"]
+    assert abs(float(parse_quantity(resp.json()["items"][0]["value"])) - expected) < 0.0011
+
+
 def test_prefix_and_basic_auth(guarded_prometheus, rules_file, tmp_path):
     url = guarded_prometheus.url
     assert url.endswith(PREFIX)
     assert httpx.get(f"{url}/api/v1/query", params={"query": "1"}).status_code == 401  # really guarded
-    expected = direct(url, EXPR, auth=(USER, PASSWORD))["web-3"]
     auth = _auth_config(tmp_path, url, {"username": USER, "password": PASSWORD})
     adapter = AdapterProcess("--prometheus-url", url, "--prometheus-auth-config", auth, "--config", str(rules_file),
                              "--query-cache-ttl", "0").wait_ready()
     try:
-        resp = adapter.get(PATH)
-        assert resp.status_code == 200, resp.text
-        assert abs(float(parse_quantity(resp.json()["items"][0]["value"])) - expected) < 0.0011
+        answers_as_prometheus(adapter, url, auth=(USER, PASSWORD))
         assert len(adapter.get("/apis/custom.metrics.k8s.io/v1beta1").json()["resources"]) >= 8  # discovery too
     finally:
         adapter.stop()
@@ -139,10 +145,7 @@ def test_bearer_token_timeout_and_extra_params(token_proxy, prometheus, rules_fi
                              "--prometheus-timeout", "7s", "--prometheus-verb", verb, "--config", str(rules_file),
                              "--query-cache-ttl", "0").wait_ready()
     try:
-        resp = adapter.get(PATH)
-        assert resp.status_code == 200, resp.text
-        expected = direct(prometheus.url, EXPR)["web-3"]
-        assert abs(float(parse_quantity(resp.json()["items"][0]["value"])) - expected) < 0.0011
+        answers_as_prometheus(adapter, prometheus.url)
     finally:
         adapter.stop()
     seen = _TokenProxy.seen
@@ -171,10 +174,7 @@ def test_tls_with_a_private_ca(prometheus, rules_file, tmp_path):
                                  "--query-cache-ttl", "0").wait_ready()
         try:
             for _ in range(3):  # the same pooled TLS connection serves several queries
-                resp = adapter.get(PATH)
-                assert resp.status_code == 200, resp.text
-            expected = direct(prometheus.url, EXPR)["web-3"]
-            assert abs(float(parse_quantity(resp.json()["items"][0]["value"])) - expected) < 0.0011
+                answers_as_prometheus(adapter, prometheus.url)
         finally:
             adapter.stop()
         untrusted = AdapterProcess("--prometheus-url", url, "--prometheus-token-file", str(token),
