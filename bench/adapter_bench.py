@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -669,6 +669,41 @@ def markdown(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+STEPS = {"overhead": "1/4 overhead", "overhead_tls": "one pod, TLS + front-proxy", "hpa": "HPA pattern",
+         "startup": "start-up", "startup_connected": "start-up connected to a cluster", "load": "2/4 load",
+         "load_tls": "load, TLS + front-proxy", "discovery": "3/4 discovery", "selector": "4/4 label-selector lookups"}
+
+
+@contextlib.contextmanager
+def bench_world() -> Iterator[tuple[PrometheusServer, Path, Path]]:
+    """(Prometheus holding the generated data, the query rules file, the work directory): what every
+    figure runs against, for the full run and `--only` alike; all removed on exit."""
+    with tempfile.TemporaryDirectory(prefix="adapter-bench-") as tmp:
+        workdir = Path(tmp)
+        rules = workdir / "rules.yaml"
+        rules.write_text(data.QUERY_RULES)
+        prom = start_prometheus(workdir)
+        try:
+            yield prom, rules, workdir
+        finally:
+            prom.close()
+
+
+def figures(prom: PrometheusServer, rules: Path, workdir: Path, quick: bool, baseline: str | None,
+            baseline_scales: list[str]) -> dict[str, Callable[[], dict]]:
+    """Each figure's measurement by its `--only` name, in the order of the full run: one list for both."""
+    rounds, load_seconds = (100, 5) if quick else (500, 15)
+    return {"overhead": lambda: bench_overhead(prom, rules, rounds),
+            "overhead_tls": lambda: bench_overhead_tls(prom, rules, workdir, rounds),
+            "hpa": lambda: bench_hpa_pattern(prom, rules, 10 if quick else 20),
+            "startup": lambda: bench_startup(prom, workdir, 3 if quick else 7, baseline),
+            "startup_connected": lambda: bench_startup_connected(prom, workdir, 3 if quick else 7, baseline),
+            "load": lambda: bench_load(prom, rules, load_seconds),
+            "load_tls": lambda: bench_load_tls(prom, rules, workdir, load_seconds),
+            "discovery": lambda: bench_discovery(prom, workdir, list(data.DISCOVERY_SCALES), baseline_scales),
+            "selector": lambda: bench_selector(prom, rules, max(5, rounds // 20))}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer rounds, shorter load, no 100k/200k series baseline")
@@ -681,50 +716,21 @@ def main(argv: list[str] | None = None) -> int:
     only = set(filter(None, args.only.split(",")))
     if only:
         return _only(only, args.quick, args.startup_baseline or None)
-    rounds, load_seconds = (100, 5) if args.quick else (500, 15)
     baseline_scales = ["10k"] if args.quick else ["10k", "100k", "200k"]
     RESULTS.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="adapter-bench-") as tmp:
-        workdir = Path(tmp)
-        rules = workdir / "rules.yaml"
-        rules.write_text(data.QUERY_RULES)
-        prom = start_prometheus(workdir)
-        try:
-            log(f"Prometheus ready at {prom.url}")
-            result: dict = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
-                                       f"Python {platform.python_version()}",
-                            "quick": args.quick}
-            log("1/4 overhead")
-            result["overhead"] = bench_overhead(prom, rules, rounds)
-            log(f"   {result['overhead']}")
-            log("one pod, TLS + front-proxy")
-            result["overhead_tls"] = bench_overhead_tls(prom, rules, workdir, rounds)
-            log(f"   {result['overhead_tls']}")
-            log("HPA pattern")
-            result["hpa"] = bench_hpa_pattern(prom, rules, 10 if args.quick else 20)
-            log(f"   {result['hpa']}")
-            log("start-up")
-            result["startup"] = bench_startup(prom, workdir, 3 if args.quick else 7, args.startup_baseline or None)
-            log(f"   {result['startup']}")
-            log("start-up connected to a cluster")
-            result["startup_connected"] = bench_startup_connected(prom, workdir, 3 if args.quick else 7,
-                                                                  args.startup_baseline or None)
-            log(f"   {result['startup_connected']}")
-            log("2/4 load")
-            result["load"] = bench_load(prom, rules, load_seconds)
-            log(f"   {result['load']}")
-            log("load, TLS + front-proxy")
-            result["load_tls"] = bench_load_tls(prom, rules, workdir, load_seconds)
-            log(f"   {result['load_tls']}")
-            log("3/4 discovery")
-            result["discovery"] = bench_discovery(prom, workdir, list(data.DISCOVERY_SCALES), baseline_scales)
-            log("4/4 label-selector lookups")
-            result["selector"] = bench_selector(prom, rules, max(5, rounds // 20))
-            log(f"   {result['selector']}")
-        finally:
-            prom.close()
+    with bench_world() as (prom, rules, workdir):
+        log(f"Prometheus ready at {prom.url}")
+        result: dict = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
+                                   f"Python {platform.python_version()}",
+                        "quick": args.quick}
+        for name, run in figures(prom, rules, workdir, args.quick, args.startup_baseline or None,
+                                 baseline_scales).items():
+            log(STEPS[name])
+            result[name] = run()
+            if name != "discovery":  # discovery logs each scale as it goes
+                log(f"   {result[name]}")
     result["duration_s"] = round(time.perf_counter() - began, 1)
     result["goals"] = [{"figure": f, "measured": m, "goal": g, "met": met} for f, m, g, met in rows(result)]
     (RESULTS / "adapter.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -737,32 +743,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _only(only: set[str], quick: bool, baseline: str | None) -> int:
-    rounds, load_seconds = (100, 5) if quick else (500, 15)
-    with tempfile.TemporaryDirectory(prefix="adapter-bench-") as tmp:
-        workdir = Path(tmp)
-        rules = workdir / "rules.yaml"
-        rules.write_text(data.QUERY_RULES)
-        prom = start_prometheus(workdir)
-        try:
-            runs = {"overhead": lambda: bench_overhead(prom, rules, rounds),
-                    "overhead_tls": lambda: bench_overhead_tls(prom, rules, workdir, rounds),
-                    "hpa": lambda: bench_hpa_pattern(prom, rules, 10 if quick else 20),
-                    "startup": lambda: bench_startup(prom, workdir, 3 if quick else 7, baseline),
-                    "startup_connected": lambda: bench_startup_connected(prom, workdir, 3 if quick else 7, baseline),
-                    "load": lambda: bench_load(prom, rules, load_seconds),
-                    "load_tls": lambda: bench_load_tls(prom, rules, workdir, load_seconds),
-                    "discovery": lambda: bench_discovery(prom, workdir, list(data.DISCOVERY_SCALES), ["10k"]),
-                    "selector": lambda: bench_selector(prom, rules, max(5, rounds // 20))}
-            found = {}
-            for name in only:
-                found[name] = runs[name]()
-                print(name, json.dumps(found[name]))
-            RESULTS.mkdir(parents=True, exist_ok=True)
-            found["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-            found["load_average"] = os.getloadavg()
-            (RESULTS / f"adapter-{'-'.join(sorted(only))}.json").write_text(json.dumps(found, indent=2) + "\n")
-        finally:
-            prom.close()
+    with bench_world() as (prom, rules, workdir):
+        runs = figures(prom, rules, workdir, quick, baseline, ["10k"])
+        found = {}
+        for name in only:
+            found[name] = runs[name]()
+            print(name, json.dumps(found[name]))
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        found["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        found["load_average"] = os.getloadavg()
+        (RESULTS / f"adapter-{'-'.join(sorted(only))}.json").write_text(json.dumps(found, indent=2) + "\n")
     return 0
 
 
