@@ -17,6 +17,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import yaml
+
+from kubesim.adapterrules import counter_rate_rule
+
 NAMESPACE = "bench"
 POD_COUNT = 1000
 LOAD_NAMESPACE = "load"
@@ -101,24 +105,12 @@ def write_openmetrics(path: Path, now: float | None = None) -> int:
     return n
 
 
-QUERY_RULES = """\
-rules:
-- seriesQuery: '{__name__=~"bench_.*_total",namespace!="",pod!=""}'
-  resources:
-    overrides:
-      namespace: {resource: namespace}
-      pod: {resource: pod}
-  name:
-    matches: "^(.*)_total$"
-    as: "${1}"
-  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'
-- seriesQuery: 'bench_sel_inflight{namespace!="",pod!=""}'
-  resources:
-    overrides:
-      namespace: {resource: namespace}
-      pod: {resource: pod}
-  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-"""
+QUERY_RULES = yaml.safe_dump({"rules": [
+    counter_rate_rule('{__name__=~"bench_.*_total",namespace!="",pod!=""}'),
+    {"seriesQuery": 'bench_sel_inflight{namespace!="",pod!=""}',
+     "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+     "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"},
+]})
 
 
 def discovery_rules(label: str) -> str:

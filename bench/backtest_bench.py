@@ -28,6 +28,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoscaler.backtest import cli
+from kubesim.adapterrules import counter_rate_rule
 from kubesim.prometheus import start_backfilled
 
 GOAL = 30.0
@@ -35,12 +36,7 @@ STEP = 15
 PODS = 6
 NS = "shop"
 RULES = {
-    "rules": [{
-        "seriesQuery": 'http_requests_total{namespace!="",pod!=""}',
-        "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-        "name": {"matches": "^(.*)_total$", "as": "${1}"},
-        "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)",
-    }],
+    "rules": [counter_rate_rule('http_requests_total{namespace!="",pod!=""}', "2m")],
     "externalRules": [{
         "seriesQuery": 'queue_messages_ready{queue!=""}',
         "resources": {"overrides": {"namespace": {"resource": "namespace"}}},

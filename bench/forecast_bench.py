@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import httpx
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -32,6 +33,7 @@ from adapter.forecast import forecast_query, workload_pattern
 from adapter.naming import compile_rules
 from adapter.promql import resource_query, workload_query
 from adapter.rules import parse_rules
+from kubesim.adapterrules import counter_rate_rule
 from kubesim.prometheus import start_backfilled
 from promscaler.selectors import Selector
 
@@ -39,13 +41,7 @@ STEP = 15
 PODS = 20
 DAY = 86400
 SAFE = "bcdfghjklmnpqrstvwxz2456789"
-RULES = """
-rules:
-- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
-  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
-  name: {matches: "^(.*)_total$", as: "${1}"}
-  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'
-"""
+RULE = counter_rate_rule('http_requests_total{namespace!="",pod!=""}', "2m")
 FORECASTS = {
     "seasonal 1d": "{method: seasonal, season: 1d, horizon: 5m}",
     "seasonal 7d": "{method: seasonal, season: 7d, horizon: 5m}",
@@ -86,7 +82,8 @@ def main() -> None:
     today = [name(args.days - 1, p) for p in range(PODS)]
     queries: dict[str, str] = {}
     for label, block in FORECASTS.items():
-        rule = compile_rules(parse_rules(RULES + f"  forecast: {block}\n")).rules[0]
+        rules = yaml.safe_dump({"rules": [{**RULE, "forecast": yaml.safe_load(block)}]})
+        rule = compile_rules(parse_rules(rules)).rules[0]
         assert rule.rule.forecast is not None
         if not queries:
             queries["present (20 pods)"] = resource_query(rule, "http_requests_total", "pod", "namespace", "shop",

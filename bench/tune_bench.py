@@ -49,6 +49,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoscaler.backtest import cli, tunecli
+from kubesim.adapterrules import counter_rate_rule
 from kubesim.prometheus import start_backfilled
 
 STEP = 15            # the decision step (sync period)
@@ -59,13 +60,8 @@ REFERENCE = 40.0     # requests/s one pod carries
 PEAK = 800.0         # weekday afternoon requests/s
 SPEED_GOAL = 120.0
 SAFE = "bcdfghjklmnpqrstvwxz2456789"
-RULES = {"rules": [{
-    "seriesQuery": 'http_requests_total{namespace!="",pod!=""}',
-    "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-    "name": {"matches": "^(.*)_total$", "as": "${1}"},
-    "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)",
-    "forecast": {"method": "seasonal", "season": "7d", "horizon": "5m"},
-}]}
+RULES = {"rules": [{**counter_rate_rule('http_requests_total{namespace!="",pod!=""}', "2m"),
+                    "forecast": {"method": "seasonal", "season": "7d", "horizon": "5m"}}]}
 
 
 def load(t: float) -> float:

@@ -8,12 +8,11 @@ import time
 
 import yaml
 
+from kubesim.adapterrules import counter_rate_rule
+
 from .conftest import AdapterProcess
 
-GOOD = {"seriesQuery": 'http_requests_total{namespace!="",pod!=""}',
-        "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-        "name": {"matches": "^(.*)_total$", "as": "${1}"},
-        "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)"}
+GOOD = counter_rate_rule('http_requests_total{namespace!="",pod!=""}')
 NOTHING = {**GOOD, "seriesQuery": 'no_such_series_total{namespace!=""}'}
 BROKEN = {**GOOD, "seriesQuery": 'jobs_processed_total{namespace!="",pod!=""}',
           "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m]) by (<<.GroupBy>>)"}  # ")" misplaced

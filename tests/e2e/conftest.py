@@ -17,6 +17,7 @@ import yaml
 
 from autoscaler.controller.controller import Controller, Settings
 from autoscaler.decision.model import ControllerConfig
+from kubesim.adapterrules import counter_rate_rule
 from kubesim.apiserver import KubeSim
 from kubesim.net import free_port
 from kubesim.processes import AdapterProcess
@@ -29,12 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NS = "default"
 
 RULES = {
-    "rules": [{
-        "seriesQuery": 'http_requests_total{namespace!="",pod!=""}',
-        "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-        "name": {"matches": "^(.*)_total$", "as": "${1}"},
-        "metricsQuery": "sum(rate(<<.Series>>{<<.LabelMatchers>>}[10s])) by (<<.GroupBy>>)",
-    }],
+    "rules": [counter_rate_rule('http_requests_total{namespace!="",pod!=""}', "10s")],
     "externalRules": [{
         "seriesQuery": 'queue_messages_ready{queue!=""}',
         "resources": {"overrides": {"namespace": {"resource": "namespace"}}},

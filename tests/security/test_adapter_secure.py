@@ -13,26 +13,17 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from adapter.security import pki
+from kubesim.adapterrules import counter_rate_rule
 from kubesim.processes import AdapterProcess
 from kubesim.prometheus import start_backfilled
 
 HPA = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 METRIC = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/%2A/http_requests?labelSelector=app%3Dweb"
-RULES = """
-rules:
-- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
-  resources:
-    overrides:
-      namespace: {resource: namespace}
-      pod: {resource: pod}
-  name:
-    matches: "^(.*)_total$"
-    as: "${1}"
-  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'
-"""
+RULES = yaml.safe_dump({"rules": [counter_rate_rule('http_requests_total{namespace!="",pod!=""}')]})
 
 
 def _openmetrics(now: int) -> str:
