@@ -147,8 +147,7 @@ def openmetrics(t0: int) -> str:
 
 
 @contextlib.contextmanager
-def backfilled() -> Iterator[tuple[PrometheusServer, int]]:
-    """(a real Prometheus holding this history, its T0): one set-up for every test that reads it."""
-    t0 = start_time()
+def backfilled(t0: int) -> Iterator[PrometheusServer]:
+    """A real Prometheus holding this history around `t0`: one set-up for every test that reads it."""
     with start_backfilled(openmetrics(t0)) as prom:
-        yield prom, t0
+        yield prom

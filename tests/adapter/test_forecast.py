@@ -35,19 +35,14 @@ EXTERNAL = "/apis/external.metrics.k8s.io/v1beta1"
 
 
 @pytest.fixture(scope="module")
-def known() -> Iterator[tuple[PrometheusServer, int]]:
-    with fd.backfilled() as known:
-        yield known
+def t0() -> int:
+    return fd.start_time()
 
 
 @pytest.fixture(scope="module")
-def t0(known: tuple[PrometheusServer, int]) -> int:
-    return known[1]
-
-
-@pytest.fixture(scope="module")
-def history(known: tuple[PrometheusServer, int]) -> PrometheusServer:
-    return known[0]
+def history(t0: int) -> Iterator[PrometheusServer]:
+    with fd.backfilled(t0) as prom:
+        yield prom
 
 
 @pytest.fixture(scope="module")

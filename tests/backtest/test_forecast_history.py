@@ -24,8 +24,9 @@ STEPS = 6  # T0 - 5m .. T0, one a minute: inside every hand-worked window
 
 @pytest.fixture(scope="module")
 def known() -> Iterator[tuple[PrometheusServer, int]]:
-    with fd.backfilled() as known:
-        yield known
+    t0 = fd.start_time()
+    with fd.backfilled(t0) as prom:
+        yield prom, t0
 
 
 def fetched(known: tuple[PrometheusServer, int], metric: dict) -> tuple[str, str, np.ndarray, np.ndarray]:

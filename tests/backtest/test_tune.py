@@ -149,7 +149,8 @@ def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path:
     from autoscaler.backtest.specs import load_specs
     from tests.adapter import forecast_data as fd
 
-    with fd.backfilled() as (prom, t0):
+    t0 = fd.start_time()
+    with fd.backfilled(t0) as prom:
         rules = tmp_path / "rules.yaml"
         rules.write_text(fd.RULES)
         selector = {"matchLabels": {"queue": "orders"}}
