@@ -9,6 +9,8 @@ import pytest
 
 from autoscaler.controller.crd import build_crd, render, render_chart
 
+from .conftest import autoscaler, pods_metric
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -32,29 +34,12 @@ def _validate(obj):
 
 
 HA: dict[str, Any] = {
-    "apiVersion": "promscaler.io/v1alpha1",
-    "kind": "HorizontalAutoscaler",
-    "metadata": {"name": "web"},
-    "spec": {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-        "minReplicas": 1,
-        "maxReplicas": 10,
-        "metrics": [
-            {
-                "type": "Pods",
-                "pods": {
-                    "metric": {"name": "http_requests"},
-                    "target": {"type": "AverageValue", "averageValue": "500m"},
-                },
-            }
-        ],
-        "behavior": {
-            "scaleDown": {
-                "stabilizationWindowSeconds": 60,
-                "policies": [{"type": "Percent", "value": 50, "periodSeconds": 15}],
-            }
-        },
-    },
+    **autoscaler("web", "web", [pods_metric("http_requests", "500m")], behavior={
+        "scaleDown": {
+            "stabilizationWindowSeconds": 60,
+            "policies": [{"type": "Percent", "value": 50, "periodSeconds": 15}],
+        }
+    }),
     "status": {
         "currentReplicas": 2,
         "desiredReplicas": 3,
