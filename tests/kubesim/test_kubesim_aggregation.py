@@ -7,7 +7,6 @@ import datetime
 import ipaddress
 import json
 import ssl
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from kubesim.apiserver import KubeSim
 from kubesim.net import free_port, wait_http
 from promscaler import wire
 
+from ..support import kubectl_ok
 from .kubesim_objects import pod
 
 # --- auth reviews ----------------------------------------------------------------------------
@@ -117,14 +117,8 @@ def test_pod_metrics(sim: KubeSim, ns: str, api: client.ApiClient) -> None:
     assert exc.value.status == 404
     resources = httpx.get(f"{sim.url}/apis/metrics.k8s.io/v1beta1").json()["resources"]
     assert {r["name"]: r["kind"] for r in resources} == {"pods": "PodMetrics", "nodes": "NodeMetrics"}
-    top = subprocess.run(
-        [".venv/bin/kubectl", "--kubeconfig", sim.kubeconfig_path, "-n", ns, "top", "pods", "-l", "app=web"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert top.returncode == 0, top.stderr
-    assert [line.split() for line in top.stdout.splitlines()[1:]] == [["web-1", "250m", "200Mi"]]
+    top = kubectl_ok(sim.kubeconfig_path, "-n", ns, "top", "pods", "-l", "app=web")
+    assert [line.split() for line in top.splitlines()[1:]] == [["web-1", "250m", "200Mi"]]
 
 
 # --- aggregation -----------------------------------------------------------------------------
