@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from kubesim.adapterrules import counter_rate_rule
+from kubesim.adapterrules import counter_rate_rule, gauge_rule
 
 NAMESPACE = "bench"
 POD_COUNT = 1000
@@ -107,9 +107,7 @@ def write_openmetrics(path: Path, now: float | None = None) -> int:
 
 QUERY_RULES = yaml.safe_dump({"rules": [
     counter_rate_rule('{__name__=~"bench_.*_total",namespace!="",pod!=""}'),
-    {"seriesQuery": 'bench_sel_inflight{namespace!="",pod!=""}',
-     "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-     "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"},
+    gauge_rule('bench_sel_inflight{namespace!="",pod!=""}'),
 ]})
 
 

@@ -28,7 +28,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoscaler.backtest import cli
-from kubesim.adapterrules import counter_rate_rule
+from kubesim.adapterrules import counter_rate_rule, gauge_rule
 from kubesim.prometheus import start_backfilled
 
 GOAL = 30.0
@@ -37,11 +37,7 @@ PODS = 6
 NS = "shop"
 RULES = {
     "rules": [counter_rate_rule('http_requests_total{namespace!="",pod!=""}', "2m")],
-    "externalRules": [{
-        "seriesQuery": 'queue_messages_ready{queue!=""}',
-        "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
-        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
-    }],
+    "externalRules": [gauge_rule('queue_messages_ready{queue!=""}', ("namespace",))],
 }
 
 

@@ -9,6 +9,8 @@ kube-state-metrics' `kube_deployment_status_replicas` says what the cluster ran.
 
 from __future__ import annotations
 
+from kubesim.adapterrules import gauge_rule
+
 STEP = 15
 STEPS = 24
 NS = "shop"
@@ -49,16 +51,8 @@ def openmetrics(start: int) -> str:
 
 
 RULES = {
-    "rules": [{
-        "seriesQuery": 'inflight_requests{namespace!="",pod!=""}',
-        "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
-    }],
-    "externalRules": [{
-        "seriesQuery": 'queue_messages_ready{queue!=""}',
-        "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
-        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
-    }],
+    "rules": [gauge_rule('inflight_requests{namespace!="",pod!=""}')],
+    "externalRules": [gauge_rule('queue_messages_ready{queue!=""}', ("namespace",))],
 }
 
 QUEUE_METRIC = {"type": "External", "external": {

@@ -37,16 +37,13 @@ import pytest
 import yaml
 
 from autoscaler.backtest import tunecli
+from kubesim.adapterrules import gauge_rule
 from kubesim.prometheus import PrometheusServer, start_backfilled
 
 STEP = 15
 LOAD = ([100] * 20 + [200] * 20) * 2
 NS = "shop"
-RULES = {"rules": [{
-    "seriesQuery": 'busy_workers{namespace!="",pod!=""}',
-    "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-    "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
-}]}
+RULES = {"rules": [gauge_rule('busy_workers{namespace!="",pod!=""}')]}
 GIVEN = {
     "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
     "metadata": {"name": "web", "namespace": NS},

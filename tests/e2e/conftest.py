@@ -17,7 +17,7 @@ import yaml
 
 from autoscaler.controller.controller import Controller, Settings
 from autoscaler.decision.model import ControllerConfig
-from kubesim.adapterrules import counter_rate_rule
+from kubesim.adapterrules import counter_rate_rule, gauge_rule
 from kubesim.apiserver import KubeSim
 from kubesim.net import free_port
 from kubesim.processes import AdapterProcess
@@ -31,11 +31,7 @@ NS = "default"
 
 RULES = {
     "rules": [counter_rate_rule('http_requests_total{namespace!="",pod!=""}', "10s")],
-    "externalRules": [{
-        "seriesQuery": 'queue_messages_ready{queue!=""}',
-        "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
-        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
-    }],
+    "externalRules": [gauge_rule('queue_messages_ready{queue!=""}', ("namespace",))],
 }
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from kubesim.adapterrules import gauge_rule
 from kubesim.apiserver import KubeSim
 
 from .conftest import NS, Exporter, aggregated_world, controller, eventually
@@ -24,9 +25,7 @@ SEASON, RISE, FALL = 60.0, 35.0, 50.0  # each season: 10 messages, 100 from RISE
 HORIZON = 15.0  # the forecast rises HORIZON before the rise of one season before
 LOW, HIGH = 10, 100  # 10 messages per replica wanted: 1 replica, then 10
 RULES = {"externalRules": [{
-    "seriesQuery": 'queue_messages_ready{queue!=""}',
-    "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
-    "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+    **gauge_rule('queue_messages_ready{queue!=""}', ("namespace",)),
     "forecast": {"method": "seasonal", "season": f"{SEASON:g}s", "horizon": f"{HORIZON:g}s", "levelWindow": "10s",
                  "resolution": "1s"},
 }]}
