@@ -3,9 +3,9 @@
 One informer per resource kind (started on first use): LIST, then WATCH from its
 resourceVersion with bookmarks, applying ADDED/MODIFIED/DELETED; a 410 Gone (or any broken
 watch) means LIST again. Requests read the in-memory index, never the API server.
-Lists and watches are plain GETs of the resource's path through the client's `ApiClient` (its
-authentication and TLS): the well-known core kinds and any resource of a non-core group (a CRD
-found by API discovery).
+Lists and watches are plain GETs of the resource's path through the shared JSON client
+(promscaler.kubeapi: the official client's authentication and TLS, its status and watch decoding):
+the well-known core kinds and any resource of a non-core group (a CRD found by API discovery).
 Only names, namespaces and labels are kept, indexed by namespace and by label pair, so a
 selector with an `=`/`in` clause reads only the objects that can match (issue 7: 5,000 pods).
 """
@@ -20,20 +20,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
-from kubernetes.aio.client.api_client import ApiClient
 from kubernetes.aio.client.configuration import Configuration
-from kubernetes.aio.client.exceptions import ApiException
 
 from adapter.naming import Resource
+from promscaler.kubeapi import ApiError, Kube
 from promscaler.selectors import Operator, Selector
 from promscaler.status import BadRequest, ServiceUnavailable
 
-__all__ = ["KubeRequestError", "LabelCache", "LabelIndex", "connect", "request_json"]
+__all__ = ["KubeRequestError", "LabelCache", "LabelIndex", "client", "connect", "request_json"]
 
 log = logging.getLogger("adapter.kube")
 
 # core resources with a cluster-wide list; any resource of a non-core group (a CRD) is listed too
 _CORE_LISTS = frozenset({"pods", "services", "nodes", "namespaces", "persistentvolumeclaims"})
+USER_AGENT = "promscaler-adapter"
+LIST_TIMEOUT = 300.0  # seconds for one LIST: the client's default, for 5,000 pods on a busy API server
 
 Key = tuple[str, str]  # (namespace or "", name)
 _changes = itertools.count(1)  # one sequence for every index: a higher version is always a later state
@@ -127,39 +128,34 @@ def retry_pause(failures: int, base: float, cap: float = 30.0) -> float:
     return min(base * 2 ** (max(failures, 1) - 1), cap)
 
 
-async def _get(api_client: ApiClient, path: str, query: list[tuple[str, str]] | None = None,
-               timeout: float | None = None, method: str = "GET", body: Any = None) -> Any:
-    """`method` `path` with the client's authentication and TLS; the response (`read()`, `status`,
-    `response.content`) unread. One raw request for every kind: the typed API classes import the
-    client's whole pydantic model package (seconds at start-up, issue 23) to deserialize what is
-    only read here as JSON."""
-    headers = {"Accept": "application/json"} | ({"Content-Type": "application/json"} if body is not None else {})
-    method, url, headers, body, post = await api_client.param_serialize(
-        method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"])
-    return await api_client.call_api(method, url, headers, body, post, _request_timeout=timeout)
+class KubeRequestError(Exception):
+    """A request to the Kubernetes API failed; the message is one line."""
 
 
-async def request_json(api_client: ApiClient, method: str, path: str, body: Any = None,
-                       timeout: float | None = None) -> dict[str, Any]:
+async def request_json(kube: Kube, method: str, path: str, body: Any = None,
+                       timeout: float = 30.0) -> dict[str, Any]:
     """A JSON object from the API server (the reviews, a ConfigMap); an answer of 300 and above
-    raises `ApiException` with its status, as the typed calls do."""
-    resp = await _get(api_client, path, timeout=timeout, method=method, body=body)
-    data = await resp.read()
-    if resp.status >= 300:
-        raise ApiException(status=resp.status, reason=resp.reason)
-    doc = orjson.loads(data)
+    raises `ApiError`, an answer that is not an object `KubeRequestError`."""
+    doc = await kube.request(method, path, body=body, timeout=timeout)
     if not isinstance(doc, dict):
-        raise ApiException(status=resp.status, reason="the answer is not a JSON object")
+        raise KubeRequestError("the answer is not a JSON object")
     return doc
 
 
+def _failure(exc: ApiError) -> str:
+    """An informer's last error: a watch's ERROR event as `reason: message`, else the answer's
+    first 200 bytes, as sent."""
+    said = exc.body[:200].decode("utf-8", "replace") if exc.body else f"{exc.reason}: {exc.message}"
+    return f"HTTP {exc.status} {said}"
+
+
 class _Informer:
-    def __init__(self, api_client: ApiClient, resource: Resource, relist_backoff: float = 1.0,
+    def __init__(self, kube: Kube, resource: Resource, relist_backoff: float = 1.0,
                  watch_timeout: int = 300, field_selector: str = "") -> None:
         path = list_path(resource)
         if path is None:
             raise BadRequest(f"labelSelector lookups are not supported for {resource.api_name}")
-        self.api_client, self.path = api_client, path
+        self.kube, self.path = kube, path
         self.query = [("fieldSelector", field_selector)] if field_selector else []
         self.resource = resource
         self.index = LabelIndex()
@@ -172,11 +168,7 @@ class _Informer:
         self.task = asyncio.create_task(self._run(), name=f"informer-{resource.api_name}")
 
     async def _list(self) -> str:
-        resp = await _get(self.api_client, self.path, self.query)
-        body = await resp.read()
-        if resp.status >= 300:
-            raise ApiException(status=resp.status, reason=body[:200].decode("utf-8", "replace"))
-        doc = orjson.loads(body)
+        doc = await self.kube.request("GET", self.path, self.query, timeout=LIST_TIMEOUT)
         self.index = LabelIndex(_entry(o) for o in doc.get("items") or ())  # swapped whole
         self.relists += 1
         self.synced.set()
@@ -185,35 +177,18 @@ class _Informer:
         return self.resource_version
 
     async def _watch(self, rv: str) -> str:
-        """One watch from `rv` until the server ends it: newline-delimited events, an ERROR event
-        (410 Gone and the like) raised as `ApiException` with its code."""
-        resp = await _get(self.api_client, self.path, [
-            *self.query, ("watch", "true"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
-            ("timeoutSeconds", str(self.watch_timeout))],
-            timeout=self.watch_timeout + 60)  # past the server's end of the watch (the client's default: 300 s)
-        try:
-            if resp.status >= 300:
-                body = await resp.read()
-                raise ApiException(status=resp.status, reason=body[:200].decode("utf-8", "replace"))
-            stream = resp.response.content
-            while line := await stream.readline():
-                if not line.strip():
-                    continue
-                event = orjson.loads(line)
-                obj, kind = event.get("object") or {}, event.get("type")
-                if kind == "ERROR":
-                    raise ApiException(status=obj.get("code") or 500,
-                                       reason=f"{obj.get('reason')}: {obj.get('message')}")
-                rv = self.resource_version = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                if kind == "BOOKMARK":
-                    continue
-                key, labels = _entry(obj)
-                if kind == "DELETED":
-                    self.index.delete(key)
-                else:
-                    self.index.put(key, labels)
-        finally:
-            resp.response.release()
+        """One watch from `rv` until the server ends it; an ERROR event (410 Gone and the like)
+        raises `ApiError` with its code."""
+        async for event in self.kube.watch(self.path, [*self.query, ("resourceVersion", rv)], self.watch_timeout):
+            obj, kind = event.get("object") or {}, event.get("type")
+            rv = self.resource_version = (obj.get("metadata") or {}).get("resourceVersion") or rv
+            if kind == "BOOKMARK":
+                continue
+            key, labels = _entry(obj)
+            if kind == "DELETED":
+                self.index.delete(key)
+            else:
+                self.index.put(key, labels)
         return rv
 
     async def _run(self, rv: str = "") -> None:
@@ -230,12 +205,12 @@ class _Informer:
                 continue
             except asyncio.CancelledError:
                 raise
-            except ApiException as exc:
+            except ApiError as exc:
                 rv = ""
-                if exc.status == 410:
+                if exc.gone:
                     log.info("watch on %s expired (410 Gone): relisting", self.resource.api_name)
                     continue
-                self.last_error = f"HTTP {exc.status} {exc.reason}"
+                self.last_error = _failure(exc)
             except Exception as exc:  # connection loss and the like: relist after a pause
                 rv = ""
                 self.last_error = f"{type(exc).__name__}: {exc}"
@@ -246,15 +221,11 @@ class _Informer:
             await asyncio.sleep(pause)
 
 
-class KubeRequestError(Exception):
-    """A request to the Kubernetes API failed; the message is one line."""
-
-
 class LabelCache:
     """`names(resource, namespace, selector)`: objects that exist now and match the selector."""
 
-    def __init__(self, api_client: ApiClient, sync_timeout: float = 5.0, watch_timeout: int = 300) -> None:
-        self.api_client = api_client
+    def __init__(self, kube: Kube, sync_timeout: float = 5.0, watch_timeout: int = 300) -> None:
+        self.kube = kube
         self.sync_timeout = sync_timeout
         self.watch_timeout = watch_timeout
         self._informers: dict[str, _Informer] = {}  # by api name (plus `?fieldSelector=...` when watched so)
@@ -270,7 +241,7 @@ class LabelCache:
             if list_path(resource) is None:
                 raise BadRequest(f"labelSelector lookups are not supported for {resource.api_name}")
             inf = self._informers[key] = _Informer(
-                self.api_client, resource, watch_timeout=self.watch_timeout, field_selector=field_selector)
+                self.kube, resource, watch_timeout=self.watch_timeout, field_selector=field_selector)
         return inf
 
     async def index(self, resource: Resource, field_selector: str = "") -> LabelIndex:
@@ -308,27 +279,28 @@ class LabelCache:
 
     async def get_json(self, path: str) -> dict:
         """GET an API path (discovery documents); failures raise `KubeRequestError` in one line."""
-        resp = await _get(self.api_client, path, timeout=10)
-        data = await resp.read()
-        if resp.status >= 300:
+        try:
+            return await request_json(self.kube, "GET", path, timeout=10)
+        except ApiError as exc:
             try:
-                reason = orjson.loads(data).get("message") or resp.reason
+                said = orjson.loads(exc.body).get("message") or exc.phrase
             except (orjson.JSONDecodeError, AttributeError):
-                reason = resp.reason
-            raise KubeRequestError(f"HTTP {resp.status}: {reason}")
-        doc = orjson.loads(data)
-        if not isinstance(doc, dict):
-            raise KubeRequestError("the answer is not a JSON object")
-        return doc
+                said = exc.phrase
+            raise KubeRequestError(f"HTTP {exc.status}: {said}") from None
 
     async def aclose(self) -> None:
         tasks = [inf.task for inf in self._informers.values()]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self.api_client.close()
+        await self.kube.close()
+
+
+def client(configuration: Configuration) -> Kube:
+    """The adapter's client for the cluster `configuration` points at (the configuration's own pool size)."""
+    return Kube(configuration, pool_size=None, user_agent=USER_AGENT)
 
 
 async def connect(configuration: Configuration) -> LabelCache:
     """A label cache talking to the cluster `configuration` (promscaler.kubeconfig) points at."""
-    return LabelCache(ApiClient(configuration=configuration))
+    return LabelCache(client(configuration))

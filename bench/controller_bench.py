@@ -151,7 +151,7 @@ def _pct(values: list[float], q: float) -> float:
 async def measure(kubeconfig: str, count: int, period: float, rounds: int, qps: float, burst: int,
                   workers: int, sandbox_pid: int, warmup: int = 0) -> dict:
     from autoscaler.controller.controller import Controller, Settings
-    from autoscaler.controller.kube import Kube, load_configuration
+    from promscaler.kubeapi import Kube, load_configuration
 
     kube = Kube(await load_configuration(kubeconfig))
     controller = Controller(kube, Settings(sync_period=period, leader_elect=False, http_port=None, workers=workers,

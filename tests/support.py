@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from autoscaler.controller.controller import Controller, Settings
-from autoscaler.controller.kube import Kube, load_configuration
 from kubesim.apiserver import KubeSim
+from promscaler.kubeapi import Kube, load_configuration
 
 
 @contextlib.asynccontextmanager

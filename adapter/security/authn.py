@@ -17,7 +17,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from cryptography import x509
@@ -26,6 +26,9 @@ from cryptography.x509.verification import VerificationError
 
 from adapter.security.tls import CABundle
 from adapter.ttlcache import TTLCache
+
+if TYPE_CHECKING:
+    from promscaler.kubeapi import Kube
 
 __all__ = [
     "ANONYMOUS",
@@ -118,8 +121,8 @@ def _first_header(headers: list[tuple[bytes, bytes]], names: list[str]) -> str:
 class TokenReviewer:
     """Bearer tokens -> users through authentication.k8s.io/v1 TokenReview, cached by token hash."""
 
-    def __init__(self, api_client: Any, ttl: float = 10.0, timeout: float = 5.0, cache: TTLCache | None = None) -> None:
-        self._api = api_client
+    def __init__(self, kube: Kube, ttl: float = 10.0, timeout: float = 5.0, cache: TTLCache | None = None) -> None:
+        self._api = kube
         self._ttl, self._timeout = ttl, timeout
         self.cache: TTLCache[tuple[UserInfo | None, str]] = cache or TTLCache()
         self.calls = 0
@@ -137,7 +140,7 @@ class TokenReviewer:
         try:
             resp = await request_json(self._api, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", body,
                                       self._timeout)
-        except Exception as exc:  # ApiException, aiohttp errors, timeouts: all mean "could not ask"
+        except Exception as exc:  # ApiError, aiohttp errors, timeouts: all mean "could not ask"
             raise ReviewUnavailable(f"TokenReview failed: {short_error(exc)}") from None
         status = resp.get("status") or {}
         u = status.get("user")
@@ -151,10 +154,11 @@ class TokenReviewer:
 
 
 def short_error(exc: Exception) -> str:
+    """One line: an answer (`ApiError`) as its status line (`HTTP 503 Service Unavailable`), else the
+    exception's type and first line."""
     status = getattr(exc, "status", None)
-    reason = getattr(exc, "reason", None)
     if status:
-        return f"HTTP {status} {reason or ''}".strip()
+        return f"HTTP {status} {getattr(exc, 'phrase', '')}".strip()
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
 
 
@@ -284,18 +288,17 @@ def _bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
-async def read_authentication_configmap(api_client: Any) -> dict[str, str] | None:
+async def read_authentication_configmap(kube: Kube) -> dict[str, str] | None:
     """kube-system/extension-apiserver-authentication's data; None when it does not exist."""
-    from kubernetes.aio.client.exceptions import ApiException
-
     from adapter.kube import request_json
+    from promscaler.kubeapi import ApiError
 
     try:
-        cm = await request_json(api_client, "GET",
+        cm = await request_json(kube, "GET",
                                 "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication",
                                 timeout=10)
-    except ApiException as exc:
-        if exc.status == 404:
+    except ApiError as exc:
+        if exc.not_found:
             return None
         raise ReviewUnavailable(
             f"cannot read configmap kube-system/extension-apiserver-authentication: {short_error(exc)}"

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapter.security.authn import ReviewUnavailable, UserInfo, short_error
 from adapter.security.requestinfo import RequestInfo
 from adapter.ttlcache import TTLCache
+
+if TYPE_CHECKING:
+    from promscaler.kubeapi import Kube
 
 __all__ = ["Authorizer", "Decision", "forbidden_message", "forbidden_status", "path_always_allowed"]
 
@@ -60,14 +63,14 @@ class Authorizer:
 
     def __init__(
         self,
-        api_client: Any | None,
+        kube: Kube | None,
         *,
         allowed_ttl: float = 10.0,
         denied_ttl: float = 10.0,
         always_allow_groups: tuple[str, ...] | list[str] = DEFAULT_ALWAYS_ALLOW_GROUPS,
         timeout: float = 5.0,
     ) -> None:
-        self._api = api_client
+        self._api = kube
         self.allowed_ttl, self.denied_ttl, self.timeout = allowed_ttl, denied_ttl, timeout
         self.always_allow_groups = tuple(always_allow_groups)
         self.cache: TTLCache[Decision] = TTLCache()

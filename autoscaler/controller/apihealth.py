@@ -15,7 +15,7 @@ import time
 
 import aiohttp
 
-from .kube import ApiError, Kube
+from promscaler.kubeapi import ApiError, Kube
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 from autoscaler.decision.model import ControllerConfig
 from promscaler import flags, logs
+from promscaler.kubeapi import Kube
 from promscaler.kubeconfig import SERVICE_ACCOUNT_DIR, ConfigNotFound, load_configuration, locate
 
 from .controller import Controller, Settings
-from .kube import Kube
 
 SA_NAMESPACE = SERVICE_ACCOUNT_DIR / "namespace"
 

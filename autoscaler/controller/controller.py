@@ -21,19 +21,20 @@ import uvicorn
 from autoscaler import objects
 from autoscaler.decision.controls import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION
 from autoscaler.decision.model import ControllerConfig, PodInfo
+from promscaler.kubeapi import Kube, Obj
 from promscaler.logs import vlog
 
 from .apihealth import ApiHealth, describe, is_outage
 from .events import EventRecorder
 from .http import Telemetry, create_app
 from .informers import Informer, PodIndex, key_of
-from .kube import Kube, Obj, sleep_or_stop
 from .leader import LeaderElector
 from .metrics import MetricsClient
 from .queue import ShutDown, WorkQueue
 from .reconcile import CR, HPA, Reconciler, SyncError, WorkKey
 from .scale import Discovery, ScaleClient
 from .shadow import ShadowBook
+from .stopping import sleep_or_stop
 
 log = logging.getLogger(__name__)
 

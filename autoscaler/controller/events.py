@@ -12,10 +12,10 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from promscaler.kubeapi import ApiError, Kube, Obj
 from promscaler.times import format_time
 
 from .apihealth import is_outage
-from .kube import ApiError, Kube, Obj
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,11 @@ from typing import Any
 
 import aiohttp
 
+from promscaler.kubeapi import ApiError, Kube, Obj, query
 from promscaler.selectors import Operator, Selector
 
 from .apihealth import ApiHealth, describe, is_outage
-from .kube import ApiError, Kube, Obj, query, sleep_or_stop
+from .stopping import sleep_or_stop
 
 log = logging.getLogger(__name__)
 

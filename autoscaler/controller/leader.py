@@ -20,8 +20,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from promscaler.kubeapi import ApiError, Kube, Obj
+
 from .apihealth import ApiHealth, is_outage
-from .kube import ApiError, Kube, Obj, sleep_or_stop
+from .stopping import sleep_or_stop
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from autoscaler import objects
 from autoscaler.decision.model import MetricFailure, Reading
 from autoscaler.decision.spec import MetricSpec
+from promscaler.kubeapi import ApiError, Kube, query
 
 from .apihealth import is_outage
-from .kube import ApiError, Kube, query
 from .scale import Discovery, ScaleError
 
 CUSTOM = "custom.metrics.k8s.io"

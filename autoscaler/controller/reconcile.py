@@ -23,12 +23,12 @@ from autoscaler.decision import decide, record_scale
 from autoscaler.decision.controls import failures_so_far, parse_pause
 from autoscaler.decision.model import Condition, ControllerConfig, Decision, DecisionInput, History, Pause, PodInfo
 from autoscaler.decision.spec import HPASpec, SpecError, parse_spec
+from promscaler.kubeapi import ApiError, Kube, Obj
 from promscaler.logs import RepeatLimiter
 from promscaler.selectors import SelectorError, parse_selector
 
 from .events import EventRecorder
 from .informers import Informer, PodIndex
-from .kube import ApiError, Kube, Obj
 from .metrics import MetricsClient
 from .scale import ScaleClient, ScaleError
 from .shadow import ShadowBook

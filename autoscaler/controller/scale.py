@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from promscaler.apidiscovery import parse_resource_list
-
-from .kube import ApiError, Kube, Obj
+from promscaler.kubeapi import ApiError, Kube, Obj
 
 
 class ScaleError(Exception):

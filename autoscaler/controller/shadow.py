@@ -31,9 +31,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from autoscaler.decision import record_scale
 from autoscaler.decision.model import Decision, History, Recommendation
+from promscaler.kubeapi import Obj
 from promscaler.times import parse_time
-
-from .kube import Obj
 
 log = logging.getLogger(__name__)
 

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.live import Live
 
-from autoscaler.controller.kube import Kube, load_configuration
 from autoscaler.demo import report, view
 from autoscaler.demo.monitor import Monitor
 from autoscaler.demo.sandbox import Sandbox, StartupError
 from autoscaler.demo.scenario import WORKLOADS, Timings
 from promscaler import logs
+from promscaler.kubeapi import Kube, load_configuration
 from promscaler.times import format_time
 
 if TYPE_CHECKING:

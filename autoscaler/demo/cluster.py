@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from autoscaler.controller.kube import ApiError, Kube, load_configuration
 from autoscaler.demo.processes import Child
 from autoscaler.demo.sandbox import StartupError, _cancel, _wait_ready
 from autoscaler.demo.scenario import AUTOSCALER_API, NAMESPACE, WEB, WORKER, Workload
 from kubesim.net import free_port
 from kubesim.workloads import Profile, producer_profile, web_profile
+from promscaler.kubeapi import ApiError, Kube, load_configuration
 
 # What one load-generator replica adds (examples/web/load.yaml, examples/worker/producer.yaml).
 PER_REPLICA = {"web-load": 0.5, "producer": 1.0}

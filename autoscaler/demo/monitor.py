@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from autoscaler.controller.kube import ApiError, Kube
 from autoscaler.demo.scenario import AUTOSCALER_API, NAMESPACE, QUEUE, Workload
+from promscaler.kubeapi import ApiError, Kube
 from promscaler.quantity import parse_quantity
 
 _PLURAL = "horizontalautoscalers"

@@ -67,7 +67,7 @@ def decide_moment(m: Moment, config: ControllerConfig) -> Decision:
 
 async def explain(kubeconfig: str | None, context: str | None, kind: str, namespace: str, name: str,
                   config: ControllerConfig) -> tuple[Moment, Decision, list[Difference]]:
-    from autoscaler.controller.kube import Kube, load_configuration  # cluster libraries only for this command
+    from promscaler.kubeapi import Kube, load_configuration  # cluster libraries only for this command
 
     try:
         cfg = await load_configuration(kubeconfig, context)

@@ -11,10 +11,10 @@ from datetime import datetime
 from typing import Any, cast
 
 from autoscaler import objects
-from autoscaler.controller.kube import ApiError, Kube, Obj, query
 from autoscaler.controller.metrics import MetricsClient
 from autoscaler.controller.scale import Discovery, Scale, ScaleClient, ScaleError
 from autoscaler.decision import HPASpec, MetricFailure, PodInfo, Reading, SpecError, parse_spec
+from promscaler.kubeapi import ApiError, Kube, Obj, query
 
 __all__ = ["KINDS", "GatherError", "Moment", "gather"]
 

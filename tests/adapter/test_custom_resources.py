@@ -410,13 +410,11 @@ async def test_a_failed_refresh_keeps_the_last_table(caplog):
 
 
 async def test_label_lookups_for_unsupported_core_resources_stay_a_clear_400(sim):
-    from kubernetes.aio import client as kclient
-
-    from adapter.kube import LabelCache
+    from adapter.kube import LabelCache, client
     from promscaler.selectors import parse_selector
     from promscaler.status import BadRequest
 
-    cache = LabelCache(kclient.ApiClient(configuration=sim.aio_client_configuration()))
+    cache = LabelCache(client(sim.aio_client_configuration()))
     try:
         with pytest.raises(BadRequest, match="not supported for configmaps"):
             await cache.names(normalize_resource("", "configmap"), "web", parse_selector("app=shop"))

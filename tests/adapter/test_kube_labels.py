@@ -8,9 +8,8 @@ import logging
 import time
 
 import pytest
-from kubernetes.aio import client as kclient
 
-from adapter.kube import LabelCache, retry_pause
+from adapter.kube import LabelCache, client, retry_pause
 from adapter.naming import Resource, resource_by_api_name
 from kubesim.apiserver import KubeSim
 from promscaler.selectors import parse_selector
@@ -113,7 +112,7 @@ def test_wildcard_without_selector_answers_only_existing_pods(adapter_k8s, sim, 
 
 async def test_label_cache_relists_after_410(sim, caplog):
     caplog.set_level(logging.INFO, logger="adapter.kube")
-    cache = LabelCache(kclient.ApiClient(configuration=sim.aio_client_configuration()))
+    cache = LabelCache(client(sim.aio_client_configuration()))
     pods = resource_by_api_name("pods")
     try:
         assert await cache.names(pods, "web", parse_selector("app=web")) == {"web-1", "web-2", "web-3"}
@@ -145,7 +144,7 @@ async def test_a_resource_the_server_does_not_serve_answers_503_and_warns_once(s
     """A CRD deleted (or never installed): the informer's list fails; requests say why, and the
     retries that follow do not repeat the warning."""
     caplog.set_level(logging.DEBUG, logger="adapter.kube")
-    cache = LabelCache(kclient.ApiClient(configuration=sim.aio_client_configuration()), sync_timeout=0.5)
+    cache = LabelCache(client(sim.aio_client_configuration()), sync_timeout=0.5)
     widgets = Resource("example.com", "widgets", "widget", "Widget", True, "v1")
     try:
         with pytest.raises(ServiceUnavailable, match=r"widgets\.example\.com.*HTTP 404"):

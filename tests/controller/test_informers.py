@@ -9,7 +9,7 @@ import contextlib
 import aiohttp
 
 from autoscaler.controller.informers import Informer, PodIndex
-from autoscaler.controller.kube import Kube, load_configuration
+from promscaler.kubeapi import Kube, load_configuration
 from promscaler.selectors import parse_selector
 
 from .conftest import NS, autoscaler, deployment, eventually, pods_metric

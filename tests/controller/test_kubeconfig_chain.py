@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from adapter.security import pki
-from autoscaler.controller.kube import ApiError, Kube
 from kubesim.apiserver import KubeSim
 from kubesim.net import free_port
 from kubesim.processes import AdapterProcess, stop_process
+from promscaler.kubeapi import ApiError, Kube
 from promscaler.kubeconfig import ConfigNotFound, Source, context_namespace, load_configuration, locate
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from autoscaler.controller.controller import Controller
-from autoscaler.controller.kube import Kube, load_configuration
+from promscaler.kubeapi import Kube, load_configuration
 
 from .conftest import NS, autoscaler, deployment, eventually, more_syncs, pods_metric, replicas, settings, status
 from .test_reconcile import per_pod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from autoscaler.controller.cli import build_parser, settings_from_args
-from autoscaler.controller.ratelimit import TokenBucket
+from promscaler.ratelimit import TokenBucket
 
 
 class Clock:

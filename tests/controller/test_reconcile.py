@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import math
 
-from autoscaler.controller.kube import ApiError
 from autoscaler.decision.model import ControllerConfig
+from promscaler.kubeapi import ApiError
 
 from .conftest import (
     NS,

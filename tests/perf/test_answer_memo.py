@@ -9,9 +9,8 @@ import asyncio
 import httpx
 import orjson
 import pytest
-from kubernetes.aio import client as kclient
 
-from adapter.kube import LabelCache, LabelIndex
+from adapter.kube import LabelCache, LabelIndex, client
 from adapter.metricroutes import MetricRoutes
 from adapter.naming import resource_by_api_name
 from adapter.provider import CustomValue
@@ -179,7 +178,7 @@ def sim():
 
 
 async def test_label_cache_version_ignores_status_updates_and_follows_label_changes(sim):
-    cache = LabelCache(kclient.ApiClient(configuration=sim.aio_client_configuration()))
+    cache = LabelCache(client(sim.aio_client_configuration()))
     pods, services = resource_by_api_name("pods"), resource_by_api_name("services")
     sel = parse_selector("app=lab")
     try:

@@ -1,6 +1,6 @@
 """The layers are one-way: the sandbox (kubesim) stands in for a Kubernetes API server, which knows
 nothing of the adapter or the controller it serves; what it needs of them (the CRD) it reads as a
-real API server does, from the manifest."""
+real API server does, from the manifest. The shared core (promscaler/), which both stand on, imports neither."""
 
 from __future__ import annotations
 
@@ -25,6 +25,15 @@ def imported_modules(path: Path) -> list[tuple[int, str]]:
 def test_kubesim_imports_nothing_from_the_adapter_or_the_controller() -> None:
     files = sorted((ROOT / "kubesim").glob("*.py"))
     assert len(files) > 5
+    offenders = [f"{path.name}:{line}: {module}" for path in files for line, module in imported_modules(path)
+                 if module.split(".")[0] in HIGHER]
+    assert offenders == []
+
+
+def test_the_shared_core_imports_neither_the_adapter_nor_the_controller() -> None:
+    """`promscaler/` (the Kubernetes client among it) is the layer both stand on."""
+    files = sorted((ROOT / "promscaler").glob("*.py"))
+    assert {"kubeapi.py", "ratelimit.py"} <= {f.name for f in files}
     offenders = [f"{path.name}:{line}: {module}" for path in files for line, module in imported_modules(path)
                  if module.split(".")[0] in HIGHER]
     assert offenders == []

@@ -1,39 +1,53 @@
-"""A thin JSON client over the official `kubernetes.aio` ApiClient.
+"""One thin JSON client over the official `kubernetes.aio` ApiClient, for the adapter and the controller.
 
-Why not the generated typed APIs: the controller talks to many kinds (any `*/scale`, three
-metrics APIs, its own CRD) and needs raw dicts fast; model deserialization of 1,000 autoscalers'
-pods would dominate the CPU budget. This keeps the official client's configuration loading,
-authentication and aiohttp connection pool (one shared HTTP client), and speaks plain JSON.
+Why not the generated typed APIs: both talk to many kinds (any `*/scale`, three metrics APIs, the
+CRD, CRDs found by discovery) and need raw dicts fast; model deserialization of 1,000 autoscalers'
+pods would dominate the CPU budget, and the typed classes import the client's whole pydantic model
+package (seconds of the adapter's start-up, issue 23). This keeps the official client's
+configuration loading, authentication and aiohttp connection pool (one shared HTTP client), and
+speaks plain JSON.
+
+Imports only `kubernetes.aio.client`'s `api_client` and `configuration` submodules: the adapter
+leaves the client's parent packages unexecuted (adapter/__main__.py, tests/adapter/test_startup.py).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import AsyncIterator, Sequence
+from http import HTTPStatus
 from typing import Any
 
 import aiohttp
 import orjson
-from kubernetes.aio import client as kclient
+from kubernetes.aio.client.api_client import ApiClient
+from kubernetes.aio.client.configuration import Configuration
 
 from promscaler import kubeconfig as kubeconfig_chain
+from promscaler.ratelimit import TokenBucket
 
-from .ratelimit import TokenBucket
-
-log = logging.getLogger(__name__)
+__all__ = ["ApiError", "Kube", "Obj", "load_configuration", "query"]
 
 Obj = dict[str, Any]
 
 
 class ApiError(Exception):
-    """A non-2xx answer, carrying the metav1.Status reason when the server sent one."""
+    """A non-2xx answer, carrying the metav1.Status reason when the server sent one; `body` is the
+    answer as sent (empty for a watch's ERROR event)."""
 
-    def __init__(self, status: int, reason: str, message: str) -> None:
+    def __init__(self, status: int, reason: str, message: str, body: bytes = b"") -> None:
         super().__init__(f"{status} {reason}: {message}")
         self.status = status
         self.reason = reason
         self.message = message
+        self.body = body
+
+    @property
+    def phrase(self) -> str:
+        """The status line's standard words (`Service Unavailable`, what kube-apiserver sends), or ""."""
+        try:
+            return HTTPStatus(self.status).phrase
+        except ValueError:
+            return ""
 
     @property
     def not_found(self) -> bool:
@@ -48,7 +62,7 @@ class ApiError(Exception):
         return self.status == 410
 
 
-async def load_configuration(kubeconfig: str | None, context: str | None = None) -> kclient.Configuration:
+async def load_configuration(kubeconfig: str | None, context: str | None = None) -> Configuration:
     """`--kubeconfig`, else $KUBECONFIG, else in-cluster, else ~/.kube/config (promscaler.kubeconfig)."""
     cfg, _ = await kubeconfig_chain.load_configuration(kubeconfig, context)
     return cfg
@@ -58,19 +72,23 @@ def _error(status: int, body: bytes, fallback: str) -> ApiError:
     try:
         obj = orjson.loads(body)
         if isinstance(obj, dict) and obj.get("kind") == "Status":
-            return ApiError(status, str(obj.get("reason") or fallback), str(obj.get("message") or ""))
+            return ApiError(status, str(obj.get("reason") or fallback), str(obj.get("message") or ""), body)
     except orjson.JSONDecodeError:
         pass
-    return ApiError(status, fallback, body[:200].decode("utf-8", "replace").strip())
+    return ApiError(status, fallback, body[:200].decode("utf-8", "replace").strip(), body)
 
 
 class Kube:
-    """JSON requests and watch streams against one API server."""
+    """JSON requests and watch streams against one API server.
 
-    def __init__(self, configuration: kclient.Configuration, pool_size: int = 64) -> None:
-        configuration.connection_pool_maxsize = pool_size
-        self.api = kclient.ApiClient(configuration)
-        self.api.user_agent = "promscaler-autoscaler"
+    `pool_size` None keeps the configuration's own connection pool size."""
+
+    def __init__(self, configuration: Configuration, pool_size: int | None = 64,
+                 user_agent: str = "promscaler-autoscaler") -> None:
+        if pool_size is not None:
+            configuration.connection_pool_maxsize = pool_size
+        self.api = ApiClient(configuration)
+        self.api.user_agent = user_agent
         self.limiter: TokenBucket | None = None
 
     def rate_limit(self, qps: float, burst: int) -> None:
@@ -145,13 +163,3 @@ class Kube:
 def query(**params: Any) -> list[tuple[str, Any]]:
     """Query parameters without the unset ones."""
     return [(k, v) for k, v in params.items() if v is not None and v != ""]
-
-
-
-async def sleep_or_stop(stop: asyncio.Event, seconds: float) -> bool:
-    """Sleep, waking early when `stop` is set; True when stopping."""
-    try:
-        await asyncio.wait_for(stop.wait(), timeout=seconds)
-        return True
-    except TimeoutError:
-        return False
