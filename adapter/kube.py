@@ -143,9 +143,11 @@ async def request_json(kube: Kube, method: str, path: str, body: Any = None,
 
 
 def _failure(exc: ApiError) -> str:
-    """An informer's last error: a watch's ERROR event as `reason: message`, else the answer's
-    first 200 bytes, as sent."""
-    said = exc.body[:200].decode("utf-8", "replace") if exc.body else f"{exc.reason}: {exc.message}"
+    """An informer's last error, in one line (it reaches clients in a 503): the status and the
+    Status message (`HTTP 403 Forbidden: pods is forbidden: ...`), else the answer's first 200 bytes."""
+    if exc.message and exc.reason != exc.phrase:  # a metav1.Status (or a watch's ERROR event) said why
+        return f"HTTP {exc.status} {exc.phrase or exc.reason}: {exc.message}"
+    said = exc.body[:200].decode("utf-8", "replace").strip() if exc.body else exc.reason
     return f"HTTP {exc.status} {said}"
 
 

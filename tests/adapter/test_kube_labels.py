@@ -155,7 +155,8 @@ async def test_a_resource_the_server_does_not_serve_answers_503_and_warns_once(s
             await asyncio.sleep(0.05)  # the second failure comes 1s after the first
         failures = [r for r in caplog.records if "watch on widgets.example.com failed" in r.getMessage()]
         assert [r.levelno for r in failures[:2]] == [logging.WARNING, logging.DEBUG]
-        assert "HTTP 404" in informer.last_error
+        # one line with the Status message, not the raw JSON answer
+        assert informer.last_error.startswith("HTTP 404 Not Found: ") and "{" not in informer.last_error
     finally:
         await cache.aclose()
 
