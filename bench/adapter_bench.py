@@ -490,6 +490,11 @@ def _starts_beside(baseline: str | None, workdir: Path, args: list[str], runs: i
     """`_time_starts` of this checkout and, given `baseline` (a git revision), of that revision's
     adapter started the same way in the same run (a worktree of it, this environment)."""
     out = _time_starts(args, runs, until_ready)
+    if baseline and subprocess.run(["git", "cat-file", "-e", f"{baseline}^{{commit}}"], cwd=ROOT,
+                                   capture_output=True).returncode != 0:
+        # a shallow clone or an export: the goals are then read as measured
+        log(f"start-up baseline {baseline} is not in this checkout's history: measured without it")
+        baseline = None
     if baseline:
         with _worktree(baseline, workdir / "baseline") as checkout:
             out["baseline"] = {"revision": baseline, **_time_starts(args, runs, until_ready, cwd=checkout)}
