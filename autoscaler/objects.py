@@ -5,21 +5,23 @@ metrics APIs the same way. They follow the Kubernetes HPA metrics client
 (`pkg/controller/podautoscaler/metrics`): a pod whose containers lack the resource has no sample;
 so has a pod whose metrics lack the named container (1.36: logged at V(2), never an error); custom
 metrics without a window get one minute; an empty answer is an error ("no metrics returned from ... API").
-Bad input raises `ObjectError` with the field path relative to the object given.
+Bad input raises `ObjectError` (a `SpecError`: the fields are checked by decision/fields.py's
+validators) with the field path relative to the object given.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from promscaler.logs import vlog
-from promscaler.quantity import QuantityError, to_milli
+from promscaler.quantity import to_milli
 from promscaler.selectors import Selector, SelectorError, from_label_selector, parse_selector
-from promscaler.times import DurationError, parse_duration, parse_time
+from promscaler.times import DurationError, parse_time
 
+from .decision.fields import SpecError, duration, items, obj, quantity
 from .decision.model import ExternalReading, MetricFailure, ObjectReading, PodInfo, PodReading, PodSample
 
 __all__ = [
@@ -40,33 +42,30 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CUSTOM_WINDOW = 60.0  # metricServerDefaultMetricWindow
 _MAX_INT64 = 2**63 - 1
-_MAX_SECONDS = (2**63 - 1) / 1e9  # Go's largest time.Duration
 _EPOCH = parse_time("1970-01-01T00:00:00Z")
+_T = TypeVar("_T")
 
 
-class ObjectError(ValueError):
+class ObjectError(SpecError):
     """A field of an API object that cannot be read; `path` is relative to that object."""
 
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.path = path
-        self.reason = message
+
+def _read(check: Callable[..., _T], value: Any, path: str, *options: Any) -> _T:
+    """A field checked by decision/fields.py's validator; its SpecError raised as an ObjectError."""
+    try:
+        return check(value, path, *options)
+    except SpecError as exc:
+        raise ObjectError(exc.path, exc.reason) from None
 
 
 def _map(value: Any, path: str) -> Mapping[str, Any]:
-    if value is None:
+    if value is None:  # the common case, without the validator's calls: pods are read by the thousand
         return {}
-    if not isinstance(value, Mapping):
-        raise ObjectError(path, "must be an object")
-    return value
+    return _read(obj, value, path) or {}
 
 
 def _list(value: Any, path: str) -> Sequence[Any]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise ObjectError(path, "must be a list")
-    return value
+    return _read(items, value, path)
 
 
 def _time(value: Any, path: str) -> datetime | None:
@@ -87,11 +86,8 @@ def sample_time(value: Any, path: str) -> datetime | None:
 
 
 def _milli(value: Any, path: str) -> int:
-    """A quantity's milli-value; beyond int64 (what Kubernetes' MilliValue holds) it is an error."""
-    try:
-        milli = to_milli(value)
-    except QuantityError:
-        raise ObjectError(path, f"not a quantity: {value!r}") from None
+    """A quantity's milli-value (negative too); beyond int64 (what Kubernetes' MilliValue holds) it is an error."""
+    milli = to_milli(_read(quantity, value, path))
     if not -_MAX_INT64 - 1 <= milli <= _MAX_INT64:
         raise ObjectError(path, f"out of range: {value!r}")
     return milli
@@ -204,15 +200,7 @@ def pod_metrics_reading(
 
 
 def _window(value: Any, path: str, default: float = 0.0) -> float:
-    if value is None:
-        return default
-    try:
-        seconds = parse_duration(value)
-    except DurationError:
-        raise ObjectError(path, f"not a duration: {value!r}") from None
-    if not 0 <= seconds <= _MAX_SECONDS:
-        raise ObjectError(path, f"out of range: {value!r}")
-    return seconds
+    return default if value is None else _read(duration, value, path)
 
 
 # --- custom.metrics.k8s.io -----------------------------------------------------------------------

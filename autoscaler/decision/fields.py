@@ -1,4 +1,5 @@
-"""Field validators for a HorizontalAutoscaler spec, shared by spec.py, controls.py and schedules.py.
+"""Field validators for a HorizontalAutoscaler spec, shared by spec.py, controls.py and schedules.py,
+and by the readers of API objects (autoscaler/objects.py) and scenario files (simulate/scenario.py).
 
 One set of parsers: the same bad value gets the same one-line error, starting with the path of
 the field, whether it sits in an HPA field or in one of the controls (docs/controls.md). Each
@@ -12,6 +13,7 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from promscaler.quantity import QuantityError, parse_quantity, to_milli
+from promscaler.times import DurationError, parse_duration
 
 from .replicas import MAX_INT32, MAX_INT64  # the API's int32 counts and int64 milli-values
 
@@ -20,6 +22,7 @@ __all__ = [
     "MAX_INT64",
     "SpecError",
     "at_least_zero",
+    "duration",
     "either",
     "integer",
     "items",
@@ -31,6 +34,7 @@ __all__ = [
 ]
 
 _Number = TypeVar("_Number", int, Decimal)
+_MAX_SECONDS = (2**63 - 1) / 1e9  # Go's largest time.Duration
 
 
 class SpecError(ValueError):
@@ -114,6 +118,18 @@ def quantity(value: Any, path: str) -> Decimal:
         return parse_quantity(value)
     except QuantityError:
         raise SpecError(path, f"not a quantity: {value!r}") from None
+
+
+def duration(value: Any, path: str) -> float:
+    """A required duration (`30s`, `1m30s`, a number of seconds) in seconds, within Go's time.Duration."""
+    _absent(value, path)
+    try:
+        seconds = parse_duration(value)
+    except DurationError:
+        raise SpecError(path, f"not a duration: {value!r}") from None
+    if not 0 <= seconds <= _MAX_SECONDS:
+        raise SpecError(path, f"out of range: {value!r}")
+    return seconds
 
 
 def at_least_zero(number: _Number, path: str) -> _Number:

@@ -11,24 +11,25 @@ The format is docs/simulate.md's.
 
 from __future__ import annotations
 
+import functools
 import gc
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, TextIO
+from typing import Any, ParamSpec, TextIO, TypeVar
 
 import yaml
 
 from promscaler.quantity import QuantityError, parse_quantity
 from promscaler.selectors import Selector
-from promscaler.times import DurationError, parse_duration
 
 from ..decision import ControllerConfig, DecisionInput, History, MetricFailure, Reading, Recommendation, ScaleEvent
 from ..decision.clock import before
 from ..decision.controls import failures_so_far, parse_pause
+from ..decision.fields import MAX_INT32, duration, integer, items, obj, quantity
 from ..decision.spec import METRIC_TYPES, HPASpec, MetricSpec, SpecError, parse_spec
 from ..objects import (
     ObjectError,
@@ -50,8 +51,6 @@ __all__ = [
 ]
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 20x faster on large files
-_MAX_INT32 = 2**31 - 1
-_MAX_SECONDS = (2**63 - 1) / 1e9  # Go's largest time.Duration
 _MAX_SHORT_PODS = 100_000
 _MAX_NESTING = 10_000  # libyaml's composer recurses in C: far deeper input (200,000 levels) overflows its stack
 _BRACKETS = re.compile(r"[\[\]{}]")
@@ -60,8 +59,24 @@ _API_NAMES = {"Resource": "resource metrics API", "ContainerResource": "resource
               "Pods": "custom metrics API", "Object": "custom metrics API", "External": "external metrics API"}
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
 class ScenarioError(ValueError):
     """An invalid scenario: `path: reason`."""
+
+
+def _scenario_errors(read: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A reader of scenario input whose fields decision/fields.py checks: their SpecError (already
+    `path: reason`) is raised as a ScenarioError, the one error of this module's callers."""
+    @functools.wraps(read)
+    def reader(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return read(*args, **kwargs)
+        except SpecError as exc:
+            raise ScenarioError(str(exc)) from None
+    return reader
 
 
 @dataclass(frozen=True)
@@ -135,33 +150,16 @@ def _err(path: str, reason: str) -> ScenarioError:
 
 
 def _map(doc: Mapping[str, Any], key: str, path: str, required: bool = False) -> Mapping[str, Any]:
-    value = doc.get(key)
-    if value is None:
-        if required:
-            raise _err(path, "required")
-        return {}
-    if not isinstance(value, Mapping):
-        raise _err(path, "must be an object")
-    return value
+    return obj(doc.get(key), path, required) or {}
 
 
 def _list(doc: Mapping[str, Any], key: str, path: str) -> list[Any]:
-    value = doc.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _err(path, "must be a list")
-    return value
+    return items(doc.get(key), path)
 
 
-def _int(value: Any, path: str, minimum: int = 0, maximum: int = _MAX_INT32) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _err(path, f"must be an integer, got {value!r}")
-    if value < minimum:
-        raise _err(path, f"must be greater than or equal to {minimum}")
-    if value > maximum:
-        raise _err(path, f"must be less than or equal to {maximum}")
-    return value
+def _int(value: Any, path: str, maximum: int = MAX_INT32) -> int:
+    """A count: an int32 (or up to `maximum`) from 0."""
+    return integer(value, path, 0, maximum)
 
 
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -178,21 +176,9 @@ def _time(value: Any, path: str) -> datetime:
     return t
 
 
-def _seconds(value: Any, path: str) -> float:
-    try:
-        seconds = parse_duration(value)
-    except DurationError:
-        raise _err(path, f"not a duration: {value!r}") from None
-    if not 0 <= seconds <= _MAX_SECONDS:
-        raise _err(path, f"out of range: {value!r}")
-    return seconds
-
-
 def _quantity(value: Any, path: str) -> Any:
-    try:
-        parse_quantity(value)
-    except QuantityError:
-        raise _err(path, f"not a quantity: {value!r}") from None
+    """A quantity, checked and kept as written (the objects it goes into hold it so)."""
+    quantity(value, path)
     return value
 
 
@@ -209,7 +195,7 @@ def _config(doc: Mapping[str, Any]) -> ControllerConfig:
             raise _err("config.tolerance", "must be a finite number, not negative")
 
     def dur(key: str, default: float) -> float:
-        return default if raw.get(key) is None else _seconds(raw[key], f"config.{key}")
+        return default if raw.get(key) is None else duration(raw[key], f"config.{key}")
 
     return ControllerConfig(
         tolerance=tolerance,
@@ -264,13 +250,12 @@ def _wrap(prefix: str, exc: ObjectError) -> ScenarioError:
 # --- the short forms, expanded to the full objects -----------------------------------------------
 
 
+@_scenario_errors
 def expand_pods(short: Mapping[str, Any], name: str, namespace: str, now: datetime) -> list[dict[str, Any]]:
     """`pods: {count: 3, ready: 2, cpuRequest: 500m, memoryRequest: 1Gi}` -> Pod objects `<name>-1`...
     with one container `app`: the first `ready` (default: all) Running and Ready for an hour, the
     others Running, started 10 s ago and not Ready yet (inside the CPU initialization period)."""
-    if short.get("count") is None:
-        raise _err("pods.count", "required")
-    count = _int(short["count"], "pods.count", maximum=_MAX_SHORT_PODS)
+    count = _int(short.get("count"), "pods.count", maximum=_MAX_SHORT_PODS)
     ready = count if short.get("ready") is None else _int(short["ready"], "pods.ready", maximum=count)
     requests = {resource: _quantity(short[key], f"pods.{key}")
                 for resource, key in (("cpu", "cpuRequest"), ("memory", "memoryRequest")) if short.get(key) is not None}
@@ -323,6 +308,7 @@ def _resource_item(pod: Mapping[str, Any], ms: MetricSpec, value: Any, now: date
             "window": 30, "containers": containers}
 
 
+@_scenario_errors
 def expand_metric_values(ms: MetricSpec, value: Any, path: str, pods: Sequence[Mapping[str, Any]], namespace: str,
                          now: datetime) -> tuple[str, list[dict[str, Any]]]:
     """A metric's value in the short form -> (`metrics` list it belongs to, the items the metrics API
@@ -542,6 +528,7 @@ def _pods(doc: Mapping[str, Any], target: _Target, namespace: str | None, short:
     return raw_pods, selected
 
 
+@_scenario_errors
 def build_scenario(label: str, doc: Any, default_now: datetime | None = None) -> Scenario:
     """Validate one scenario document and turn it into the decision's input."""
     if not isinstance(doc, Mapping):
