@@ -11,7 +11,10 @@ calculators and normalization call too: `plain_metric_count` (Kubernetes' `calcP
 with the unready pods' recomputation, for Pods), `usage_ratio_count` (`getUsageRatioReplicaCount`)
 and `per_pod_total_count` (`Get*PerPodMetricReplicas`) for External and Object, `legacy_limit`
 (the 2x/4 scale-up limit and [min, max]), `stabilized_with_behaviors`, and `limit_with_behaviors`
-(the policies over the recorded scale events). They are called without a notes list, so no `Calc`
+(the policies over the recorded scale events). The rules around them are the engine's too:
+`replicas_before_metrics` (a target at zero or outside [min, max], before any metric),
+`proposal_wins` (the largest proposal across metrics) and `metrics_hold` (a failing metric blocks a
+scale-down; all failing, nothing changes). They are called without a notes list, so no `Calc`
 and no explanation is built. Times are whole microseconds since the first step, as datetime counts
 them, so every window edge compares as it does in the engine. A stretch of steps where every metric
 proposes the current count and no pod is starting changes nothing, so it is skipped in one move
@@ -34,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from autoscaler.decision import ControllerConfig, History, tolerances_for
-from autoscaler.decision.engine import record_scale
+from autoscaler.decision.engine import metrics_hold, proposal_wins, record_scale, replicas_before_metrics
 from autoscaler.decision.normalize import legacy_limit, limit_with_behaviors, stabilized_with_behaviors
 from autoscaler.decision.replicas import per_pod_total_count, plain_metric_count, usage_ratio_count
 from autoscaler.decision.spec import HPASpec
@@ -205,12 +208,15 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
     band = tuple((kind, target, promql) for kind, target, promql, _ in kinds)
     breaks = prepared.breaks
     quiet_from: dict[int, np.ndarray] = {}
+    # The count before any metric (None: the metrics decide); it changes only with `current`.
+    # (replay() passes no scaled_to_zero: a target at zero stays there.)
+    fixed = replicas_before_metrics(current, min_r, max_r)
     i = 0
     while i < n:
         now = times[i]
         ready = bisect_right(ready_at, now)
         unready = len(ready_at) - ready
-        if not unready and min_r <= current <= max_r and current > 0 \
+        if not unready and fixed is None \
                 and (behavior is not None or windows[0].extreme(now, current) <= current):
             # Quiet: every metric proposes `current`, so the recommendation is `current` and,
             # with nothing pending, nothing changes until the next step that may break it.
@@ -226,13 +232,8 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
                     w.push(times[j - 1], current)
                 i = j
                 continue
-        desired = current
-        if current == 0:
-            pass
-        elif current > max_r:
-            desired = max_r
-        elif current < min_r:
-            desired = min_r
+        if fixed is not None:
+            desired = fixed
         else:
             best, invalid = 0, 0
             for k in range(m):
@@ -255,9 +256,9 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
                         invalid += 1
                         continue
                     proposal = counted
-                if best == 0 or proposal > best:
+                if proposal_wins(best, proposal):
                     best = proposal
-            if invalid >= m or (invalid and best < current):
+            if metrics_hold(current, best, invalid, m):
                 desired = current
             else:
                 rec = max(best, 0)
@@ -282,6 +283,7 @@ def fast_replay(spec: HPASpec, queries: Sequence[MetricQuery], prepared: Prepare
             else:
                 del ready_at[len(ready_at) - (current - desired):]
             current = desired
+            fixed = replicas_before_metrics(current, min_r, max_r)
         replicas_out[i] = current
         ready_out[i] = ready
         i += 1

@@ -36,7 +36,8 @@ from .schedules import Window, floor_window
 from .sources import MetricOutcome, compute_metric
 from .spec import MAX_PERIOD_SECONDS, MAX_STABILIZATION_SECONDS, HPASpec
 
-__all__ = ["compute_replicas_for_metrics", "decide", "normalize_desired_replicas", "record_scale", "tolerances_for"]
+__all__ = ["compute_replicas_for_metrics", "decide", "metrics_hold", "normalize_desired_replicas", "proposal_wins",
+           "record_scale", "replicas_before_metrics", "tolerances_for"]
 
 
 _GOT_SCALE = C.fixed(C.ABLE_TO_SCALE, True, C.SUCCEEDED_GET_SCALE, C.MSG_GOT_SCALE)
@@ -122,30 +123,58 @@ def decide(inp: DecisionInput) -> Decision:
     return _decision(inp, sync)
 
 
+def replicas_before_metrics(current: int, min_replicas: int, max_replicas: int, from_zero: bool = False) -> int | None:
+    """The first branches of reconcileAutoscaler's switch, on numbers: a target at 0 replicas
+    stays there (autoscaling disabled) unless `from_zero` (this autoscaler scaled it there and may
+    scale up from zero); above maxReplicas goes to maxReplicas, below minReplicas to minReplicas,
+    without reading metrics. None when the metrics decide."""
+    if current == 0:
+        return None if from_zero else 0
+    if current > max_replicas:
+        return max_replicas
+    if current < min_replicas:
+        return min_replicas
+    return None
+
+
 def _metrics_decide(inp: DecisionInput, sync: _Sync) -> bool:
     """The first branches of reconcileAutoscaler's switch (a target at zero, or outside
     [minReplicas, maxReplicas]); True when the metrics decide instead."""
     spec, current = inp.spec, inp.current_replicas
-    if current == 0:
-        if inp.scaled_to_zero and (spec.min_replicas != 0 or spec.has_object_or_external):
+    from_zero = inp.scaled_to_zero and (spec.min_replicas != 0 or spec.has_object_or_external)
+    fixed = replicas_before_metrics(current, spec.min_replicas, spec.max_replicas, from_zero)
+    if fixed is None:
+        if current == 0:
             sync.pre.append("the target is at 0 replicas and this autoscaler scaled it there: "
                             "it may scale up from zero")
-            return True
+        return True
+    if current == 0:
         sync.desired, sync.rescale = 0, False
         sync.conditions[C.SCALING_ACTIVE] = C.make(C.SCALING_ACTIVE, False, C.SCALING_DISABLED, C.MSG_DISABLED)
         sync.pre.append("the target is at 0 replicas and this autoscaler did not put it there: autoscaling is disabled")
         return False
-    if current > spec.max_replicas:
-        sync.desired, sync.rescale_reason = spec.max_replicas, "Current number of replicas above Spec.MaxReplicas"
+    if current > fixed:
+        sync.desired, sync.rescale_reason = fixed, "Current number of replicas above Spec.MaxReplicas"
         sync.pre.append(f"current {current} replicas are above maxReplicas {spec.max_replicas}: "
-                        f"scale to {spec.max_replicas} without reading metrics")
+                        f"scale to {fixed} without reading metrics")
         return False
-    if current < spec.min_replicas:
-        sync.desired, sync.rescale_reason = spec.min_replicas, "Current number of replicas below Spec.MinReplicas"
-        sync.pre.append(f"current {current} replicas are below minReplicas {spec.min_replicas}: "
-                        f"scale to {spec.min_replicas} without reading metrics")
-        return False
-    return True
+    sync.desired, sync.rescale_reason = fixed, "Current number of replicas below Spec.MinReplicas"
+    sync.pre.append(f"current {current} replicas are below minReplicas {spec.min_replicas}: "
+                    f"scale to {fixed} without reading metrics")
+    return False
+
+
+def proposal_wins(best: int, proposal: int) -> bool:
+    """`computeReplicasForMetrics`' choice across metrics: the largest proposal wins, and the
+    first valid one always replaces the 0 it starts from."""
+    return best == 0 or proposal > best
+
+
+def metrics_hold(current: int, best: int, invalid: int, count: int) -> bool:
+    """True when `computeReplicasForMetrics` keeps `current` instead of normalizing `best`: every
+    one of the `count` metrics failed (its error), or some failed and `best` would scale down (a
+    failing metric blocks scaling down; it does not block scaling up)."""
+    return invalid >= count or (invalid > 0 and best < current)
 
 
 def compute_replicas_for_metrics(inp: DecisionInput) -> _Metrics:
@@ -161,7 +190,7 @@ def compute_replicas_for_metrics(inp: DecisionInput) -> _Metrics:
         if proposal is None:
             failure = failure or outcome.failure
             invalid += 1
-        elif replicas == 0 or proposal > replicas:
+        elif proposal_wins(replicas, proposal):
             replicas, label = proposal, outcome.label
     return _Metrics(outcomes, replicas, label, invalid, failure)
 
@@ -175,7 +204,7 @@ def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
     n, invalid = len(metrics.outcomes), metrics.invalid
     if invalid < n:
         sync.failures = 0
-    if invalid >= n or (invalid > 0 and metrics.replicas < current):
+    if metrics_hold(current, metrics.replicas, invalid, n):
         assert metrics.failure is not None
         sync.conditions[C.SCALING_ACTIVE] = metrics.failure
         sync.desired, sync.rescale = current, False

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from autoscaler.decision.engine import metrics_hold, proposal_wins, replicas_before_metrics
 from autoscaler.decision.normalize import legacy_limit, limit_with_behaviors, stabilized_with_behaviors
 from autoscaler.decision.replicas import (
     MAX_INT32,
@@ -155,3 +156,36 @@ def test_limit_with_behaviors_reads_the_events_with_or_without_steps():
     assert limit_with_behaviors(s, 5, 6, 2, ups, (), NOW) == (6, "DesiredWithinRange")
     assert limit_with_behaviors(s, 8, 1, 2, (), (), NOW) == (4, "ScaleDownLimit")   # int(8 x 0.5)
     assert limit_with_behaviors(s, 3, 1, 2, (), (), NOW) == (2, "TooFewReplicas")   # int(1.5) = 1 < min 2
+
+
+def test_replicas_before_metrics_settles_zero_and_out_of_range_counts_first():
+    assert replicas_before_metrics(0, 1, 10) == 0                    # at zero, min 1, not put there: stays 0
+    assert replicas_before_metrics(0, 0, 10) == 0                    # at zero, not put there: disabled, stays 0
+    assert replicas_before_metrics(0, 2, 10, from_zero=True) is None  # scaled there by the HPA: the metrics decide
+    assert replicas_before_metrics(12, 2, 10) == 10                  # above max: straight to max
+    assert replicas_before_metrics(1, 2, 10) == 2                    # below min: straight to min
+    assert replicas_before_metrics(2, 2, 10) is None                 # the bounds themselves: the metrics decide
+    assert replicas_before_metrics(10, 2, 10) is None
+    assert replicas_before_metrics(5, 2, 10, from_zero=True) is None
+
+
+def test_proposal_wins_takes_the_largest_and_any_first_proposal():
+    assert proposal_wins(0, 3)          # nothing yet: the first valid proposal wins
+    assert proposal_wins(0, 0)
+    assert proposal_wins(4, 7)          # 7 > 4
+    assert not proposal_wins(4, 4)      # a tie keeps the first metric's (its label)
+    assert not proposal_wins(4, 2)
+    best = 0
+    for proposal in (3, 8, 5):          # three metrics: max(3, 8, 5) = 8
+        if proposal_wins(best, proposal):
+            best = proposal
+    assert best == 8
+
+
+def test_metrics_hold_when_all_fail_or_a_failure_would_be_a_scale_down():
+    assert metrics_hold(4, 0, 2, 2)          # 2 of 2 failed: keep current
+    assert metrics_hold(4, 3, 1, 2)          # 1 of 2 failed and the other asks 3 < 4: no scale-down
+    assert not metrics_hold(4, 6, 1, 2)      # 1 of 2 failed, the other asks 6 > 4: scaling up is allowed
+    assert not metrics_hold(4, 4, 1, 2)      # asks the current 4: not a scale-down, normalization decides
+    assert not metrics_hold(4, 3, 0, 2)      # none failed: 3 goes on to normalization
+    assert metrics_hold(4, 9, 3, 3)          # all failed (best is meaningless)
