@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SERVICE_ACCOUNT_DIR", "ConfigNotFound", "Source", "context_namespace", "load_configuration", "locate"]
+__all__ = ["SERVICE_ACCOUNT_DIR", "ConfigNotFound", "Source", "context_namespace", "in_cluster", "load_configuration",
+           "locate"]
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -30,7 +31,9 @@ class Source:
                 "home": str(self.path)}.get(self.kind, "the in-cluster service account")
 
 
-def _in_cluster(environ: Mapping[str, str], service_account_dir: Path) -> bool:
+def in_cluster(environ: Mapping[str, str] | None = None, service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> bool:
+    """Running in a pod with its service account: the API server's address and the token."""
+    environ = os.environ if environ is None else environ
     return bool(environ.get("KUBERNETES_SERVICE_HOST") and environ.get("KUBERNETES_SERVICE_PORT")
                 and (service_account_dir / "token").is_file())
 
@@ -43,7 +46,7 @@ def locate(kubeconfig: str | None, *, environ: Mapping[str, str] | None = None, 
         return Source("flag", kubeconfig)
     if env.get("KUBECONFIG"):
         return Source("env", env["KUBECONFIG"])
-    if _in_cluster(env, service_account_dir):
+    if in_cluster(env, service_account_dir):
         return Source("in-cluster", None)
     default = (home or Path.home()) / ".kube" / "config"
     if default.is_file():

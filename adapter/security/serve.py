@@ -138,11 +138,14 @@ async def _build(settings: Any, app: Any, registry: CollectorRegistry | None) ->
     clients: list[Any] = []
     try:
         fallback = _get(settings, "kubeconfig")
-        authn_client = await kube.api_client(_get(settings, "authentication_kubeconfig") or fallback)
+        authn_path = _get(settings, "authentication_kubeconfig") or fallback
+        authz_path = _get(settings, "authorization_kubeconfig") or fallback
+        authn_client = await kube.api_client(authn_path)
         if authn_client is not None:
             clients.append(authn_client)
-        authz_client = await kube.api_client(_get(settings, "authorization_kubeconfig") or fallback)
-        if authz_client is not None:
+        # one connection pool when both reviews go to the same cluster as the same user
+        authz_client = authn_client if authz_path == authn_path else await kube.api_client(authz_path)
+        if authz_client is not None and authz_client is not authn_client:
             clients.append(authz_client)
 
         token_reviewer = None
