@@ -72,6 +72,7 @@ class Forecast:
 
     `seasonal`: the value one `season` ago, `horizon` ahead, times the ratio of the mean over the
     last `levelWindow` to the mean over the same window one season ago (at most `maxLevelRatio`).
+    `seasons: [7d, 1d]` lists several, longest first; `season: 1d` is `seasons: [1d]`.
     `linear`: the least-squares trend over the last `window`, `horizon` ahead, never below zero.
     Windows are sampled every `resolution` (the PromQL subquery step). Without history there is
     no value, unless `fallback: present` serves the present value then."""
@@ -80,12 +81,23 @@ class Forecast:
     method: Literal["seasonal", "linear"]
     horizon: float
     name: str = ""  # the served name, expanded like name.as (`${1}_forecast`); "" = "<metric>_forecast"
-    season: float = 0.0
+    seasons: tuple[float, ...] = ()  # seasonal: longest first
     level_window: float = 3600.0
     max_level_ratio: float | None = None  # seasonal: the level ratio is capped at this (None: not capped)
     window: float = 0.0
     resolution: float = 60.0
     fallback: bool = False  # `fallback: present`: no history -> the present value
+
+    @property
+    def season(self) -> float:
+        """The longest season (seasonal), 0 for linear."""
+        return self.seasons[0] if self.seasons else 0.0
+
+    @property
+    def history(self) -> float:
+        """Seconds of history before a moment that its forecast reads with its longest season:
+        the season plus the level window (seasonal), the window (linear)."""
+        return self.season + self.level_window if self.method == "seasonal" else self.window
 
 
 @dataclass(frozen=True)
@@ -142,7 +154,8 @@ def _bool(value: Any, where: str) -> bool | None:
 
 
 _FORECAST_FIELDS = {
-    "seasonal": {"name", "method", "horizon", "season", "levelWindow", "maxLevelRatio", "resolution", "fallback"},
+    "seasonal": {"name", "method", "horizon", "season", "seasons", "levelWindow", "maxLevelRatio", "resolution",
+                 "fallback"},
     "linear": {"name", "method", "horizon", "window", "resolution", "fallback"},
 }
 
@@ -164,6 +177,21 @@ def _duration(value: Any, where: str, default: float | None = None) -> float:
     return seconds
 
 
+def _seasons(raw: Mapping[str, Any], where: str) -> tuple[float, ...]:
+    """`season: 1d` or `seasons: [7d, 1d]` (one of the two), longest first, no repeats."""
+    if "season" in raw and "seasons" in raw:
+        raise RuleError(f"{where}.seasons: give season or seasons, not both")
+    if "seasons" not in raw:
+        return (_duration(raw.get("season"), f"{where}.season"),)
+    listed = raw["seasons"]
+    if not isinstance(listed, list) or not listed:
+        raise RuleError(f"{where}.seasons: must be a non-empty list of durations such as [7d, 1d]")
+    seasons = [_duration(v, f"{where}.seasons[{i}]") for i, v in enumerate(listed)]
+    if len(set(seasons)) != len(seasons):
+        raise RuleError(f"{where}.seasons: lists a season twice")
+    return tuple(sorted(seasons, reverse=True))
+
+
 def _forecast(raw: Any, where: str) -> Forecast | None:
     if raw is None:
         return None
@@ -183,17 +211,19 @@ def _forecast(raw: Any, where: str) -> Forecast | None:
     if fallback not in ("none", "present"):
         raise RuleError(f"{where}.fallback: must be none or present, got {fallback!r}")
     if method == "seasonal":
-        season = _duration(raw.get("season"), f"{where}.season")
+        seasons = _seasons(raw, where)
         level_window = _duration(raw.get("levelWindow"), f"{where}.levelWindow", 3600.0)
-        if season <= horizon:
-            raise RuleError(f"{where}.season: must be longer than the horizon ({raw.get('horizon')})")
+        for i, season in enumerate(seasons):
+            field = f"{where}.season" if "season" in raw else f"{where}.seasons[{i}]"
+            if season <= horizon:
+                raise RuleError(f"{field}: must be longer than the horizon ({raw.get('horizon')})")
         if level_window < resolution:
             raise RuleError(f"{where}.levelWindow: must be at least the resolution ({resolution:g}s)")
         max_ratio = raw.get("maxLevelRatio")
         if max_ratio is not None and (isinstance(max_ratio, bool) or not isinstance(max_ratio, (int, float))
                                       or not max_ratio >= 1):
             raise RuleError(f"{where}.maxLevelRatio: must be a number of at least 1, got {max_ratio!r}")
-        return Forecast(where, "seasonal", horizon, name, season=season, level_window=level_window,
+        return Forecast(where, "seasonal", horizon, name, seasons=seasons, level_window=level_window,
                         max_level_ratio=None if max_ratio is None else float(max_ratio), resolution=resolution,
                         fallback=fallback == "present")
     window = _duration(raw.get("window"), f"{where}.window")

@@ -204,7 +204,7 @@ def test_forecast_block_fields_and_names():
                               "forecast": {"method": "linear", "horizon": "10m", "window": "1h"}}]}
     rules = compile_rules(parse_rules(yaml.safe_dump(doc)))
     seasonal, linear = rules.rules[0], rules.external_rules[0]
-    assert seasonal.rule.forecast == Forecast("rules[0].forecast", "seasonal", 300, "${1}_ahead", season=86400,
+    assert seasonal.rule.forecast == Forecast("rules[0].forecast", "seasonal", 300, "${1}_ahead", seasons=(86400,),
                                               level_window=7200, resolution=30)
     assert seasonal.forecast_name("http_requests_total") == "http_requests_ahead"
     assert linear.rule.forecast == Forecast("externalRules[0].forecast", "linear", 600, window=3600)
