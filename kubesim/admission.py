@@ -4,7 +4,12 @@ defaulting, then validation against the schema's bounds and its CEL rules
 
 The schema keywords read are those CRDs use for bounds (type, enum, required, minimum, maximum,
 minItems, maxItems, pattern, anyOf for int-or-string); CEL runs on the `common-expression-language`
-package, imported when a CRD carries rules.
+package, imported when a CRD carries rules, with what Kubernetes' CEL adds that a CRD here uses:
+the timestamp accessors with a time zone (`getHours('Europe/Berlin')`, cel-go's `timeZone`: an
+IANA name, or a `+05:00` offset; an unknown name is a runtime error). As in apiextensions'
+cel/validation.go, a rule that is false is reported at its `fieldPath` with its message, a rule
+that fails to evaluate at the node's own path as `<error> evaluating rule: <message>`; either way
+the value shown is the node's type (`Invalid value: "string"`).
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from promscaler.status import InternalError, Invalid
 
@@ -48,6 +55,55 @@ def _shown(value: Any) -> str:
     return '"object"' if isinstance(value, dict) else ('"array"' if isinstance(value, list) else repr(value))
 
 
+class _EvalError(ValueError):
+    """A runtime error of a function kubesim adds, worded as cel-go words it."""
+
+
+def _zone(name: str) -> tzinfo:
+    """cel-go's timeZone(): a name with a colon is a UTC offset (`+05:00`), else time.LoadLocation's
+    IANA name ("" and "UTC" are UTC)."""
+    if ":" in name:
+        sign = -1 if name.startswith("-") else 1
+        hours, _, minutes = name.lstrip("+-").partition(":")
+        try:
+            return timezone(sign * timedelta(hours=int(hours), minutes=int(minutes)))
+        except ValueError:
+            raise _EvalError(f"unknown time zone {name}") from None
+    if name in ("", "UTC"):
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise _EvalError(f"unknown time zone {name}") from None
+
+
+def _accessor(part: Any) -> Any:
+    def get(t: datetime, zone: str | None = None) -> int:
+        return int(part(t.astimezone(UTC if zone is None else _zone(zone))))
+    return get
+
+
+# Kubernetes' timestamp accessors (cel-spec), each with its optional time zone argument.
+_TIMESTAMP_ACCESSORS = {
+    "getFullYear": lambda t: t.year, "getMonth": lambda t: t.month - 1, "getDate": lambda t: t.day,
+    "getDayOfMonth": lambda t: t.day - 1, "getDayOfWeek": lambda t: t.isoweekday() % 7,
+    "getDayOfYear": lambda t: t.timetuple().tm_yday - 1, "getHours": lambda t: t.hour,
+    "getMinutes": lambda t: t.minute, "getSeconds": lambda t: t.second,
+    "getMilliseconds": lambda t: t.microsecond // 1000,
+}
+_GO_ERROR = re.compile(r"_EvalError: (.*?)\. Check function")
+
+
+def _context(value: Any) -> Any:
+    import cel
+
+    context = cel.Context()
+    for name, part in _TIMESTAMP_ACCESSORS.items():
+        context.add_function(name, _accessor(part))
+    context.add_variable("self", value)
+    return context
+
+
 def _cel(rule: str) -> Any:
     program = _programs.get(rule)
     if program is None:
@@ -57,6 +113,25 @@ def _cel(rule: str) -> Any:
             raise InternalError("kubesim: CRD validation rules need the common-expression-language package") from None
         program = _programs[rule] = cel.compile(rule)
     return program
+
+
+def _rule_errors(schema: Schema, value: Any, path: str) -> list[str]:
+    """The node's `x-kubernetes-validations`, as apiextensions' validateExpressions reports them."""
+    errors: list[str] = []
+    shown = f'"{schema.get("type", "")}"'
+    for rule in schema.get("x-kubernetes-validations") or ():
+        message = (rule.get("message") or "").strip()
+        try:
+            ok = _cel(rule["rule"]).execute(_context(value))
+        except (KeyError, ValueError, TypeError, RuntimeError) as exc:
+            go = _GO_ERROR.search(str(exc))
+            errors.append(f"{path}: Invalid value: {shown}: {go.group(1) if go else exc} evaluating rule: "
+                          f"{message or rule['rule'].strip()}")
+            continue
+        if ok is not True:
+            errors.append(f"{path}{rule.get('fieldPath', '')}: Invalid value: {shown}: "
+                          f"{message or 'failed rule: ' + rule['rule'].strip()}")
+    return errors
 
 
 def validate(schema: Schema, value: Any, path: str) -> list[str]:
@@ -98,16 +173,7 @@ def validate(schema: Schema, value: Any, path: str) -> list[str]:
                 errors += validate(sub, value[key], f"{path}.{key}")
     if errors:
         return errors  # rules assume a value that passed its schema
-    for rule in schema.get("x-kubernetes-validations") or ():
-        try:
-            ok = _cel(rule["rule"]).execute({"self": value})
-        except (KeyError, ValueError, TypeError, RuntimeError) as exc:
-            ok, rule = False, {**rule, "message": f"{rule.get('message', rule['rule'])} (evaluation error: {exc})"}
-        if ok is not True:
-            where = path + rule.get("fieldPath", "")
-            why = rule.get("message") or f"failed rule: {rule['rule']}"
-            errors.append(f"{where}: Invalid value: {_shown(value)}: {why}")
-    return errors
+    return _rule_errors(schema, value, path)
 
 
 def admit(crd: Mapping[str, Any], version: str, obj: dict[str, Any]) -> dict[str, Any]:

@@ -165,6 +165,38 @@ def _with_defaults(spec: dict[str, Any]) -> dict[str, Any]:
 _CRON_WORDS = ("A cron expression, 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds "
                "first, read in the schedule's time zone")
 _CRON: dict[str, Any] = {"type": "string", "maxLength": 128, "pattern": r"^\s*\S+(\s+\S+){4,5}\s*$"}
+
+
+def _cron_regex() -> str:
+    """cronsim's grammar (the one schedules.py reads) with every number in its field's range, as an
+    RE2 expression without backslashes (it sits in a CEL string): a term is `*`, `N` or `N-M`, with
+    an optional `/step`; day of month also `L`, `LW`; day of week also `NL` and `N#1-5`. What this
+    cannot see (a range written backwards, 30 February) is left to the controller (InvalidSpec)."""
+    def field(value: str, *extra: str) -> str:
+        term = "|".join((f"([*]|{value}(-{value})?)(/0*[1-9][0-9]*)?", *extra))
+        return f"({term})(,({term}))*"
+
+    second = "0*([0-9]|[1-5][0-9])"
+    hour = "0*([0-9]|1[0-9]|2[0-3])"
+    day = "0*([1-9]|[12][0-9]|3[01])"
+    month = "(0*([1-9]|1[0-2])|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)"
+    weekday = "(0*[0-7]|SUN|MON|TUE|WED|THU|FRI|SAT)"
+    fields = (field(second), field(hour), field(day, "LW?(/0*[1-9][0-9]*)?"), field(month),
+              field(weekday, "0*[0-7]L", f"{weekday}#0*[1-5]"))
+    gap = "[[:blank:]]+"
+    return f"(?i)^[[:blank:]]*({field(second)}{gap})?" + gap.join(f"({f})" for f in fields) + "[[:blank:]]*$"
+
+
+CRON_REGEX = _cron_regex()
+# On the string itself (so the error names it): a runtime error is reported at the node's path.
+_CRON_RULE = {"rule": f"self.matches('{CRON_REGEX}')",
+              "message": "must be a cron expression: minute (0-59) hour (0-23) day-of-month (1-31) month (1-12, "
+              "JAN-DEC) day-of-week (0-7, SUN-SAT), or 6 fields with seconds (0-59) first"}
+# Kubernetes' CEL timestamp accessors take an IANA zone name and fail at runtime on an unknown one
+# (cel-go's timeZone: time.LoadLocation); a runtime error refuses the object, naming this field.
+# "Local" (the API server's own zone to Go, unknown to zoneinfo) is refused explicitly.
+_TIME_ZONE_RULE = {"rule": "self != 'Local' && timestamp('2000-01-01T00:00:00Z').getHours(self) >= 0",
+                   "message": "must be an IANA time zone name, e.g. Europe/Berlin"}
 FALLBACK = {
     "type": "object",
     "description": "What to do when no metric can be read for failureThreshold syncs in a row (KEDA's fallback).",
@@ -192,14 +224,17 @@ SCHEDULES = {
         "required": ["name", "start", "minReplicas"],
         "properties": {
             "name": {"type": "string", "minLength": 1, "maxLength": 63},
-            "start": {**_CRON, "description": "When the window opens. " + _CRON_WORDS},
-            "end": {**_CRON, "description": "When it closes (the first tick after the start). " + _CRON_WORDS},
+            "start": {**_CRON, "description": "When the window opens. " + _CRON_WORDS,
+                      "x-kubernetes-validations": [_CRON_RULE]},
+            "end": {**_CRON, "description": "When it closes (the first tick after the start). " + _CRON_WORDS,
+                    "x-kubernetes-validations": [_CRON_RULE]},
             "duration": {"type": "string", "maxLength": 32,
                          "pattern": r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d|w|y))+$",
                          "description": "How long it stays open, elapsed time (e.g. 10h, 90m)"},
             "timeZone": {"type": "string", "default": "UTC", "maxLength": 64,
                          "pattern": r"^[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*$",
-                         "description": "An IANA time zone, e.g. Europe/Berlin"},
+                         "description": "An IANA time zone, e.g. Europe/Berlin",
+                         "x-kubernetes-validations": [_TIME_ZONE_RULE]},
             "minReplicas": {"type": "integer", "format": "int32", "minimum": 0,
                             "description": "The replica floor while the window is open"},
         },
