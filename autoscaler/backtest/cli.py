@@ -219,7 +219,8 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
             ns = args.namespace or s.namespace or "default"
             ref = s.spec.scale_target_ref
             pod_regex = args.pod_regex or f"{re.escape(ref.name)}-.*"
-            queries = [metric_query(ms, ns, pod_regex, rules, series_names, explicit) for ms in s.spec.metrics]
+            given = {**s.queries, **explicit}  # a ScaledObject's trigger queries, unless --query says otherwise
+            queries = [metric_query(ms, ns, pod_regex, rules, series_names, given) for ms in s.spec.metrics]
             plan = Plan(s, queries, actual_replicas_queries(ns, s.name, ref.kind, ref.name))
             first = s.spec.metrics[0]
             name = forecast_name(first, rules, series_names) if add_forecast and rules is not None else None
@@ -228,7 +229,7 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
             for h in horizons:
                 if cfg is not None:
                     at = _with_horizon(cfg, h)
-                    plan.variants[h] = [metric_query(ms, ns, pod_regex, at, series_names, explicit)
+                    plan.variants[h] = [metric_query(ms, ns, pod_regex, at, series_names, given)
                                         for ms in s.spec.metrics]
                     if name is not None and None in plan.added:
                         plan.added[h] = metric_query(replace(first, name=name), ns, pod_regex, at, series_names, {})

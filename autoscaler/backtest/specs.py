@@ -1,19 +1,25 @@
-"""Autoscaler spec files (autoscaling/v2 HorizontalPodAutoscaler or promscaler
-HorizontalAutoscaler YAML, one or more documents) -> parsed specs, errors with file and field."""
+"""Autoscaler spec files (autoscaling/v2 HorizontalPodAutoscaler, promscaler HorizontalAutoscaler or
+KEDA ScaledObject YAML, one or more documents) -> parsed specs, errors with file and field.
+
+A ScaledObject is read as KEDA turns it into an HPA (decision/keda.py): `raw` is then the
+HorizontalAutoscaler promscaler decides with (what `tune` edits), `source` the ScaledObject, and
+`queries` each trigger's PromQL (what backtest replays)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from autoscaler.decision import HPASpec, SpecError, parse_spec
+from autoscaler.decision.keda import is_scaled_object, read_scaled_object, write_scaled_object
 
 __all__ = ["KINDS", "Spec", "SpecFileError", "load_specs"]
 
-KINDS = ("HorizontalPodAutoscaler", "HorizontalAutoscaler")
+KINDS = ("HorizontalPodAutoscaler", "HorizontalAutoscaler", "ScaledObject")
 
 
 class SpecFileError(ValueError):
@@ -28,6 +34,18 @@ class Spec:
     kind: str
     spec: HPASpec
     raw: dict[str, Any]
+    source: Mapping[str, Any] | None = None           # a ScaledObject's document
+    queries: Mapping[str, str] = field(default_factory=dict)   # a ScaledObject's: metric name -> PromQL
+
+    def parse(self, raw: dict[str, Any]) -> HPASpec:
+        """The spec of `raw`, an edit of this spec's `raw` (tune's candidates)."""
+        if self.source is not None:
+            return read_scaled_object(write_scaled_object(self.source, raw)).spec
+        return parse_spec(raw.get("spec"), "spec")
+
+    def written(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """`raw` as the user's kind of object (a ScaledObject stays one)."""
+        return raw if self.source is None else write_scaled_object(self.source, raw)
 
 
 def load_specs(path: str) -> list[Spec]:
@@ -47,11 +65,16 @@ def load_specs(path: str) -> list[Spec]:
             raise SpecFileError(f"{where}: kind: must be one of {', '.join(KINDS)}")
         meta = doc.get("metadata") or {}
         name = str(meta.get("name") or Path(path).stem)
+        ns = meta.get("namespace")
         try:
+            if is_scaled_object(doc):
+                so = read_scaled_object(doc)
+                out.append(Spec(f"{short} ({name})", so.hpa["metadata"]["name"], so.namespace, doc["kind"], so.spec,
+                                so.autoscaler, doc, so.queries))
+                continue
             spec = parse_spec(doc.get("spec"), "spec")
         except SpecError as exc:
             raise SpecFileError(f"{where}: {exc}") from None
-        ns = meta.get("namespace")
         out.append(Spec(f"{short} ({name})", name, ns if isinstance(ns, str) else None, doc["kind"], spec, doc))
     if not out:
         raise SpecFileError(f"{path}: no autoscaler in the file")

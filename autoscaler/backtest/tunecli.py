@@ -24,7 +24,7 @@ import numpy as np
 import yaml
 
 from autoscaler.commandline import ArgError, Parser
-from autoscaler.decision import SpecError, parse_spec
+from autoscaler.decision import SpecError
 from autoscaler.decision.spec import HPASpec
 
 from .cli import Failed, Histories, Plan, add_history_flags, read_histories
@@ -142,7 +142,7 @@ class _Search:
     def setting(self, knobs: Knobs) -> _Setting:
         added = self.plan.added.get(None)
         raw = apply(self.plan.spec.raw, knobs, added.metric.name if added else None)
-        spec = parse_spec(raw.get("spec"), "spec")
+        spec = self.plan.spec.parse(raw)
         h = None if knobs.horizon is None else _horizon_seconds(knobs.horizon)
         base = list(self.plan.queries if h is None else self.plan.variants[h])
         if knobs.forecast:
@@ -271,12 +271,13 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     try:
         report.mkdir(parents=True, exist_ok=True)
         (report / "tune.json").write_text(json.dumps(_finite(summary), indent=2) + "\n")
-        (report / "recommended.yaml").write_text(_yaml(chosen.raw))
+        (report / "recommended.yaml").write_text(_yaml(plan.spec.written(chosen.raw)))
         if not args.no_png:
             _png(report / "tune.png", scores, given, best_knobs, budget, held, search, reference)
     except OSError as exc:
         return fail(f"--report {report}: {exc.strerror or exc}", 1)
-    _print(out, summary, table_rows, held, given, scores, plan.spec.raw, chosen.raw, search, budget, held_budget)
+    _print(out, summary, table_rows, held, given, scores, plan.spec.written(plan.spec.raw),
+           plan.spec.written(chosen.raw), search, budget, held_budget)
     return 0
 
 

@@ -69,6 +69,10 @@ class Controls:
     fallback: Fallback | None = None
     schedules: tuple[Schedule, ...] = ()
     activates: bool = False   # some metric has an activationThreshold (its MetricSpec.activation_milli)
+    # A KEDA ScaledObject's `cooldownPeriod` in seconds (decision/keda.py), None otherwise: above zero
+    # an inactive target keeps at least 1 replica and goes straight to zero once no trigger has been
+    # active for longer than this (KEDA's scale executor), instead of through the HPA's rules.
+    cooldown: int | None = None
 
 
 def _parse_fallback(raw: Any, path: str) -> Fallback | None:

@@ -72,6 +72,7 @@ class _Sync:
     fallback: bool = False
     window: Window | None = None
     activation: str | None = None
+    last_active: datetime | None = None
 
 
 class _Metrics(NamedTuple):
@@ -221,15 +222,43 @@ def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
         sync.pre.append(f"{invalid} of {n} metrics failed; scaling up on the others is still allowed")
     recommendation = sync.recommendation = max(metrics.replicas, 0)
     controls = inp.spec.controls
+    to_zero = False
     if controls is not None and controls.activates and inp.spec.min_replicas == 0:
         recommendation, active, why = activate(inp.spec.metrics, inp.readings, current, recommendation)
         sync.recommendation, sync.activation = recommendation, "active" if active else "inactive"
         sync.pre.append(why)
+        if controls.cooldown is not None:
+            recommendation, to_zero = _cooldown(inp, sync, controls.cooldown, active, recommendation)
     if recommendation > current:
         sync.rescale_reason = f"{metrics.label} above target"
     elif recommendation < current:
         sync.rescale_reason = "All metrics below target"
     _apply_normalized(inp, sync, normalize_desired_replicas(inp, recommendation, sync.recommendations))
+    if to_zero:
+        sync.desired, sync.rescale = 0, True
+        sync.rescale_reason = "every trigger inactive for longer than cooldownPeriod"
+
+
+def _cooldown(inp: DecisionInput, sync: _Sync, cooldown: int, active: bool, recommendation: int) -> tuple[int, bool]:
+    """A ScaledObject's scale to zero (KEDA's scale executor, scaleToZeroOrIdle): the HPA KEDA makes
+    has minReplicas 1, so above zero the recommendation is at least 1; KEDA itself scales to zero,
+    directly, once no trigger has been active for longer than `cooldownPeriod` (at once when it
+    never was, as with no `status.lastActiveTime`). Returns the recommendation and whether to go
+    to zero now."""
+    now, current, last = inp.now, inp.current_replicas, inp.history.last_active
+    if active:
+        sync.last_active = now
+        return recommendation, False
+    if current == 0:
+        return recommendation, False
+    if last is None or now - last > delta(cooldown):
+        since = "no trigger was active yet" if last is None else f"no trigger active since {last.isoformat()}"
+        sync.pre.append(f"activation cooldown over: {since}, more than cooldownPeriod {cooldown}s ago: "
+                        "scale to zero")
+        return max(recommendation, 1), True
+    sync.pre.append(f"activation cooldown: a trigger was active {int((now - last).total_seconds())}s ago, "
+                    f"within cooldownPeriod {cooldown}s: at least 1 replica")
+    return max(recommendation, 1), False
 
 
 def _fallback(inp: DecisionInput, sync: _Sync, metrics: _Metrics) -> bool:
@@ -326,8 +355,11 @@ def _set_rescale_conditions(inp: DecisionInput, sync: _Sync) -> None:
 def _decision(inp: DecisionInput, sync: _Sync) -> Decision:
     """The `Decision`; the words for people are formatted only when read."""
     history = inp.history
-    if sync.recommendations is not history.recommendations or sync.failures != history.failures:
-        history = History(sync.recommendations, history.scale_up_events, history.scale_down_events, sync.failures)
+    last_active = sync.last_active or history.last_active  # set only by a sync at which a trigger was active
+    if (sync.recommendations is not history.recommendations or sync.failures != history.failures
+            or last_active != history.last_active):
+        history = History(sync.recommendations, history.scale_up_events, history.scale_down_events, sync.failures,
+                          last_active)
     outcomes = sync.outcomes
     controls = _in_force(inp, sync)
     conditions = C.ordered(sync.conditions)
@@ -410,7 +442,5 @@ def record_scale(history: History, now: datetime, current: int, desired: int, sp
         max_age = float(MAX_PERIOD_SECONDS)
     event = ScaleEvent(now, abs(desired - current))
     if up:
-        return History(history.recommendations, (*_prune(history.scale_up_events, now, max_age), event),
-                       history.scale_down_events, history.failures)
-    return History(history.recommendations, history.scale_up_events,
-                   (*_prune(history.scale_down_events, now, max_age), event), history.failures)
+        return replace(history, scale_up_events=(*_prune(history.scale_up_events, now, max_age), event))
+    return replace(history, scale_down_events=(*_prune(history.scale_down_events, now, max_age), event))

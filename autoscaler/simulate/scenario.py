@@ -30,6 +30,7 @@ from ..decision import ControllerConfig, DecisionInput, History, MetricFailure, 
 from ..decision.clock import before
 from ..decision.controls import failures_so_far, parse_pause
 from ..decision.fields import MAX_INT32, duration, integer, items, obj, quantity
+from ..decision.keda import is_scaled_object, read_scaled_object
 from ..decision.spec import METRIC_TYPES, HPASpec, MetricSpec, SpecError, parse_spec
 from ..objects import (
     ObjectError,
@@ -228,8 +229,11 @@ def _history(doc: Mapping[str, Any], spec: HPASpec, status: Mapping[str, Any]) -
     # Absent recommendations mean a fresh controller; an explicit list, even empty, is used as is.
     recs = (_history_entries(raw, "recommendations", "replicas", Recommendation)
             if raw.get("recommendations") is not None else None)
+    # A ScaledObject's status.lastActiveTime: when a trigger was last active (its cooldown counts from there).
+    active = status.get("lastActiveTime")
     return History(recs, _history_entries(raw, "scaleUpEvents", "replicaChange", ScaleEvent),
-                   _history_entries(raw, "scaleDownEvents", "replicaChange", ScaleEvent), failures)
+                   _history_entries(raw, "scaleDownEvents", "replicaChange", ScaleEvent), failures,
+                   None if active is None else _time(active, "hpa.status.lastActiveTime"))
 
 
 def _expect(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -533,8 +537,9 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None) ->
     """Validate one scenario document and turn it into the decision's input."""
     if not isinstance(doc, Mapping):
         raise ScenarioError("scenario: must be an object with hpa, scaleTarget, pods, metrics")
+    keda = is_scaled_object(doc.get("hpa"))  # a ScaledObject: decision/keda.py checks its fields
     try:
-        schema.check(doc, schema.TOP, "")
+        schema.check(doc, {**schema.TOP, "hpa": schema.ANY} if keda else schema.TOP, "")
     except SchemaError as exc:
         raise ScenarioError(str(exc)) from None
     now = _time(doc["now"], "now") if doc.get("now") is not None else (default_now or datetime.now(UTC))
@@ -546,9 +551,15 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None) ->
     meta = _map(hpa, "metadata", "hpa.metadata")
     namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
     try:
-        spec = parse_spec(hpa.get("spec"), "hpa.spec")
-        paused = parse_pause(hpa.get("kind"), meta.get("annotations"))
+        if keda:
+            so = read_scaled_object(hpa)
+            spec, paused = so.spec, so.pause
+        else:
+            spec = parse_spec(hpa.get("spec"), "hpa.spec")
+            paused = parse_pause(hpa.get("kind"), meta.get("annotations"))
     except SpecError as exc:
+        if keda:
+            raise _err(f"hpa.{exc.path}", exc.reason) from None
         if exc.path.startswith("metadata."):
             raise _err(f"hpa.{exc.path}", exc.reason) from None
         raise ScenarioError(str(exc)) from None

@@ -271,6 +271,6 @@ def test_kubectl_apply_names_the_bad_schedule_fields(sim, tmp_path) -> None:
         assert f"spec.schedules[0].{field}: Invalid value" in done.stderr and why in done.stderr, done.stderr
         assert sim.get("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, "web") is None
     path = tmp_path / "good.yaml"
-    path.write_text(yaml.safe_dump(_with({"schedules": [
-        {"name": "office", "start": "0 8 * * 1-5", "duration": "10h", "minReplicas": 2, "timeZone": "Europe/Berlin"}]})))
+    good = {"name": "office", "start": "0 8 * * 1-5", "duration": "10h", "minReplicas": 2, "timeZone": "Europe/Berlin"}
+    path.write_text(yaml.safe_dump(_with({"schedules": [good]})))
     assert "created" in kubectl_ok(sim.kubeconfig_path, "apply", "-f", str(path))
