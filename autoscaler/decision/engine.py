@@ -143,10 +143,12 @@ def _metrics_decide(inp: DecisionInput, sync: _Sync) -> bool:
     [minReplicas, maxReplicas]); True when the metrics decide instead."""
     spec, current = inp.spec, inp.current_replicas
     from_zero = inp.scaled_to_zero and (spec.min_replicas != 0 or spec.has_object_or_external)
-    fixed = replicas_before_metrics(current, spec.min_replicas, spec.max_replicas, from_zero)
+    keda = spec.controls is not None and spec.controls.cooldown is not None
+    fixed = replicas_before_metrics(current, spec.min_replicas, spec.max_replicas, from_zero or keda)
     if fixed is None:
         if current == 0:
-            sync.pre.append("the target is at 0 replicas and this autoscaler scaled it there: "
+            sync.pre.append("the target is at 0 replicas: KEDA scales it up from zero when a trigger is active" if keda
+                            else "the target is at 0 replicas and this autoscaler scaled it there: "
                             "it may scale up from zero")
         return True
     if current == 0:

@@ -1,0 +1,128 @@
+"""`autoscaler backtest` and `tune` of a KEDA ScaledObject over a real Prometheus: the trigger's
+query is what is replayed, and KEDA's scale to zero (activationThreshold, cooldownPeriod) decides.
+
+The history (15 s steps, 40 of them; Prometheus with a 10 s lookback, so a missing sample is
+missing): queue "orders" has no sample at i0-4, 120 messages at i5-14, 3 at i15-29, 4 at i30-34
+and 6 at i35-39. The ScaledObject (KEDA's documentation's shape): threshold 30 (AverageValue),
+activationThreshold 5, minReplicaCount 0 (default), cooldownPeriod 60, scale-down stabilization 0.
+No kube-state-metrics series: it starts at minReplicas, 0.
+
+By hand (KEDA: prometheus_scaler.go, scale_scaledobjects.go; the HPA's algorithm):
+  i0-4    no sample: ignoreNullValues (default true) reads 0, not a failure; 0 <= 5 inactive -> stay 0
+  i5      120 > 5 active, from zero: ceil(120 / 30) = 4, the default scale-up allows +4      0 -> 4
+  i6-14   120 / 4 = 30 per replica, ratio 1                                                  -> stay 4
+  i15     3 <= 5 inactive; last active i14, 15 s < cooldown 60 s: the HPA's ceil(3 / 30) = 1    4 -> 1
+  i16-18  inactive 30, 45, 60 s: not more than the cooldown                                  -> stay 1
+  i19     inactive 75 s > 60 s: KEDA scales to zero                                          1 -> 0
+  i20-34  3 and 4 <= 5: stays at zero (the HPA alone would start a replica for 4)            -> stay 0
+  i35     6 > 5 active: ceil(6 / 30) = 1                                                     0 -> 1
+  i36-39  6 / 1 = 6 per replica -> ceil(6 / 30) = 1                                          -> stay 1
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from autoscaler.backtest import cli, tunecli
+from autoscaler.decision.keda import read_scaled_object
+from kubesim.prometheus import PrometheusServer, start_backfilled
+from promscaler.times import parse_time
+
+STEPS, STEP = 40, 15
+QUEUE = [None] * 5 + [120] * 10 + [3] * 15 + [4] * 5 + [6] * 5
+EXPECTED = [0] * 5 + [4] * 10 + [1] * 4 + [0] * 16 + [1] * 5
+EVENTS = [(5, 0, 4), (15, 4, 1), (19, 1, 0), (35, 0, 1)]
+QUERY = 'sum(queue_messages_ready{namespace="shop",queue="orders"})'
+SCALED_OBJECT: dict[str, Any] = {
+    "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+    "metadata": {"name": "orders-worker", "namespace": "shop"},
+    "spec": {
+        "scaleTargetRef": {"name": "worker"},
+        "cooldownPeriod": 60,
+        "maxReplicaCount": 10,
+        "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}}}},
+        "triggers": [{"type": "prometheus", "metadata": {
+            "serverAddress": "http://prometheus.monitoring.svc:9090", "query": QUERY,
+            "threshold": "30", "activationThreshold": "5"}}],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def queue() -> Iterator[tuple[PrometheusServer, int]]:
+    start = (int(time.time()) - 3600) // STEP * STEP
+    lines = ["# TYPE queue_messages_ready gauge"]
+    lines += [f'queue_messages_ready{{namespace="shop",queue="orders"}} {v} {start + i * STEP}'
+              for i, v in enumerate(QUEUE) if v is not None]
+    prom = start_backfilled("\n".join([*lines, "# EOF"]) + "\n", extra_args=["--query.lookback-delta=10s"])
+    yield prom, start
+    prom.close()
+
+
+def _write(tmp_path: Path, doc: dict[str, Any]) -> Path:
+    path = tmp_path / "scaledobject.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_backtest_replays_the_trigger_query_with_kedas_scale_to_zero(queue, tmp_path: Path) -> None:
+    prom, start = queue
+    assert len(QUEUE) == len(EXPECTED) == STEPS
+    report = tmp_path / "report"
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main([str(_write(tmp_path, SCALED_OBJECT)), "--prometheus-url", prom.url, "--from", str(start),
+                     "--to", str(start + (STEPS - 1) * STEP), "--step", "15s", "--report", str(report), "--no-png"],
+                    out, err)
+    assert code == 0, err.getvalue()
+    s = json.loads((report / "summary.json").read_text())["specs"][0]
+    got = [(round((parse_time(e["time"]).timestamp() - start) / STEP), e["from"], e["to"]) for e in s["events"]]
+    assert got == EVENTS
+    assert s["stepsWithoutData"] == 0   # the gap reads 0, as KEDA's scaler reads an empty result
+    assert s["replicaHours"] == round(sum(EXPECTED) * STEP / 3600, 3)
+
+
+def test_a_gap_is_a_failed_read_with_ignore_null_values_false(queue, tmp_path: Path) -> None:
+    """ignoreNullValues: false: KEDA's scaler errors on an empty result; the fallback then decides
+    at failureThreshold failed reads in a row (i0, i1: stay 0; i2, the third: fallback 2 replicas)."""
+    prom, start = queue
+    doc = json.loads(json.dumps(SCALED_OBJECT))
+    doc["spec"]["triggers"][0]["metadata"]["ignoreNullValues"] = "false"
+    doc["spec"]["fallback"] = {"failureThreshold": 3, "replicas": 2}
+    report = tmp_path / "report"
+    err = io.StringIO()
+    code = cli.main([str(_write(tmp_path, doc)), "--prometheus-url", prom.url, "--from", str(start),
+                     "--to", str(start + 9 * STEP), "--step", "15s", "--report", str(report), "--no-png"],
+                    io.StringIO(), err)
+    assert code == 0, err.getvalue()
+    s = json.loads((report / "summary.json").read_text())["specs"][0]
+    assert s["stepsWithoutData"] == 5
+    got = [(round((parse_time(e["time"]).timestamp() - start) / STEP), e["from"], e["to"]) for e in s["events"]]
+    assert got[0] == (2, 0, 2)
+
+
+def test_tune_recommends_a_scaled_object(queue, tmp_path: Path) -> None:
+    prom, start = queue
+    report = tmp_path / "tune"
+    out, err = io.StringIO(), io.StringIO()
+    code = tunecli.main([str(_write(tmp_path, SCALED_OBJECT)), "--prometheus-url", prom.url, "--from", str(start),
+                         "--to", str(start + (STEPS - 1) * STEP), "--step", "15s", "--report", str(report),
+                         "--no-png", "--no-progress"], out, err)
+    assert code == 0, err.getvalue()
+    recommended = yaml.safe_load((report / "recommended.yaml").read_text())
+    assert recommended["apiVersion"] == "keda.sh/v1alpha1" and recommended["kind"] == "ScaledObject"
+    assert recommended["metadata"] == SCALED_OBJECT["metadata"]
+    trigger = recommended["spec"]["triggers"][0]
+    assert trigger["type"] == "prometheus" and trigger["metadata"]["query"] == QUERY
+    summary = json.loads((report / "tune.json").read_text())
+    chosen = summary["best"]["knobs"] if summary["recommended"] else summary["given"]["knobs"]
+    assert float(trigger["metadata"]["threshold"]) == float(chosen["target"])
+    read_scaled_object(recommended)  # KEDA's shape, readable again
+    assert "kind: ScaledObject" in out.getvalue()

@@ -1,0 +1,199 @@
+"""KEDA ScaledObjects read as KEDA turns them into an HPA (autoscaler/decision/keda.py).
+
+The objects are KEDA's documentation's (keda.sh "Prometheus" scaler example, "ScaledObject
+specification", "CPU" and "Memory" scalers), and the HPAs expected are worked by hand from what
+KEDA's code does (kedacore/keda controllers/keda/hpa.go, pkg/scalers/prometheus_scaler.go,
+cpu_memory_scaler.go, GenerateMetricNameWithIndex): name `keda-hpa-<name>`, External metric
+`s<trigger index>-prometheus` selected by `scaledobject.keda.sh/name`, the threshold as an
+AverageValue in milli-units, minReplicas max(minReplicaCount, 1), maxReplicas 100 by default,
+metrics sorted by type."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from autoscaler.decision.fields import SpecError
+from autoscaler.decision.keda import read_scaled_object, write_scaled_object
+from autoscaler.decision.model import Pause
+
+# keda.sh/docs/2.13/scalers/prometheus, "Example" (threshold and activation from its trigger specification)
+PROMETHEUS: dict[str, Any] = {
+    "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+    "metadata": {"name": "prometheus-scaledobject", "namespace": "default"},
+    "spec": {"scaleTargetRef": {"name": "my-deployment"}, "triggers": [{"type": "prometheus", "metadata": {
+        "serverAddress": "http://<prometheus-host>:9090",
+        "threshold": "100.50", "activationThreshold": "5.5",
+        "query": 'sum(rate(http_requests_total{deployment="my-deployment"}[2m]))'}}]},
+}
+
+
+def _with(**spec: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(PROMETHEUS)
+    doc["spec"].update(spec)
+    return doc
+
+
+def test_the_docs_prometheus_example_is_the_hpa_keda_creates() -> None:
+    so = read_scaled_object(PROMETHEUS)
+    assert so.hpa == {
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "keda-hpa-prometheus-scaledobject", "namespace": "default", "labels": {
+            "app.kubernetes.io/name": "keda-hpa-prometheus-scaledobject",
+            "app.kubernetes.io/part-of": "prometheus-scaledobject", "app.kubernetes.io/managed-by": "keda-operator"}},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "my-deployment"},
+            "minReplicas": 1, "maxReplicas": 100,   # minReplicaCount 0 -> the HPA's 1; maxReplicaCount 100
+            "metrics": [{"type": "External", "external": {
+                "metric": {"name": "s0-prometheus",
+                           "selector": {"matchLabels": {"scaledobject.keda.sh/name": "prometheus-scaledobject"}}},
+                "target": {"type": "AverageValue", "averageValue": "100500m"}}}]},   # 100.50 x 1000 milli
+    }
+    # what promscaler decides with: scale to zero from KEDA (minReplicaCount 0), activation 5.5,
+    # cooldownPeriod 300 s and pollingInterval 30 s by default
+    assert so.spec.min_replicas == 0 and so.spec.max_replicas == 100
+    metric = so.spec.metrics[0]
+    assert (metric.name, metric.activation_milli, metric.target.average_value_milli) == ("s0-prometheus", 5500, 100500)
+    assert so.spec.controls is not None and so.spec.controls.cooldown == 300
+    assert (so.cooldown, so.polling_interval, so.pause) == (300, 30, None)
+    # the query backtest replays: an empty result is 0 (ignoreNullValues defaults to true)
+    assert so.queries == {"s0-prometheus": '(sum(rate(http_requests_total{deployment="my-deployment"}[2m]))) '
+                                            "or vector(0)"}
+
+
+def test_every_field_of_the_specification_page() -> None:
+    """keda.sh/docs "ScaledObject specification": the fields promscaler reads, set."""
+    doc = _with(pollingInterval=15, cooldownPeriod=120, minReplicaCount=2, maxReplicaCount=20,
+                fallback={"failureThreshold": 3, "replicas": 6},
+                advanced={"restoreToOriginalReplicaCount": True, "horizontalPodAutoscalerConfig": {
+                    "name": "custom-hpa-name",
+                    "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300,
+                                               "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}}}})
+    doc["spec"]["scaleTargetRef"] = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db",
+                                     "envSourceContainerName": "app"}
+    doc["spec"]["triggers"][0]["metricType"] = "Value"
+    doc["spec"]["triggers"][0]["metadata"]["ignoreNullValues"] = "false"
+    doc["spec"]["fallback"] = None
+    so = read_scaled_object(doc)
+    assert so.hpa["metadata"]["name"] == "custom-hpa-name"
+    spec = so.hpa["spec"]
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 20)
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}
+    assert spec["metrics"][0]["external"]["target"] == {"type": "Value", "value": "100500m"}
+    assert spec["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 300
+    # minReplicaCount 2: no scale to zero, so activation plays no part (as in KEDA)
+    assert so.spec.min_replicas == 2 and so.spec.controls is None
+    assert so.spec.behavior is not None and so.spec.behavior.scale_down.stabilization_window_seconds == 300
+    assert (so.polling_interval, so.cooldown) == (15, 120)
+    assert so.queries["s0-prometheus"] == 'sum(rate(http_requests_total{deployment="my-deployment"}[2m]))'
+
+
+def test_fallback_and_pause_are_promscalers_controls() -> None:
+    doc = _with(fallback={"failureThreshold": 3, "replicas": 6, "behavior": "currentReplicasIfHigher"})
+    doc["metadata"]["annotations"] = {"autoscaling.keda.sh/paused-replicas": "2", "autoscaling.keda.sh/paused": "true"}
+    so = read_scaled_object(doc)
+    assert so.spec.controls is not None and so.spec.controls.fallback is not None
+    fb = so.spec.controls.fallback
+    assert (fb.failure_threshold, fb.replicas, fb.behavior) == (3, 6, "currentReplicasIfHigher")
+    assert so.pause == Pause(2)   # paused-replicas wins over paused
+    doc["metadata"]["annotations"] = {"autoscaling.keda.sh/paused": "true"}
+    assert read_scaled_object(doc).pause == Pause()
+
+
+def test_several_triggers_are_named_by_index_and_sorted_by_type() -> None:
+    """keda.sh/docs "CPU" and "Memory" scalers: Resource metrics (ContainerResource with
+    containerName); a metric's name keeps its trigger's index; hpa.go sorts the metrics by type."""
+    doc = copy.deepcopy(PROMETHEUS)
+    doc["spec"]["triggers"] = [
+        {"type": "cpu", "metricType": "Utilization", "metadata": {"value": "60"}},
+        {"type": "memory", "metricType": "AverageValue", "metadata": {"value": "512Mi", "containerName": "app"}},
+        copy.deepcopy(PROMETHEUS["spec"]["triggers"][0]),
+    ]
+    so = read_scaled_object(doc)
+    assert so.hpa["spec"]["metrics"] == [
+        {"type": "ContainerResource", "containerResource": {
+            "name": "memory", "container": "app", "target": {"type": "AverageValue", "averageValue": "512Mi"}}},
+        {"type": "External", "external": {
+            "metric": {"name": "s2-prometheus",
+                       "selector": {"matchLabels": {"scaledobject.keda.sh/name": "prometheus-scaledobject"}}},
+            "target": {"type": "AverageValue", "averageValue": "100500m"}}},
+        {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}},
+    ]
+    assert so.triggers == (1, 2, 0)
+    # cpu/memory triggers are always active: KEDA never scales this one to zero
+    assert so.spec.min_replicas == 1 and so.spec.controls is None
+
+
+REFUSED = {
+    "another scaler": (lambda d: d["spec"]["triggers"][0].update(type="kafka"),
+                       "spec.triggers[0].type: kafka is not supported (prometheus, cpu, memory)"),
+    "a Thanos namespace": (lambda d: d["spec"]["triggers"][0]["metadata"].update(namespace="tenant"),
+                           "spec.triggers[0].metadata.namespace: is not supported (a Thanos tenant"),
+    "a typo in the metadata": (lambda d: d["spec"]["triggers"][0]["metadata"].update(treshold="1"),
+                               "spec.triggers[0].metadata.treshold: is not supported (known: "),
+    "Utilization for an External metric": (lambda d: d["spec"]["triggers"][0].update(metricType="Utilization"),
+                                           "spec.triggers[0].metricType: must be AverageValue or Value (Utilization"),
+    "no threshold": (lambda d: d["spec"]["triggers"][0]["metadata"].pop("threshold"),
+                     "spec.triggers[0].metadata.threshold: required"),
+    "a threshold that is no number": (lambda d: d["spec"]["triggers"][0]["metadata"].update(threshold="lots"),
+                                      "spec.triggers[0].metadata.threshold: must be a number, got 'lots'"),
+    "scalingModifiers": (lambda d: d["spec"].update(advanced={"scalingModifiers": {"formula": "a + b"}}),
+                         "spec.advanced.scalingModifiers: is not supported (composite metrics"),
+    "idleReplicaCount": (lambda d: d["spec"].update(idleReplicaCount=0, minReplicaCount=1),
+                         "spec.idleReplicaCount: is not supported"),
+    "cached metrics": (lambda d: d["spec"]["triggers"][0].update(useCachedMetrics=True),
+                       "spec.triggers[0].useCachedMetrics: is not supported"),
+    "max below min": (lambda d: d["spec"].update(minReplicaCount=5, maxReplicaCount=2),
+                      "spec.maxReplicaCount: must be greater than or equal to minReplicaCount"),
+    "a fallback with a Value trigger": (
+        lambda d: (d["spec"].update(fallback={"failureThreshold": 3, "replicas": 2}),
+                   d["spec"]["triggers"][0].update(metricType="Value")),
+        "spec.fallback: KEDA supports a fallback only when every trigger is AverageValue"),
+    "a fallback after 0 failures": (lambda d: d["spec"].update(fallback={"failureThreshold": 0, "replicas": 2}),
+                                    "spec.fallback.failureThreshold: must be greater than or equal to 1"),
+    "a bad behavior": (lambda d: d["spec"].update(advanced={"horizontalPodAutoscalerConfig": {
+        "behavior": {"scaleUp": {"selectPolicy": "Often"}}}}),
+        "spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleUp.selectPolicy: must be Max, Min or Disabled"),
+    "a bad pause": (lambda d: d["metadata"].update(annotations={"autoscaling.keda.sh/paused-replicas": "-1"}),
+                    "metadata.annotations[autoscaling.keda.sh/paused-replicas]: must be a replica count"),
+    "another keda annotation": (
+        lambda d: d["metadata"].update(annotations={"autoscaling.keda.sh/paused-scale-in": "true"}),
+        "metadata.annotations[autoscaling.keda.sh/paused-scale-in]: is not supported"),
+    "a cpu trigger without a type": (
+        lambda d: d["spec"]["triggers"].append({"type": "cpu", "metadata": {"value": "50"}}),
+        "spec.triggers[1].metricType: required"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_refused_by_field(case: str) -> None:
+    change, message = REFUSED[case]
+    doc = copy.deepcopy(PROMETHEUS)
+    change(doc)
+    with pytest.raises(SpecError) as info:
+        read_scaled_object(doc)
+    assert str(info.value).startswith(message), str(info.value)
+
+
+def test_connection_fields_are_left_to_the_prometheus_url() -> None:
+    """serverAddress, authenticationRef and the like say how to reach Prometheus, which backtest
+    is told by --prometheus-url: accepted, and the query is the same."""
+    doc = copy.deepcopy(PROMETHEUS)
+    doc["spec"]["triggers"][0]["authenticationRef"] = {"name": "keda-prom-creds"}
+    doc["spec"]["triggers"][0]["metadata"].update(authModes="bearer", unsafeSsl="true", timeout="1000")
+    assert read_scaled_object(doc).queries == read_scaled_object(PROMETHEUS).queries
+
+
+def test_a_tuned_autoscaler_is_written_back_as_a_scaled_object() -> None:
+    so = read_scaled_object(PROMETHEUS)
+    tuned = copy.deepcopy(so.autoscaler)
+    tuned["spec"]["metrics"][0]["external"]["target"]["averageValue"] = "80"
+    tuned["spec"]["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": 60}}
+    out = write_scaled_object(PROMETHEUS, tuned)
+    assert out["apiVersion"] == "keda.sh/v1alpha1" and out["kind"] == "ScaledObject"
+    assert out["spec"]["triggers"][0]["metadata"] == {**PROMETHEUS["spec"]["triggers"][0]["metadata"], "threshold": "80"}
+    assert out["spec"]["advanced"] == {"horizontalPodAutoscalerConfig": {
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}}}
+    assert read_scaled_object(out).hpa["spec"]["metrics"][0]["external"]["target"]["averageValue"] == "80"
