@@ -193,7 +193,8 @@ def test_a_tuned_autoscaler_is_written_back_as_a_scaled_object() -> None:
     tuned["spec"]["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": 60}}
     out = write_scaled_object(PROMETHEUS, tuned)
     assert out["apiVersion"] == "keda.sh/v1alpha1" and out["kind"] == "ScaledObject"
-    assert out["spec"]["triggers"][0]["metadata"] == {**PROMETHEUS["spec"]["triggers"][0]["metadata"], "threshold": "80"}
+    given = PROMETHEUS["spec"]["triggers"][0]["metadata"]
+    assert out["spec"]["triggers"][0]["metadata"] == {**given, "threshold": "80"}
     assert out["spec"]["advanced"] == {"horizontalPodAutoscalerConfig": {
         "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}}}
     assert read_scaled_object(out).hpa["spec"]["metrics"][0]["external"]["target"]["averageValue"] == "80"
