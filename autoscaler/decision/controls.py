@@ -34,6 +34,7 @@ __all__ = [
     "PAUSED_REPLICAS_ANNOTATION",
     "Controls",
     "Fallback",
+    "KedaScaling",
     "activate",
     "failures_so_far",
     "parse_controls",
@@ -69,10 +70,18 @@ class Controls:
     fallback: Fallback | None = None
     schedules: tuple[Schedule, ...] = ()
     activates: bool = False   # some metric has an activationThreshold (its MetricSpec.activation_milli)
-    # A KEDA ScaledObject's `cooldownPeriod` in seconds (decision/keda.py), None otherwise: above zero
-    # an inactive target keeps at least 1 replica and goes straight to zero once no trigger has been
-    # active for longer than this (KEDA's scale executor), instead of through the HPA's rules.
-    cooldown: int | None = None
+    keda: KedaScaling | None = None   # a KEDA ScaledObject's scaling to and from zero (decision/keda.py)
+
+
+@dataclass(frozen=True, slots=True)
+class KedaScaling:
+    """How KEDA scales a ScaledObject to and from zero, itself, beside the HPA it makes (whose
+    minReplicas is then 1): every `polling_interval` seconds it checks the triggers; an active one
+    starts a target at zero; when none has been active for more than `cooldown` seconds it scales
+    the target straight to zero (pkg/scaling/executor/scale_scaledobjects.go)."""
+
+    cooldown: int
+    polling_interval: int
 
 
 def _parse_fallback(raw: Any, path: str) -> Fallback | None:

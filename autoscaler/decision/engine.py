@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from . import conditions as C
 from .clock import before, delta
-from .controls import activate
+from .controls import KedaScaling, activate
 from .explain import explain
 from .model import (
     Condition,
@@ -73,6 +73,7 @@ class _Sync:
     window: Window | None = None
     activation: str | None = None
     last_active: datetime | None = None
+    polled: datetime | None = None
 
 
 class _Metrics(NamedTuple):
@@ -143,7 +144,7 @@ def _metrics_decide(inp: DecisionInput, sync: _Sync) -> bool:
     [minReplicas, maxReplicas]); True when the metrics decide instead."""
     spec, current = inp.spec, inp.current_replicas
     from_zero = inp.scaled_to_zero and (spec.min_replicas != 0 or spec.has_object_or_external)
-    keda = spec.controls is not None and spec.controls.cooldown is not None
+    keda = spec.controls is not None and spec.controls.keda is not None
     fixed = replicas_before_metrics(current, spec.min_replicas, spec.max_replicas, from_zero or keda)
     if fixed is None:
         if current == 0:
@@ -225,12 +226,13 @@ def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
     recommendation = sync.recommendation = max(metrics.replicas, 0)
     controls = inp.spec.controls
     to_zero = False
-    if controls is not None and controls.activates and inp.spec.min_replicas == 0:
+    if controls is not None and controls.keda is not None and inp.spec.min_replicas == 0:
+        recommendation, to_zero = _keda(inp, sync, controls.keda, recommendation)
+        sync.recommendation = recommendation
+    elif controls is not None and controls.activates and inp.spec.min_replicas == 0:
         recommendation, active, why = activate(inp.spec.metrics, inp.readings, current, recommendation)
         sync.recommendation, sync.activation = recommendation, "active" if active else "inactive"
         sync.pre.append(why)
-        if controls.cooldown is not None:
-            recommendation, to_zero = _cooldown(inp, sync, controls.cooldown, active, recommendation)
     if recommendation > current:
         sync.rescale_reason = f"{metrics.label} above target"
     elif recommendation < current:
@@ -241,13 +243,24 @@ def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
         sync.rescale_reason = "every trigger inactive for longer than cooldownPeriod"
 
 
-def _cooldown(inp: DecisionInput, sync: _Sync, cooldown: int, active: bool, recommendation: int) -> tuple[int, bool]:
-    """A ScaledObject's scale to zero (KEDA's scale executor, scaleToZeroOrIdle): the HPA KEDA makes
-    has minReplicas 1, so above zero the recommendation is at least 1; KEDA itself scales to zero,
-    directly, once no trigger has been active for longer than `cooldownPeriod` (at once when it
-    never was, as with no `status.lastActiveTime`). Returns the recommendation and whether to go
-    to zero now."""
-    now, current, last = inp.now, inp.current_replicas, inp.history.last_active
+def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: int) -> tuple[int, bool]:
+    """A ScaledObject's scaling to and from zero (KEDA's scale executor): the HPA KEDA makes has
+    minReplicas 1, so above zero the recommendation is at least 1. At a polling (the first sync,
+    then every pollingInterval) KEDA checks the triggers: an active one starts a target at zero;
+    when none has been active for longer than `cooldownPeriod` (at once when none ever was, as with
+    no `status.lastActiveTime`) it scales straight to zero. Returns the recommendation and whether
+    to go to zero now."""
+    now, current, history = inp.now, inp.current_replicas, inp.history
+    polled = history.polled
+    if polled is not None and now - polled < delta(keda.polling_interval):
+        sync.pre.append(f"activation not checked: KEDA polls every {keda.polling_interval}s, last at "
+                        f"{polled.isoformat()}")
+        return (0 if current == 0 else max(recommendation, 1)), False
+    sync.polled = now
+    recommendation, active, why = activate(inp.spec.metrics, inp.readings, current, recommendation)
+    sync.recommendation, sync.activation = recommendation, "active" if active else "inactive"
+    sync.pre.append(why)
+    last, cooldown = history.last_active, keda.cooldown
     if active:
         sync.last_active = now
         return recommendation, False
@@ -357,11 +370,12 @@ def _set_rescale_conditions(inp: DecisionInput, sync: _Sync) -> None:
 def _decision(inp: DecisionInput, sync: _Sync) -> Decision:
     """The `Decision`; the words for people are formatted only when read."""
     history = inp.history
-    last_active = sync.last_active or history.last_active  # set only by a sync at which a trigger was active
+    # set only by a sync at which KEDA polled (and found a trigger active)
+    last_active, polled = sync.last_active or history.last_active, sync.polled or history.polled
     if (sync.recommendations is not history.recommendations or sync.failures != history.failures
-            or last_active != history.last_active):
+            or last_active != history.last_active or polled != history.polled):
         history = History(sync.recommendations, history.scale_up_events, history.scale_down_events, sync.failures,
-                          last_active)
+                          last_active, polled)
     outcomes = sync.outcomes
     controls = _in_force(inp, sync)
     conditions = C.ordered(sync.conditions)

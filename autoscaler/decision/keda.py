@@ -32,7 +32,7 @@ from typing import Any
 from promscaler.quantity import format_milli, to_milli
 
 from . import fields
-from .controls import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION, parse_pause
+from .controls import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION, KedaScaling, parse_pause
 from .fields import SpecError
 from .model import Pause
 from .spec import HPASpec, parse_spec
@@ -78,7 +78,7 @@ class ScaledObject:
     namespace: str | None
     hpa: dict[str, Any]           # the autoscaling/v2 HorizontalPodAutoscaler KEDA would create
     autoscaler: dict[str, Any]    # the HorizontalAutoscaler promscaler decides with (KEDA's semantics: `spec`)
-    spec: HPASpec                 # its parsed spec, with KEDA's scale to zero (Controls.cooldown)
+    spec: HPASpec                 # its parsed spec, with KEDA's scale to and from zero (Controls.keda)
     queries: dict[str, str]       # External metric name -> the PromQL backtest replays
     pause: Pause | None
     polling_interval: int
@@ -308,7 +308,7 @@ def read_scaled_object(doc: Mapping[str, Any]) -> ScaledObject:
                                                                                            KEDA_PAUSED)
         raise SpecError(_keda_path(path, order), exc.reason.replace("promscaler.io/", "autoscaling.keda.sh/")) from None
     if scale_to_zero and parsed.controls is not None:
-        parsed = replace(parsed, controls=replace(parsed.controls, cooldown=cooldown))
+        parsed = replace(parsed, controls=replace(parsed.controls, keda=KedaScaling(cooldown, polling)))
     return ScaledObject(name, namespace, hpa, autoscaler, parsed, queries, pause, polling, cooldown, order)
 
 

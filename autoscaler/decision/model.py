@@ -143,9 +143,11 @@ class History:
     # Added (spec.fallback): syncs in a row in which no metric could be read; counted only when the
     # autoscaler has a fallback, so an HPA's history is what it always was.
     failures: int = 0
-    # Added (a KEDA ScaledObject's scale to zero, Controls.cooldown): the last sync at which some
-    # trigger was active, KEDA's `status.lastActiveTime`; None before any.
+    # Added (a KEDA ScaledObject's scale to zero, controls.KedaScaling): the last sync at which some
+    # trigger was active (KEDA's `status.lastActiveTime`) and the last at which KEDA polled the
+    # triggers; None before any.
     last_active: datetime | None = None
+    polled: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

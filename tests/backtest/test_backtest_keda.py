@@ -1,22 +1,26 @@
 """`autoscaler backtest` and `tune` of a KEDA ScaledObject over a real Prometheus: the trigger's
-query is what is replayed, and KEDA's scale to zero (activationThreshold, cooldownPeriod) decides.
+query is what is replayed, and KEDA's scale to and from zero (activationThreshold,
+pollingInterval, cooldownPeriod) decides.
 
 The history (15 s steps, 40 of them; Prometheus with a 10 s lookback, so a missing sample is
 missing): queue "orders" has no sample at i0-4, 120 messages at i5-14, 3 at i15-29, 4 at i30-34
 and 6 at i35-39. The ScaledObject (KEDA's documentation's shape): threshold 30 (AverageValue),
-activationThreshold 5, minReplicaCount 0 (default), cooldownPeriod 60, scale-down stabilization 0.
-No kube-state-metrics series: it starts at minReplicas, 0.
+activationThreshold 5, minReplicaCount 0 and pollingInterval 30 s (the defaults), cooldownPeriod
+60, scale-down stabilization 0. No kube-state-metrics series: it starts at minReplicas, 0.
 
-By hand (KEDA: prometheus_scaler.go, scale_scaledobjects.go; the HPA's algorithm):
-  i0-4    no sample: ignoreNullValues (default true) reads 0, not a failure; 0 <= 5 inactive -> stay 0
-  i5      120 > 5 active, from zero: ceil(120 / 30) = 4, the default scale-up allows +4      0 -> 4
-  i6-14   120 / 4 = 30 per replica, ratio 1                                                  -> stay 4
-  i15     3 <= 5 inactive; last active i14, 15 s < cooldown 60 s: the HPA's ceil(3 / 30) = 1    4 -> 1
-  i16-18  inactive 30, 45, 60 s: not more than the cooldown                                  -> stay 1
-  i19     inactive 75 s > 60 s: KEDA scales to zero                                          1 -> 0
-  i20-34  3 and 4 <= 5: stays at zero (the HPA alone would start a replica for 4)            -> stay 0
-  i35     6 > 5 active: ceil(6 / 30) = 1                                                     0 -> 1
-  i36-39  6 / 1 = 6 per replica -> ceil(6 / 30) = 1                                          -> stay 1
+By hand (KEDA: prometheus_scaler.go, scale_scaledobjects.go; the HPA's algorithm every step).
+KEDA polls the trigger at the first step and every 30 s after: at the even steps.
+  i0-4    no sample: ignoreNullValues (default true) reads 0, not a failure; inactive     -> stay 0
+  i5      120 > 5, but KEDA has not polled since i4; the HPA does nothing at zero        -> stay 0
+  i6      polled: active, from zero: ceil(120 / 30) = 4, the default scale-up allows +4    0 -> 4
+  i7-14   120 / 4 = 30 per replica, ratio 1 (last polled active at i14)                   -> stay 4
+  i15     the HPA (minReplicas 1): ceil(3 / 30) = 1, no stabilization                       4 -> 1
+  i16-19  polled at i16, i18: 3 <= 5 inactive, 30 and 60 s since i14: not more than 60 s   -> stay 1
+  i20     polled: inactive 90 s > cooldownPeriod 60 s: KEDA scales to zero                 1 -> 0
+  i21-35  3 and 4 <= 5: stays at zero (the HPA alone would start a replica for 4); at i35
+          6 > 5 but KEDA has not polled since i34                                          -> stay 0
+  i36     polled: 6 > 5 active: ceil(6 / 30) = 1                                           0 -> 1
+  i37-39  6 / 1 = 6 per replica -> ceil(6 / 30) = 1                                        -> stay 1
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ from promscaler.times import parse_time
 
 STEPS, STEP = 40, 15
 QUEUE = [None] * 5 + [120] * 10 + [3] * 15 + [4] * 5 + [6] * 5
-EXPECTED = [0] * 5 + [4] * 10 + [1] * 4 + [0] * 16 + [1] * 5
-EVENTS = [(5, 0, 4), (15, 4, 1), (19, 1, 0), (35, 0, 1)]
+EXPECTED = [0] * 6 + [4] * 9 + [1] * 5 + [0] * 16 + [1] * 4
+EVENTS = [(6, 0, 4), (15, 4, 1), (20, 1, 0), (36, 0, 1)]
 QUERY = 'sum(queue_messages_ready{namespace="shop",queue="orders"})'
 SCALED_OBJECT: dict[str, Any] = {
     "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",

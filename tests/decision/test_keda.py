@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from autoscaler.decision.controls import KedaScaling
 from autoscaler.decision.fields import SpecError
 from autoscaler.decision.keda import read_scaled_object, write_scaled_object
 from autoscaler.decision.model import Pause
@@ -56,7 +57,7 @@ def test_the_docs_prometheus_example_is_the_hpa_keda_creates() -> None:
     assert so.spec.min_replicas == 0 and so.spec.max_replicas == 100
     metric = so.spec.metrics[0]
     assert (metric.name, metric.activation_milli, metric.target.average_value_milli) == ("s0-prometheus", 5500, 100500)
-    assert so.spec.controls is not None and so.spec.controls.cooldown == 300
+    assert so.spec.controls is not None and so.spec.controls.keda == KedaScaling(cooldown=300, polling_interval=30)
     assert (so.cooldown, so.polling_interval, so.pause) == (300, 30, None)
     # the query backtest replays: an empty result is 0 (ignoreNullValues defaults to true)
     assert so.queries == {"s0-prometheus": '(sum(rate(http_requests_total{deployment="my-deployment"}[2m]))) '
@@ -88,6 +89,11 @@ def test_every_field_of_the_specification_page() -> None:
     assert so.spec.behavior is not None and so.spec.behavior.scale_down.stabilization_window_seconds == 300
     assert (so.polling_interval, so.cooldown) == (15, 120)
     assert so.queries["s0-prometheus"] == 'sum(rate(http_requests_total{deployment="my-deployment"}[2m]))'
+
+
+def test_polling_and_cooldown_are_kedas_scaling() -> None:
+    so = read_scaled_object(_with(pollingInterval=15, cooldownPeriod=120))
+    assert so.spec.controls is not None and so.spec.controls.keda == KedaScaling(cooldown=120, polling_interval=15)
 
 
 def test_fallback_and_pause_are_promscalers_controls() -> None:
