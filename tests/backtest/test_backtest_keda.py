@@ -130,3 +130,16 @@ def test_tune_recommends_a_scaled_object(queue, tmp_path: Path) -> None:
     assert float(trigger["metadata"]["threshold"]) == float(chosen["target"])
     read_scaled_object(recommended)  # KEDA's shape, readable again
     assert "kind: ScaledObject" in out.getvalue()
+
+
+def test_an_unsupported_trigger_is_refused_before_reading(tmp_path: Path) -> None:
+    doc = json.loads(json.dumps(SCALED_OBJECT))
+    doc["spec"]["triggers"].append({"type": "rabbitmq", "metadata": {"queueName": "orders"}})
+    path = _write(tmp_path, doc)
+    for main in (cli.main, tunecli.main):
+        err = io.StringIO()
+        code = main([str(path), "--prometheus-url", "http://127.0.0.1:9", "--from", "now-1h", "--report",
+                     str(tmp_path / "r"), "--no-png"], io.StringIO(), err)
+        assert code == 2
+        assert err.getvalue().splitlines()[-1].endswith(
+            f"{path}: spec.triggers[1].type: rabbitmq is not supported (prometheus, cpu, memory)"), err.getvalue()
