@@ -246,7 +246,7 @@ def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
 def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: int) -> tuple[int, bool]:
     """A ScaledObject's scaling to and from zero (KEDA's scale executor): the HPA KEDA makes has
     minReplicas 1, so above zero the recommendation is at least 1. At a polling (the first sync,
-    then every pollingInterval) KEDA checks the triggers: an active one starts a target at zero;
+    then every pollingInterval) KEDA checks the triggers: an active one scales a target at zero to 1;
     when none has been active for longer than `cooldownPeriod` (at once when none ever was, as with
     no `status.lastActiveTime`) it scales straight to zero. Returns the recommendation and whether
     to go to zero now."""
@@ -263,6 +263,9 @@ def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: in
     last, cooldown = history.last_active, keda.cooldown
     if active:
         sync.last_active = now
+        if current == 0:  # scaleFromZeroOrIdle: 1 replica; the HPA takes over at its next sync
+            sync.pre.append("activation: KEDA scales from zero to 1 replica")
+            return 1, False
         return recommendation, False
     if current == 0:
         return recommendation, False

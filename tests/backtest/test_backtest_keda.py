@@ -12,14 +12,15 @@ By hand (KEDA: prometheus_scaler.go, scale_scaledobjects.go; the HPA's algorithm
 KEDA polls the trigger at the first step and every 30 s after: at the even steps.
   i0-4    no sample: ignoreNullValues (default true) reads 0, not a failure; inactive     -> stay 0
   i5      120 > 5, but KEDA has not polled since i4; the HPA does nothing at zero        -> stay 0
-  i6      polled: active, from zero: ceil(120 / 30) = 4, the default scale-up allows +4    0 -> 4
-  i7-14   120 / 4 = 30 per replica, ratio 1 (last polled active at i14)                   -> stay 4
+  i6      polled: active, KEDA scales from zero to 1                                       0 -> 1
+  i7      the HPA: ceil(120 / 30) = 4, the default scale-up allows 1 + 4                   1 -> 4
+  i8-14   120 / 4 = 30 per replica, ratio 1 (last polled active at i14)                   -> stay 4
   i15     the HPA (minReplicas 1): ceil(3 / 30) = 1, no stabilization                       4 -> 1
   i16-19  polled at i16, i18: 3 <= 5 inactive, 30 and 60 s since i14: not more than 60 s   -> stay 1
   i20     polled: inactive 90 s > cooldownPeriod 60 s: KEDA scales to zero                 1 -> 0
   i21-35  3 and 4 <= 5: stays at zero (the HPA alone would start a replica for 4); at i35
           6 > 5 but KEDA has not polled since i34                                          -> stay 0
-  i36     polled: 6 > 5 active: ceil(6 / 30) = 1                                           0 -> 1
+  i36     polled: 6 > 5 active: KEDA scales from zero to 1                                 0 -> 1
   i37-39  6 / 1 = 6 per replica -> ceil(6 / 30) = 1                                        -> stay 1
 """
 
@@ -42,8 +43,8 @@ from promscaler.times import parse_time
 
 STEPS, STEP = 40, 15
 QUEUE = [None] * 5 + [120] * 10 + [3] * 15 + [4] * 5 + [6] * 5
-EXPECTED = [0] * 6 + [4] * 9 + [1] * 5 + [0] * 16 + [1] * 4
-EVENTS = [(6, 0, 4), (15, 4, 1), (20, 1, 0), (36, 0, 1)]
+EXPECTED = [0] * 6 + [1] + [4] * 8 + [1] * 5 + [0] * 16 + [1] * 4
+EVENTS = [(6, 0, 1), (7, 1, 4), (15, 4, 1), (20, 1, 0), (36, 0, 1)]
 QUERY = 'sum(queue_messages_ready{namespace="shop",queue="orders"})'
 SCALED_OBJECT: dict[str, Any] = {
     "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",

@@ -44,9 +44,12 @@ CASES = {
     # last active 360 s ago: more than the cooldown, KEDA scales to zero
     "inactive past the cooldown": (lambda d: d["hpa"]["status"].update(lastActiveTime="2026-03-02T09:54:00Z"),
                                    0, "inactive"),
-    # at zero, 6 > 5.5: active, ceil(6 / 100.5) = 1
+    # at zero, 6 > 5.5: active, KEDA scales to 1
     "active at zero": (lambda d: (d.update(scaleTarget={"replicas": 0}, pods={"count": 0}),
                                   d["metrics"].update({"s0-prometheus": "6"})), 1, "active"),
+    # at zero, 402 > 5.5: KEDA scales to 1 (the HPA, which would ask 4, takes over at its next sync)
+    "active at zero, much load": (lambda d: (d.update(scaleTarget={"replicas": 0}, pods={"count": 0}),
+                                             d["metrics"].update({"s0-prometheus": "402"})), 1, "active"),
     # at zero, 5 <= 5.5: stays at zero (an HPA alone would start one replica for 5)
     "inactive at zero": (lambda d: d.update(scaleTarget={"replicas": 0}, pods={"count": 0}), 0, "inactive"),
     # 402 > 5.5: active; ceil(402 / 100.5) = 4 replicas
