@@ -185,9 +185,9 @@ def test_no_phantom_forecast_while_the_window_one_season_ago_is_not_whole(histor
     assert fd.vector(history.url, forecast, at) == {"steady": pytest.approx(1.0)}
     or_now = fd.objects("requests_or_now", "requests_total", "service", services)
     assert fd.vector(history.url, or_now, at) == pytest.approx(dict.fromkeys(services, 1.0))
-    for service, pod in fd.YOUNG_POD.items():  # a Pods forecast: the workload's total
+    for service, name in fd.YOUNG_POD.items():  # a Pods forecast: the workload's total
         expected = {"": pytest.approx(1.0)} if service == "steady" else {}
-        assert fd.vector(history.url, fd.workload("requests_forecast", "requests_total", [pod]), at) == expected
+        assert fd.vector(history.url, fd.workload("requests_forecast", "requests_total", [name]), at) == expected
     # 32 minutes on (30m level window + 2m rate range), the youngest one's window one season ago is whole
     assert fd.vector(history.url, forecast, at + 32 * 60) == pytest.approx(dict.fromkeys(services, 1.0))
 
@@ -265,7 +265,8 @@ def forecast_error(block: object) -> str:
     ({**SEASONAL, "seasons": ["7d"]}, "rules[0].forecast.seasons: give season or seasons, not both"),
     ({"method": "seasonal", "horizon": "5m", "seasons": []}, "rules[0].forecast.seasons: must be a non-empty list"),
     ({"method": "seasonal", "horizon": "5m", "seasons": "7d"}, "rules[0].forecast.seasons: must be a non-empty list"),
-    ({"method": "seasonal", "horizon": "5m", "seasons": ["1d", "24h"]}, "rules[0].forecast.seasons: lists a season twice"),
+    ({"method": "seasonal", "horizon": "5m", "seasons": ["1d", "24h"]},
+     "rules[0].forecast.seasons: lists a season twice"),
     ({"method": "seasonal", "horizon": "5m", "seasons": ["7d", "4m"]},
      "rules[0].forecast.seasons[1]: must be longer than the horizon"),
     ({"method": "seasonal", "horizon": "5m", "seasons": ["7d", "soon"]},
