@@ -10,7 +10,9 @@ exist now. Other objects (services, deployments, namespaces) and external series
 across seasons and are forecast series by series.
 
 Missing history gives no value (the PromQL answers nothing), never a zero: an HPA listing the
-metric and its forecast then follows the present metric alone.
+metric and its forecast then follows the present metric alone. History is missing until the
+window a forecast reads one season ago is whole, the query's own range included (`lookback`):
+a level one season ago that holds a new counter's `rate()` ramp would make a phantom forecast.
 """
 
 from __future__ import annotations
