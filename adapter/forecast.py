@@ -85,10 +85,10 @@ def _seasonal(q: str, r: str, forecast: Forecast, season: float, ramp: float) ->
     return f"(last_over_time({q}[{r}:{r}] offset {ahead}) * ({ratio}) and last_over_time({q}[{r}:{r}] offset {whole}))"
 
 
-_DURATION = r"(?:\d+(?:ms|[smhdwy]))+"
+_DURATION = r"(?:\d+(?:ms|[smhdwy]))+|\d+(?:\.\d+)?"  # 1h30m, or seconds (Prometheus 3)
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _RANGE = re.compile(rf"\[\s*({_DURATION})\s*(?::\s*(?:{_DURATION})?\s*)?\]")
-_OFFSET = re.compile(rf"\boffset\s+({_DURATION})")
+_OFFSET = re.compile(rf"\boffset\s+({_DURATION})\b")
 
 _SAFE = "[bcdfghjklmnpqrstvwxz2456789]"  # the alphabet of Kubernetes' generated name parts (no vowels)
 _POD_NAMES = (  # (how a controller names its pods, the regex for every pod it ever named)

@@ -33,7 +33,7 @@ import yaml
 from adapter.forecast import forecast_query, workload_pattern
 from adapter.naming import NAMESPACES, CompiledRule, compile_rules
 from adapter.promql import external_query, resource_query, workload_query
-from adapter.rules import parse_rules
+from adapter.rules import Forecast, parse_rules
 from kubesim.prometheus import PrometheusServer, start_backfilled
 from promscaler.selectors import parse_selector
 
@@ -217,20 +217,25 @@ def rule(metric: str, series: str, label: str = "") -> CompiledRule:
                 and r.forecast_name(series) == metric and f'{label}!=""' in r.series_query)
 
 
-def external(metric: str, series: str, selector: str = "") -> str:
-    """The forecast PromQL of an external metric in namespace `web`."""
-    r = rule(metric, series)
+def base(metric: str, series: str, label: str = "", names: list[str] | None = None) -> tuple[Forecast, str]:
+    """(forecast block, the query it forecasts) of an external metric (no `label`) or an object
+    metric (objects named by `label`: `names`) in namespace `web`."""
+    r = rule(metric, series, label)
     assert r.rule.forecast is not None
-    query = external_query(r, series, r.converter.label_for_resource(NAMESPACES), "web", parse_selector(selector))
-    return forecast_query(r.rule.forecast, query)
+    if label:
+        return r.rule.forecast, resource_query(r, series, label, "namespace", "web", names or [], parse_selector(""))
+    return r.rule.forecast, external_query(r, series, r.converter.label_for_resource(NAMESPACES), "web",
+                                           parse_selector(""))
+
+
+def external(metric: str, series: str) -> str:
+    """The forecast PromQL of an external metric in namespace `web`."""
+    return forecast_query(*base(metric, series))
 
 
 def objects(metric: str, series: str, label: str, names: list[str]) -> str:
     """The forecast PromQL of an object metric (objects named by `label`) in namespace `web`."""
-    r = rule(metric, series, label)
-    assert r.rule.forecast is not None
-    return forecast_query(r.rule.forecast, resource_query(r, series, label, "namespace", "web", names,
-                                                          parse_selector("")))
+    return forecast_query(*base(metric, series, label, names))
 
 
 def workload(metric: str, series: str, pods: list[str]) -> str:

@@ -16,16 +16,14 @@ import yaml
 
 from adapter.discovery import build_catalogue
 from adapter.forecast import forecast_query, lookback, workload_pattern
-from adapter.naming import NAMESPACES, compile_rules
+from adapter.naming import compile_rules
 from adapter.prometheus import PrometheusClient
-from adapter.promql import external_query, resource_query
 from adapter.rulecheck import check_queries
 from adapter.rules import Forecast, RuleError, parse_rules
 from adapter.settings import parse_settings
 from kubesim.apiserver import KubeSim
 from kubesim.prometheus import PrometheusServer
 from promscaler.quantity import parse_quantity
-from promscaler.selectors import parse_selector
 
 from . import forecast_data as fd
 from .conftest import RULES, AdapterProcess
@@ -211,15 +209,10 @@ def documented_seasonal(f: Forecast, query: str) -> str:
 def test_a_single_season_serves_the_documented_answers(history, t0, metric, series, label, names):
     """A rules file of today (one `season`) answers what the documented formula answers, series
     with a whole history: the same values, and no value where it had none."""
-    r = fd.rule(metric, series, label)
-    assert r.rule.forecast is not None
-    if label:
-        query = resource_query(r, series, label, "namespace", "web", names, parse_selector(""))
-    else:
-        query = external_query(r, series, r.converter.label_for_resource(NAMESPACES), "web", parse_selector(""))
-    expected = fd.vector(history.url, documented_seasonal(r.rule.forecast, query), t0)
+    forecast, query = fd.base(metric, series, label, names)
+    expected = fd.vector(history.url, documented_seasonal(forecast, query), t0)
     assert expected  # not vacuous
-    assert fd.vector(history.url, forecast_query(r.rule.forecast, query), t0) == pytest.approx(expected)
+    assert fd.vector(history.url, forecast_query(forecast, query), t0) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("query,seconds", [
@@ -228,6 +221,7 @@ def test_a_single_season_serves_the_documented_answers(history, t0, metric, seri
     ("rate(x[1m30s]) + irate(y[30s])", 90),  # the longest range
     ("max_over_time(rate(x[1m])[1h:1m] offset 5m)", 3900),  # a subquery's range, and the offset
     ('x{a="[5m]"} offset 10m', 600),
+    ("rate(x[300])", 300),  # seconds, as Prometheus 3 allows
 ])
 def test_lookback_is_the_longest_range_and_offset(query, seconds):
     assert lookback(query) == seconds
