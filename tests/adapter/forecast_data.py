@@ -76,6 +76,8 @@ YOUNG = {
     "ramped": 31 * 60,  # the level window one season ago (30m) starts in rate()'s first 2 minutes
 }
 YOUNG_POD = {service: f"{service}-5b9d8c7f4-x2x7z" for service in YOUNG}
+RECENT = 31 * 60  # requests_total{service="recent"} began this long before AT_YOUNG (today): a linear
+# window of 30m that starts in rate()'s first 2 minutes
 
 
 # linear, by hand: the line at (seconds after T0)
@@ -123,6 +125,7 @@ RULES = yaml.safe_dump({
         _rule("requests_total", "service", {**SEASONAL, "name": "requests_forecast"}, rate="2m"),
         _rule("requests_total", "service", {**SEASONAL, "name": "requests_or_now", "fallback": "present"}, rate="2m"),
         _rule("requests_total", "pod", {**SEASONAL, "name": "requests_forecast"}, rate="2m"),
+        _rule("requests_total", "service", {**LINEAR, "name": "requests_trend"}, rate="2m"),
     ],
     "externalRules": [
         _rule("queue_depth", "namespace", {**SEASONAL, "name": "queue_depth_seasonal"}, by="queue"),
@@ -191,6 +194,8 @@ def openmetrics(t0: int) -> str:
         began = t0 + AT_YOUNG - DAY - ago
         add("requests_total", {**web, "service": service, "pod": YOUNG_POD[service]}, began, today[1],
             lambda t, began=began: float(t - began))
+    began = t0 + AT_YOUNG - RECENT
+    add("requests_total", {**web, "service": "recent"}, began, today[1], lambda t: float(t - began))
 
     lines: list[str] = []
     for name, entries in series.items():

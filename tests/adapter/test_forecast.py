@@ -190,6 +190,16 @@ def test_no_phantom_forecast_while_the_window_one_season_ago_is_not_whole(histor
     assert fd.vector(history.url, forecast, at + 32 * 60) == pytest.approx(dict.fromkeys(services, 1.0))
 
 
+def test_no_trend_from_a_young_series_ramp(history, t0):
+    """A linear forecast of the same steady counter is the steady 1 request/s (a flat line); a
+    series whose window (30m) starts within rate()'s first 2 minutes has none yet (its ramp would
+    tilt the line up), and has the flat line once the window holds whole rates."""
+    at, services = t0 + fd.AT_YOUNG, [*fd.YOUNG, "recent"]
+    trend = fd.objects("requests_trend", "requests_total", "service", services)
+    assert fd.vector(history.url, trend, at) == pytest.approx(dict.fromkeys(fd.YOUNG, 1.0))
+    assert fd.vector(history.url, trend, at + 2 * 60) == pytest.approx(dict.fromkeys(services, 1.0))
+
+
 def documented_seasonal(f: Forecast, query: str) -> str:
     """The single-season formula as docs/forecast-and-tune.md states it (before seasons existed)."""
     q, r, w = f"({query})", f"{f.resolution:g}s", f"{f.level_window:g}s"
