@@ -10,7 +10,9 @@ exist now. Other objects (services, deployments, namespaces) and external series
 across seasons and are forecast series by series.
 
 Missing history gives no value (the PromQL answers nothing), never a zero: an HPA listing the
-metric and its forecast then follows the present metric alone.
+metric and its forecast then follows the present metric alone. History is missing until the
+window a forecast reads one season ago is whole, the query's own range included (`lookback`):
+a level one season ago that holds a new counter's `rate()` ramp would make a phantom forecast.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from collections.abc import Iterable
 
 from adapter.promql import regex_escape
 from adapter.rules import Forecast
+from promscaler.times import parse_duration
 
-__all__ = ["forecast_query", "promql_duration", "workload_pattern"]
+__all__ = ["forecast_query", "lookback", "promql_duration", "workload_pattern"]
 
 
 def promql_duration(seconds: float) -> str:
@@ -30,35 +33,62 @@ def promql_duration(seconds: float) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
+def lookback(query: str) -> float:
+    """Seconds of input before a moment that `query` reads: its longest range (`[2m]`, a
+    subquery's `[1h:1m]`) plus its longest `offset`. Strings are skipped (a label regex's
+    `[a-z0-9]` is no range). A series younger than that is a ramp in `query` (a `rate()` of a
+    new counter rises from zero over its range), not a load."""
+    text = _STRING.sub('""', query)
+    ranges = [parse_duration(m) for m in _RANGE.findall(text)]
+    offsets = [parse_duration(m) for m in _OFFSET.findall(text)]
+    return max(ranges, default=0.0) + max(offsets, default=0.0)
+
+
 def forecast_query(forecast: Forecast, query: str) -> str:
     """The forecast of `query` (an instant-vector PromQL expression), `forecast.horizon` ahead.
 
-    seasonal, with P the season, H the horizon, W the level window and r the resolution:
+    seasonal, for each season P (longest first), with H the horizon, W the level window, r the
+    resolution and L = `lookback(query)`:
         last_over_time((Q)[r:r] offset (P - H))             the value one season ago, H ahead
       * ( avg_over_time((Q)[W:r])                           times the recent level...
         / (avg_over_time((Q)[W:r] offset P) > 0) )          ...over the level one season ago
-    A series whose level one season ago is zero or missing gets no forecast; with
-    `maxLevelRatio` the ratio is `clamp_max(..., maxLevelRatio)`.
+      and last_over_time((Q)[r:r] offset (P + W + L))       if that window was whole
+    joined by `or`: a series is answered by the longest season it has whole history for, else
+    the next shorter one. A series whose level one season ago is zero or missing gets no
+    forecast from that season; with `maxLevelRatio` the ratio is `clamp_max(..., maxLevelRatio)`.
 
-    linear: clamp_min(predict_linear((Q)[W:r], H), 0), for series that already had a value one
-    window ago (a trend over a few minutes of a new workload is no forecast).
+    linear: clamp_min(predict_linear((Q)[W:r], H), 0), for series that already had a whole
+    value one window ago (`offset (W + L)`: a trend over a new workload is no forecast).
 
     With `fallback: present`, a series without a forecast is answered its present value (`or Q`).
     """
     q, r = f"({query})", promql_duration(forecast.resolution)
+    ramp = lookback(query)
     if forecast.method == "seasonal":
-        ahead = promql_duration(forecast.season - forecast.horizon)
-        season, level = promql_duration(forecast.season), promql_duration(forecast.level_window)
-        ratio = f"avg_over_time({q}[{level}:{r}]) / (avg_over_time({q}[{level}:{r}] offset {season}) > 0)"
-        if forecast.max_level_ratio is not None:
-            ratio = f"clamp_max({ratio}, {forecast.max_level_ratio:g})"
-        expr = f"(last_over_time({q}[{r}:{r}] offset {ahead}) * ({ratio}))"
+        expr = " or ".join(_seasonal(q, r, forecast, season, ramp) for season in forecast.seasons)
     else:
         window = promql_duration(forecast.window)
         expr = (f"(clamp_min(predict_linear({q}[{window}:{r}], {forecast.horizon:g}), 0)"
-                f" and last_over_time({q}[{r}:{r}] offset {window}))")
+                f" and last_over_time({q}[{r}:{r}] offset {promql_duration(forecast.window + ramp)}))")
     return f"({expr} or {q})" if forecast.fallback else expr
 
+
+def _seasonal(q: str, r: str, forecast: Forecast, season: float, ramp: float) -> str:
+    """One season's term of `forecast_query`: nothing for a series whose level window one
+    season ago began before the series had `ramp` seconds of history."""
+    ahead = promql_duration(season - forecast.horizon)
+    ago, level = promql_duration(season), promql_duration(forecast.level_window)
+    whole = promql_duration(season + forecast.level_window + ramp)
+    ratio = f"avg_over_time({q}[{level}:{r}]) / (avg_over_time({q}[{level}:{r}] offset {ago}) > 0)"
+    if forecast.max_level_ratio is not None:
+        ratio = f"clamp_max({ratio}, {forecast.max_level_ratio:g})"
+    return f"(last_over_time({q}[{r}:{r}] offset {ahead}) * ({ratio}) and last_over_time({q}[{r}:{r}] offset {whole}))"
+
+
+_DURATION = r"(?:\d+(?:ms|[smhdwy]))+|\d+(?:\.\d+)?"  # 1h30m, or seconds (Prometheus 3)
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_RANGE = re.compile(rf"\[\s*({_DURATION})\s*(?::\s*(?:{_DURATION})?\s*)?\]")
+_OFFSET = re.compile(rf"\boffset\s+({_DURATION})\b")
 
 _SAFE = "[bcdfghjklmnpqrstvwxz2456789]"  # the alphabet of Kubernetes' generated name parts (no vowels)
 _POD_NAMES = (  # (how a controller names its pods, the regex for every pod it ever named)

@@ -72,7 +72,8 @@ class Forecast:
 
     `seasonal`: the value one `season` ago, `horizon` ahead, times the ratio of the mean over the
     last `levelWindow` to the mean over the same window one season ago (at most `maxLevelRatio`).
-    `seasons: [7d, 1d]` lists several, longest first; `season: 1d` is `seasons: [1d]`.
+    `seasons: [7d, 1d]` lists several, longest first: each series is forecast with the longest
+    one whose window one season ago is whole, else the next; `season: 1d` is `seasons: [1d]`.
     `linear`: the least-squares trend over the last `window`, `horizon` ahead, never below zero.
     Windows are sampled every `resolution` (the PromQL subquery step). Without history there is
     no value, unless `fallback: present` serves the present value then."""

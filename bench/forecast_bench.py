@@ -5,8 +5,9 @@ under a daily wave, their ReplicaSet (so their names) changing every day.
 
 Timed, each asked 40 times at different instants (Prometheus caches no results): the present
 metric (`sum(rate(...[2m])) by (pod)` for today's 20 pods), and the forecast of the workload's
-total: seasonal 1d and 7d (levelWindow 1h, resolution 1m: 121 evaluations of the query) and
-linear (window 30m: 32 evaluations). No goal: the figures are for docs/forecast-and-tune.md.
+total: seasonal 1d and 7d (levelWindow 1h, resolution 1m: 122 evaluations of the query), seasons
+[7d, 1d] (244) and linear (window 30m: 32 evaluations). No goal: the figures are for
+docs/forecast-and-tune.md.
 Writes bench/results/forecast.json.
 
     python bench/forecast_bench.py [--days 8]
@@ -45,6 +46,7 @@ RULE = counter_rate_rule('http_requests_total{namespace!="",pod!=""}', "2m")
 FORECASTS = {
     "seasonal 1d": "{method: seasonal, season: 1d, horizon: 5m}",
     "seasonal 7d": "{method: seasonal, season: 7d, horizon: 5m}",
+    "seasons [7d, 1d]": "{method: seasonal, seasons: [7d, 1d], horizon: 5m}",
     "linear 30m": "{method: linear, window: 30m, horizon: 5m}",
 }
 

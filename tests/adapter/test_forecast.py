@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from adapter.discovery import build_catalogue
-from adapter.forecast import workload_pattern
+from adapter.forecast import forecast_query, lookback, workload_pattern
 from adapter.naming import compile_rules
 from adapter.prometheus import PrometheusClient
 from adapter.rulecheck import check_queries
@@ -161,6 +161,82 @@ def test_fallback_present_answers_the_present_value_without_history(forecasting,
     assert near(got["new"][0], 7.0) and near(got["orders"][0], fd.QUEUE["today"])  # flat line: today's value
 
 
+def test_several_seasons_answer_each_series_by_the_longest_with_whole_history(forecasting, tmp_path):
+    """seasons [7d, 1d]: a site with a week of history follows last week (40 * 15 / 10), a site two
+    days old follows yesterday (its first Monday: yesterday had no rise, none is foreseen), and a
+    holiday (quiet today) gets last week's rise at today's level (40 * 5 / 10). No history: none."""
+    def got(metric: str) -> dict[str, float]:
+        return {k: v for k, (v, _) in values(raw(forecasting, f"{EXTERNAL}/namespaces/web/{metric}", tmp_path)).items()}
+
+    assert got("visits_forecast") == pytest.approx(fd.VISITS_FORECAST, abs=0.0011)
+    assert fd.VISITS_FORECAST == {"weekly": 60.0, "monday": 15.0, "holiday": 20.0}
+    assert got("visits_daily") == pytest.approx(fd.VISITS_DAILY, abs=0.0011)  # season: 1d, as before
+    assert got("visits_or_now") == pytest.approx({**fd.VISITS_FORECAST, "new": 7.0}, abs=0.0011)
+
+
+def test_no_phantom_forecast_while_the_window_one_season_ago_is_not_whole(history, t0):
+    """A counter at a steady 1 request/s, `rate(...[2m])`: its forecast is that 1 request/s once the
+    level window one season ago (30m) holds whole rates; before, no forecast (never the phantom of a
+    level one season ago that is rate()'s ramp from zero), or with `fallback: present` the present."""
+    at, services = t0 + fd.AT_YOUNG, list(fd.YOUNG)
+    forecast = fd.objects("requests_forecast", "requests_total", "service", services)
+    assert fd.vector(history.url, forecast, at) == {"steady": pytest.approx(1.0)}
+    or_now = fd.objects("requests_or_now", "requests_total", "service", services)
+    assert fd.vector(history.url, or_now, at) == pytest.approx(dict.fromkeys(services, 1.0))
+    for service, name in fd.YOUNG_POD.items():  # a Pods forecast: the workload's total
+        expected = {"": pytest.approx(1.0)} if service == "steady" else {}
+        assert fd.vector(history.url, fd.workload("requests_forecast", "requests_total", [name]), at) == expected
+    # 32 minutes on (30m level window + 2m rate range), the youngest one's window one season ago is whole
+    assert fd.vector(history.url, forecast, at + 32 * 60) == pytest.approx(dict.fromkeys(services, 1.0))
+
+
+def test_no_trend_from_a_young_series_ramp(history, t0):
+    """A linear forecast of the same steady counter is the steady 1 request/s (a flat line); a
+    series whose window (30m) starts within rate()'s first 2 minutes has none yet (its ramp would
+    tilt the line up), and has the flat line once the window holds whole rates."""
+    at, services = t0 + fd.AT_YOUNG, [*fd.YOUNG, "recent"]
+    trend = fd.objects("requests_trend", "requests_total", "service", services)
+    assert fd.vector(history.url, trend, at) == pytest.approx(dict.fromkeys(fd.YOUNG, 1.0))
+    assert fd.vector(history.url, trend, at + 2 * 60) == pytest.approx(dict.fromkeys(services, 1.0))
+
+
+def documented_seasonal(f: Forecast, query: str) -> str:
+    """The single-season formula as docs/forecast-and-tune.md states it (before seasons existed)."""
+    q, r, w = f"({query})", f"{f.resolution:g}s", f"{f.level_window:g}s"
+    ratio = f"avg_over_time({q}[{w}:{r}]) / (avg_over_time({q}[{w}:{r}] offset {f.season:g}s) > 0)"
+    if f.max_level_ratio is not None:
+        ratio = f"clamp_max({ratio}, {f.max_level_ratio:g})"
+    return f"last_over_time({q}[{r}:{r}] offset {f.season - f.horizon:g}s) * ({ratio})"
+
+
+@pytest.mark.parametrize("metric,series,label,names", [
+    ("queue_depth_seasonal", "queue_depth", "", []),
+    ("queue_depth_capped", "queue_depth", "", []),
+    ("visits_daily", "visits", "", []),
+    ("service_load_forecast", "service_load", "service", ["api", "fresh"]),
+    ("requests_forecast", "requests_total", "service", ["steady"]),
+])
+def test_a_single_season_serves_the_documented_answers(history, t0, metric, series, label, names):
+    """A rules file of today (one `season`) answers what the documented formula answers, series
+    with a whole history: the same values, and no value where it had none."""
+    forecast, query = fd.base(metric, series, label, names)
+    expected = fd.vector(history.url, documented_seasonal(forecast, query), t0)
+    assert expected  # not vacuous
+    assert fd.vector(history.url, forecast_query(forecast, query), t0) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("query,seconds", [
+    ('sum(rate(x{pod=~"web-[a-z0-9]+-[a-z0-9]+"}[2m])) by (pod)', 120),  # a label regex is no range
+    ("sum(x) by (pod)", 0),  # a gauge: no ramp
+    ("rate(x[1m30s]) + irate(y[30s])", 90),  # the longest range
+    ("max_over_time(rate(x[1m])[1h:1m] offset 5m)", 3900),  # a subquery's range, and the offset
+    ('x{a="[5m]"} offset 10m', 600),
+    ("rate(x[300])", 300),  # seconds, as Prometheus 3 allows
+])
+def test_lookback_is_the_longest_range_and_offset(query, seconds):
+    assert lookback(query) == seconds
+
+
 SEASONAL = {"method": "seasonal", "horizon": "5m", "season": "1d"}
 
 
@@ -190,6 +266,17 @@ def forecast_error(block: object) -> str:
     ({"method": "linear", "horizon": "5m", "window": "30m", "maxLevelRatio": 2},
      "rules[0].forecast.maxLevelRatio: applies to method seasonal, not linear"),
     ({**SEASONAL, "fallback": "zero"}, "rules[0].forecast.fallback: must be none or present, got 'zero'"),
+    ({**SEASONAL, "seasons": ["7d"]}, "rules[0].forecast.seasons: give season or seasons, not both"),
+    ({"method": "seasonal", "horizon": "5m", "seasons": []}, "rules[0].forecast.seasons: must be a non-empty list"),
+    ({"method": "seasonal", "horizon": "5m", "seasons": "7d"}, "rules[0].forecast.seasons: must be a non-empty list"),
+    ({"method": "seasonal", "horizon": "5m", "seasons": ["1d", "24h"]},
+     "rules[0].forecast.seasons: lists a season twice"),
+    ({"method": "seasonal", "horizon": "5m", "seasons": ["7d", "4m"]},
+     "rules[0].forecast.seasons[1]: must be longer than the horizon"),
+    ({"method": "seasonal", "horizon": "5m", "seasons": ["7d", "soon"]},
+     "rules[0].forecast.seasons[1]: must be a positive duration"),
+    ({"method": "linear", "horizon": "5m", "window": "30m", "seasons": ["1d"]},
+     "rules[0].forecast.seasons: applies to method seasonal, not linear"),
     ("seasonal", "rules[0].forecast: must be a mapping"),
 ])
 def test_invalid_forecast_block_names_its_field(block, message):
@@ -209,6 +296,11 @@ def test_forecast_block_fields_and_names():
     assert seasonal.forecast_name("http_requests_total") == "http_requests_ahead"
     assert linear.rule.forecast == Forecast("externalRules[0].forecast", "linear", 600, window=3600)
     assert linear.forecast_name("queue") == "queue_forecast"  # the default name
+    assert seasonal.rule.forecast.history == 86400 + 7200 and linear.rule.forecast.history == 3600
+    doc["rules"][0]["forecast"] = {"method": "seasonal", "horizon": "5m", "seasons": ["1d", "7d"]}
+    f = compile_rules(parse_rules(yaml.safe_dump(doc))).rules[0].rule.forecast
+    assert f is not None and f.seasons == (604800, 86400) and f.season == 604800  # longest first
+    assert f.history == 604800 + 3600
 
 
 def test_a_file_without_forecast_serves_what_it_did():

@@ -9,15 +9,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
-from adapter.forecast import forecast_query, workload_pattern
-from adapter.naming import NAMESPACES, CompiledRule, compile_rules, resource_by_api_name
-from adapter.promql import external_query, resource_query, workload_query
-from adapter.rules import parse_rules
 from kubesim.victoriametrics import VictoriaMetricsServer
-from promscaler.selectors import parse_selector
 from tests.support import eventually
 
 from . import forecast_data as fd
@@ -32,48 +26,36 @@ def victoria() -> Iterator[tuple[str, int]]:
         t0 = fd.start_time()
         lines = [line.rsplit(" ", 1) for line in fd.openmetrics(t0).splitlines() if line and line[0] != "#"]
         vm.import_prometheus("\n".join(f"{sample} {int(ts) * 1000}" for sample, ts in lines))  # milliseconds
-        asyncio.run(eventually(lambda: _vector(vm.url, "sum(queue_depth)", t0 + AT), 30))
+        asyncio.run(eventually(lambda: fd.vector(vm.url, "sum(queue_depth)", t0 + AT), 30))
         yield vm.url, t0
-
-
-def _vector(url: str, query: str, at: float) -> dict[str, float]:
-    """Each result's first label value (or '') -> its value."""
-    body = httpx.get(f"{url}/api/v1/query", params={"query": query, "time": at}, timeout=30).json()
-    assert body["status"] == "success", body
-    return {next(iter(r["metric"].values()), ""): float(r["value"][1]) for r in body["data"]["result"]}
-
-
-RULES = compile_rules(parse_rules(fd.RULES))
-
-
-def rule(metric: str, series: str) -> CompiledRule:
-    """The rule that serves `series`' forecast as `metric` (as discovery names it)."""
-    return next(r for r in RULES.all if r.series_query.startswith(series) and r.forecast_name(series) == metric)
-
-
-def external(metric: str, series: str, selector: str = "") -> str:
-    r = rule(metric, series)
-    assert r.rule.forecast is not None
-    query = external_query(r, series, r.converter.label_for_resource(NAMESPACES), "web", parse_selector(selector))
-    return forecast_query(r.rule.forecast, query)
 
 
 def test_seasonal_forecasts_on_victoriametrics(victoria):
     url, t0 = victoria
-    assert _vector(url, external("queue_depth_seasonal", "queue_depth"), t0 + AT) == \
+    assert fd.vector(url, fd.external("queue_depth_seasonal", "queue_depth"), t0 + AT) == \
         {"orders": fd.QUEUE_SEASONAL}  # 30 * 15 / 10; queue "new" has no history: no value
-    r, pods = rule("inflight_forecast", "inflight"), resource_by_api_name("pods")
-    assert r.rule.forecast is not None and pods is not None
-    total = workload_query(r, "inflight", "pod", "namespace", "web", workload_pattern(fd.WEB_NOW), parse_selector(""))
-    [value] = _vector(url, forecast_query(r.rule.forecast, f"sum({total})"), t0 + AT).values()
+    [value] = fd.vector(url, fd.workload("inflight_forecast", "inflight", list(fd.WEB_NOW)), t0 + AT).values()
     assert value == pytest.approx(fd.POD_SEASONAL * len(fd.WEB_NOW))  # the workload's total
-    r = rule("service_load_forecast", "service_load")
-    assert r.rule.forecast is not None
-    query = resource_query(r, "service_load", "service", "namespace", "web", ["api", "fresh"], parse_selector(""))
-    assert _vector(url, forecast_query(r.rule.forecast, query), t0 + AT) == {"api": fd.SERVICE_SEASONAL}
+    query = fd.objects("service_load_forecast", "service_load", "service", ["api", "fresh"])
+    assert fd.vector(url, query, t0 + AT) == {"api": fd.SERVICE_SEASONAL}
+
+
+def test_several_seasons_on_victoriametrics(victoria):
+    url, t0 = victoria
+    got = fd.vector(url, fd.external("visits_forecast", "visits"), t0 + AT)
+    assert got == pytest.approx(fd.VISITS_FORECAST)  # weekly where a week is whole, else daily; "new": none
+
+
+def test_no_forecast_from_a_young_series_ramp_on_victoriametrics(victoria):
+    url, t0 = victoria
+    at = t0 + fd.AT_YOUNG
+    assert fd.vector(url, fd.objects("requests_forecast", "requests_total", "service", list(fd.YOUNG)), at) == \
+        {"steady": pytest.approx(1.0)}  # 1 request/s; the others' window one season ago is not whole
+    got = fd.vector(url, fd.objects("requests_or_now", "requests_total", "service", list(fd.YOUNG)), at)
+    assert got == pytest.approx(dict.fromkeys(fd.YOUNG, 1.0))  # fallback: the present load
 
 
 def test_linear_forecasts_on_victoriametrics(victoria):
     url, t0 = victoria
-    got = _vector(url, external("stream_lag_forecast", "stream_lag"), t0 + AT)
+    got = fd.vector(url, fd.external("stream_lag_forecast", "stream_lag"), t0 + AT)
     assert got == {"up": pytest.approx(fd.lag_up(AT + fd.HORIZON_LINEAR)), "down": 0.0}  # clamped; "new": too young
