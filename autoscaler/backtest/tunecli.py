@@ -31,6 +31,7 @@ from .cli import Failed, Histories, Plan, add_history_flags, read_histories
 from .exposure import Reference, observed_query
 from .fastreplay import Prepared, fast_replay, prepare, supports
 from .history import Grid, Series
+from .html import write_tune_html
 from .queries import MetricQuery
 from .replay import LOAD_MODEL, Replay, replay, tolerance_up
 from .report import _duration
@@ -86,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="processes replaying candidates (default: 2, or 1 on one core)")
     p.add_argument("--report", default="tune-report", metavar="DIR",
-                   help="where tune.json, recommended.yaml and tune.png go")
+                   help="where report.html, tune.json, recommended.yaml and tune.png go")
     p.add_argument("--no-png", action="store_true", help="no tune.png")
     return p
 
@@ -272,6 +273,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         report.mkdir(parents=True, exist_ok=True)
         (report / "tune.json").write_text(json.dumps(_finite(summary), indent=2) + "\n")
         (report / "recommended.yaml").write_text(_yaml(chosen.raw))
+        write_tune_html(_finite(summary), _yaml(plan.spec.raw), _yaml(chosen.raw), report / "report.html")
         if not args.no_png:
             _png(report / "tune.png", scores, given, best_knobs, budget, held, search, reference)
     except OSError as exc:
@@ -378,7 +380,7 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
     secs = summary["seconds"]
     p(f"fetched in {secs['fetch']:.1f}s, {summary['candidates']} candidates replayed in {secs['search']:.1f}s "
       f"({summary['engine']}), {secs['total']:.1f}s in all; report: {search.args.report}/tune.json, "
-      "recommended.yaml" + ("" if search.args.no_png else ", tune.png"))
+      "recommended.yaml, report.html" + ("" if search.args.no_png else ", tune.png"))
 
 
 def _png(path: Path, scores: Sequence[tuple[Knobs, Score]], given: Knobs, best: Knobs, budget: float,

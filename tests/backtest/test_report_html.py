@@ -1,0 +1,182 @@
+"""report.html of `backtest` and `tune`, opened from disk in Debian's Chromium (headless, Playwright),
+over the same real Prometheus histories and hand-worked replays as test_backtest.py and test_tune.py.
+
+A screenshot of each page goes to $REPORT_SCREENSHOTS (docs/ when the docs' figures are remade:
+`REPORT_SCREENSHOTS=docs pytest tests/backtest/test_report_html.py`), else to the test's tmp dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from autoscaler.backtest.html import kept
+from kubesim.prometheus import PrometheusServer, start_backfilled
+from tests.support import chromium_page
+
+from . import data, test_tune
+from .test_backtest import LONG_REPLICAS, SHORT_EVENTS, SHORT_REPLICAS, _run
+
+CHARTS = "window.report.charts.map(u => u.data)"
+
+
+def _screenshot_dir(tmp_path: Path) -> Path:
+    return Path(os.environ.get("REPORT_SCREENSHOTS") or tmp_path)
+
+
+def _open(page: Any, path: Path) -> None:
+    page.goto(path.resolve().as_uri())
+    page.wait_for_function("window.report && window.report.ready", timeout=20_000)
+
+
+def test_kept_steps_worked_by_hand():
+    # 10 steps in buckets of ceil(10 / 3) = 4: [5 1 9 3] [2 2 8 0] [nan 7]: each bucket's first step,
+    # its lowest and highest (0, 1, 2 | 4, 7, 6 | 8, 9, 9), and the scale event at step 3
+    column = np.array([5, 1, 9, 3, 2, 2, 8, 0, np.nan, 7], dtype=float)
+    assert kept([column], [3], buckets=3).tolist() == [0, 1, 2, 3, 4, 6, 7, 8, 9]
+    # a second series adds its own extremes: its lowest in bucket 1 is step 5
+    other = np.array([0, 0, 0, 0, 4, 1, 4, 4, 0, 0], dtype=float)
+    assert kept([column, other], buckets=3).tolist() == [0, 1, 2, 4, 5, 6, 7, 8, 9]
+    # no more steps than buckets: every step
+    assert kept([column], buckets=10).tolist() == list(range(10))
+
+
+def test_backtest_report_in_chromium(history, tmp_path: Path):
+    code, out, err, _summary = _run(history, tmp_path)
+    assert code == 0, err
+    report = tmp_path / "report"
+    assert (report / "backtest.png").exists() and (report / "summary.json").exists()
+    assert f"{report / 'report.html'}" in out
+    html = (report / "report.html").read_text()
+    assert "Permission is hereby granted" in html  # uPlot's MIT license travels with it
+    _prom, start = history
+    with chromium_page() as (page, errors, requests):
+        _open(page, report / "report.html")
+        charts = page.evaluate(CHARTS)
+        # one row per spec; every step drawn (24 <= the buckets); times are the grid's
+        assert len(charts) == 2
+        grid = [start + i * data.STEP for i in range(data.STEPS)]
+        for chart in charts:
+            assert chart[0] == grid
+            assert all(len(series) == data.STEPS for series in chart)
+        labels = page.evaluate("window.report.charts[0].series.map(s => s.label)")
+        assert labels == ["time", "observed Pods inflight_requests per ready pod",
+                          "Pods inflight_requests (as the engine saw it)", "simulated replicas", "actual replicas",
+                          "scale events"]
+        short, long = charts
+        assert short[3] == SHORT_REPLICAS and long[3] == LONG_REPLICAS
+        assert short[4] == [len(data.pods_at(i)) for i in range(data.STEPS)]  # kube-state-metrics' replicas
+        # the events: markers at the new replica count, at each event's step only
+        assert [(i, short[5][i]) for i in range(data.STEPS) if short[5][i] is not None] == \
+            [(i, to) for i, _, to in SHORT_EVENTS]
+        assert [i for i in range(data.STEPS) if long[5][i] is not None] == [4, 8]
+        # the summary table: the terminal's figures
+        assert page.inner_text("table.summary").count("6 (4/2)") == 1
+        # hovering the first scale-up (i4: 40 over 2 ready pods = 20 per pod, ratio 2 -> 4) shows the engine's words
+        box = page.evaluate("""i => { const u = window.report.charts[0], r = u.over.getBoundingClientRect();
+            return [r.left + u.valToPos(u.data[0][i], 'x'), r.top + u.valToPos(4, 'replicas')]; }""", 4)
+        page.mouse.move(box[0], box[1])
+        text = page.inner_text("#explain-0")
+        assert "scale from 2 to 4 replicas" in text
+        assert "Pods inflight_requests: current 20, target 10 per pod, ratio 2.000 -> 4 replicas" in text
+        assert "result: scale from 2 to 4 replicas" in text
+        # the same moment in the other row (the cursor is shared): long scaled the same way there
+        assert "result: scale from 2 to 4 replicas" in page.inner_text("#explain-1")
+        page.screenshot(path=str(_screenshot_dir(tmp_path) / "backtest-report.png"), full_page=True)
+        # dragging across a quarter of the plot zooms both rows to it
+        before = page.evaluate("window.report.charts.map(u => [u.scales.x.min, u.scales.x.max])")
+        assert before[0] == [grid[0], grid[-1]]
+        r = page.evaluate("(() => { const r = window.report.charts[0].over.getBoundingClientRect();"
+                          " return [r.left, r.top, r.width, r.height]; })()")
+        y = r[1] + r[3] / 2
+        page.mouse.move(r[0] + r[2] * 0.25, y)
+        page.mouse.down()
+        page.mouse.move(r[0] + r[2] * 0.4, y, steps=5)
+        page.mouse.move(r[0] + r[2] * 0.5, y, steps=5)
+        page.mouse.up()
+        after = page.evaluate("window.report.charts.map(u => [u.scales.x.min, u.scales.x.max])")
+        span = grid[-1] - grid[0]
+        assert after[0] == after[1]
+        assert after[0][0] == pytest.approx(grid[0] + span * 0.25, abs=span * 0.02)
+        assert after[0][1] == pytest.approx(grid[0] + span * 0.5, abs=span * 0.02)
+        page.click("text=reset zoom")
+        assert page.evaluate("window.report.charts.map(u => [u.scales.x.min, u.scales.x.max])") == before
+        assert errors == [] and requests == []
+
+
+def test_backtest_report_decimates_but_keeps_every_event(history, tmp_path: Path):
+    # 1 s steps over 40 minutes from the history's start: 2,401 steps, more than the 2,000 buckets
+    _prom, start = history
+    n = 2401
+    code, _out, err, summary = _run(history, tmp_path, "--step", "1s", "--to", str(start + n - 1), "--no-png")
+    assert code == 0, err
+    every = -(-n // 2000)
+    with chromium_page() as (page, errors, _requests):
+        _open(page, tmp_path / "report" / "report.html")
+        charts = page.evaluate(CHARTS)
+        for chart, spec in zip(charts, summary["specs"], strict=True):
+            times = chart[0]
+            steps = [round(t - start) for t in times]
+            assert steps == sorted(set(steps)) and steps[0] >= 0 and steps[-1] < n
+            # each bucket's first step is there, and no bucket holds more than its first, and
+            # the lowest and highest of each of the 4 series, and its scale events
+            assert set(range(0, n, every)) <= set(steps)
+            assert len(times) < n and len(times) <= (n // every + 1) * (1 + 2 * 4) + len(spec["events"])
+            event_times = [time_of(e) for e in spec["events"]]
+            marks = [t for t, m in zip(times, chart[5], strict=True) if m is not None]
+            assert event_times and marks == event_times
+            # the replicas drawn at every kept step are the ones the events make (from the initial 2)
+            replicas, current = [], 2
+            by_time = {t: e["to"] for t, e in zip(event_times, spec["events"], strict=True)}
+            for t in times:
+                current = by_time.get(t, current)
+                replicas.append(current)
+            assert chart[3] == replicas
+        assert errors == []
+
+
+def time_of(event: dict) -> float:
+    from promscaler.times import parse_time
+
+    return parse_time(event["time"]).timestamp()
+
+
+@pytest.fixture(scope="module")
+def tune_history() -> Iterator[tuple[PrometheusServer, int]]:
+    start = (int(time.time()) - 7200) // test_tune.STEP * test_tune.STEP
+    prom = start_backfilled(test_tune._openmetrics(start))
+    yield prom, start
+    prom.close()
+
+
+def test_tune_report_in_chromium(tune_history, tmp_path: Path):
+    code, _out, err = test_tune._tune(tune_history, tmp_path)
+    assert code == 0, err
+    report = tmp_path / "report"
+    tune = json.loads((report / "tune.json").read_text())
+    with chromium_page() as (page, errors, requests):
+        _open(page, report / "report.html")
+        chosen, held = page.evaluate(CHARTS)
+        # every candidate on the chosen-on part; the table's on the held-out part
+        assert len(chosen[1][0]) == tune["candidates"] == len(tune["all"])
+        assert len(held[1][0]) == len(tune["top"])
+        # the recommended spec as worked out by hand in test_tune: 2.5 replica-hours and 15 s (0.25 min)
+        # under-provisioned on the held-out part; the given one 20 pods x 40 steps, never under
+        assert held[3] == [[0.25], [2.5]]
+        assert held[2] == [[0], [pytest.approx(20 * 40 * test_tune.STEP / 3600, abs=1e-3)]]
+        assert chosen[3][0] == [0.25]  # chosen on: 15 s under-provisioned too
+        recommended = yaml.safe_load(page.inner_text("#recommended-yaml"))
+        assert recommended["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "10"
+        assert recommended["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 0
+        assert yaml.safe_load(page.inner_text("#given-yaml")) == test_tune.GIVEN
+        assert "recommended" in page.inner_text(".verdict")
+        page.screenshot(path=str(_screenshot_dir(tmp_path) / "tune-report.png"), full_page=True)
+        assert errors == [] and requests == []
