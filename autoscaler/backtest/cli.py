@@ -282,9 +282,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     try:
         report.mkdir(parents=True, exist_ok=True)
         write_summary(summaries, report / "summary.json")
-        write_backtest_html(outcomes, summaries, report / "report.html")
         if not args.no_png:
             write_png(outcomes, report / "backtest.png")
+        write_backtest_html(outcomes, summaries, report / "report.html")
     except OSError as exc:
         return fail(f"--report {report}: {exc.strerror or exc}", 1)
     written = time.perf_counter() - started - replayed

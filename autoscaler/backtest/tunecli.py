@@ -273,9 +273,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         report.mkdir(parents=True, exist_ok=True)
         (report / "tune.json").write_text(json.dumps(_finite(summary), indent=2) + "\n")
         (report / "recommended.yaml").write_text(_yaml(chosen.raw))
-        write_tune_html(_finite(summary), _yaml(plan.spec.raw), _yaml(chosen.raw), report / "report.html")
         if not args.no_png:
             _png(report / "tune.png", scores, given, best_knobs, budget, held, search, reference)
+        write_tune_html(_finite(summary), _yaml(plan.spec.raw), _yaml(chosen.raw), report / "report.html")
     except OSError as exc:
         return fail(f"--report {report}: {exc.strerror or exc}", 1)
     _print(out, summary, table_rows, held, given, scores, plan.spec.raw, chosen.raw, search, budget, held_budget)

@@ -200,7 +200,7 @@
         mode: 2, title, width: Math.min(760, Math.max(420, width() / 2 - 20)), height: 380,
         legend: { live: false },
         cursor: { drag: { x: true, y: true } },
-        scales: { x: { time: false, auto: false, range: [0, xmax * 1.08] },
+        scales: { x: { time: false, auto: false, range: [-xmax * 0.03, xmax * 1.08] },
           y: { auto: false, range: [Math.max(0, ymin - pad), ymax + pad] } },
         axes: [{ label: "minutes under-provisioned" }, { label: "replica-hours", size: 60 }],
         series: [{},
