@@ -40,7 +40,8 @@ MEASURE = """async pans => {
   const start = performance.now();
   for (let i = 0; i < pans; i++) { r.pan(0.1); await new Promise(f => requestAnimationFrame(f)); }
   return {drawnMs: r.drawnAt, panFrameMs: (performance.now() - start) / pans,
-          points: r.charts.map(u => u.data[0].length), events: r.charts.map(u => u.data.at(-1).filter(v => v != null).length)};
+          points: r.charts.map(u => u.data[0].length),
+          events: r.charts.map(u => u.data.at(-1).filter(v => v != null).length)};
 }"""
 
 
