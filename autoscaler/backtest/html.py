@@ -13,6 +13,7 @@ import errno
 import json
 import math
 from collections.abc import Sequence
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +93,7 @@ def _spec_data(o: Outcome) -> dict[str, Any]:
         "under": [],
         "reference": None,
     }
-    if load is not None and o.reference is not None:
+    if load is not None and o.reference is not None and math.isfinite(o.reference.band):
         ref = o.reference
         out["under"] = _runs(exposure(load, ref, grid.step).above, times, grid.step)
         out["reference"] = {"label": f"reference {ref.target:g} x (1 + {ref.tolerance:g})", "value": ref.band}
@@ -113,7 +114,7 @@ def _page(title: str, data: dict[str, Any]) -> str:
     data = {**data, "title": title, "uplot": version}
     payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     return (_asset(WEB / "report.html")
-            .replace("{{title}}", title)
+            .replace("{{title}}", escape(title))
             .replace("{{css}}", _asset(UPLOT / "dist" / "uPlot.min.css") + _asset(WEB / "report.css"))
             .replace("{{uplot}}", f"/*! uPlot {version}, https://github.com/leeoniya/uPlot\n{license_text}*/\n"
                      + _asset(UPLOT / "dist" / "uPlot.iife.min.js"))

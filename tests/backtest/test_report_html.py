@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +17,13 @@ import pytest
 import yaml
 
 from autoscaler.backtest.html import kept
-from kubesim.prometheus import PrometheusServer, start_backfilled
 from tests.support import chromium_page
 
 from . import data, test_tune
 from .test_backtest import LONG_REPLICAS, SHORT_EVENTS, SHORT_REPLICAS, _run
 
 CHARTS = "window.report.charts.map(u => u.data)"
+tune_history = test_tune.history  # test_tune's module fixture, here as `tune_history`
 
 
 def _screenshot_dir(tmp_path: Path) -> Path:
@@ -147,14 +145,6 @@ def time_of(event: dict) -> float:
     from promscaler.times import parse_time
 
     return parse_time(event["time"]).timestamp()
-
-
-@pytest.fixture(scope="module")
-def tune_history() -> Iterator[tuple[PrometheusServer, int]]:
-    start = (int(time.time()) - 7200) // test_tune.STEP * test_tune.STEP
-    prom = start_backfilled(test_tune._openmetrics(start))
-    yield prom, start
-    prom.close()
 
 
 def test_tune_report_in_chromium(tune_history, tmp_path: Path):
