@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh machine: Debian's Prometheus, VictoriaMetrics, Chromium and npm (only
-# when missing), the report's charting library (npm ci), a virtual environment, and the project installed into it with its test and demo extras and Helm's
+# when missing), the reports' charting library (npm ci), a virtual environment, and the project
+# installed into it with its test and demo extras and Helm's
 # engine, at the versions constraints.txt pins. Sourced by demo.sh and test.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,7 +29,7 @@ fi
 # uPlot, the charting library `backtest`/`tune` inline into report.html: from npm at the version and
 # integrity autoscaler/backtest/web/package-lock.json pins, into its git-ignored node_modules/.
 web=autoscaler/backtest/web
-if [ ! -f "$web/node_modules/.package-lock.json" ] || ! cmp -s "$web/package-lock.json" "$web/node_modules/.lock-installed"; then
+if ! cmp -s "$web/package-lock.json" "$web/node_modules/.lock-installed"; then
   echo "setup: npm ci ($web)" >&2
   npm ci --prefix "$web" --no-audit --no-fund --loglevel=error >/dev/null
   cp "$web/package-lock.json" "$web/node_modules/.lock-installed"

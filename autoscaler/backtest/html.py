@@ -1,10 +1,12 @@
 """report.html for `backtest` and `tune`: one file that opens from disk with no network, the data
 and the charting library (uPlot, from npm: web/package.json, installed by scripts/setup.sh) inline.
 
-The page itself is web/report.js and web/report.css; this module only lays out the data. Long
-histories are decimated where the screen cannot show the points: at most `BUCKETS` buckets of
-equal steps, each keeping its first step and every series' lowest and highest, and every scale
-event's step always (`kept`), so a 14-day, 15 s history stays a few thousand points per series.
+The page itself is web/report.js and web/report.css; this module only lays out the data: every
+step of every series, and the scale events with the engine's explanation. The page decimates what
+is in view where the screen cannot show the points: beyond `BUCKETS` steps in view, buckets of
+ceil(steps / BUCKETS) steps (aligned on multiples of that size), each keeping its first step and
+every series' lowest and highest, and every scale event's step always. Zoomed in to `BUCKETS`
+steps or fewer, every step is drawn.
 """
 
 from __future__ import annotations
@@ -22,37 +24,16 @@ import numpy as np
 from .exposure import exposure, load_per_pod, observed_query
 from .report import Outcome, summary_rows
 
-__all__ = ["BUCKETS", "backtest_page", "kept", "tune_page", "write_backtest_html", "write_tune_html"]
+__all__ = ["BUCKETS", "backtest_page", "tune_page", "write_backtest_html", "write_tune_html"]
 
 BUCKETS = 2000
 WEB = Path(__file__).with_name("web")
 UPLOT = WEB / "node_modules" / "uplot"
 
 
-def kept(columns: Sequence[np.ndarray], must: Sequence[int] = (), buckets: int = BUCKETS) -> np.ndarray:
-    """The steps drawn: all of them up to `buckets` steps; beyond, per bucket of ceil(n / buckets)
-    steps its first one and each column's lowest and highest (NaN ignored), plus `must`."""
-    n = len(columns[0]) if columns else 0
-    if n <= buckets:
-        return np.arange(n)
-    every = math.ceil(n / buckets)
-    count = math.ceil(n / every)
-    starts = np.arange(count) * every
-    chosen = [starts, np.asarray(must, dtype=np.int64)]
-    for col in columns:
-        padded = np.full(count * every, np.nan)
-        padded[:n] = col
-        rows = padded.reshape(count, every)
-        has = np.isfinite(rows).any(axis=1)
-        filled_low = np.where(np.isfinite(rows), rows, np.inf)
-        filled_high = np.where(np.isfinite(rows), rows, -np.inf)
-        chosen.append(starts[has] + filled_low[has].argmin(axis=1))
-        chosen.append(starts[has] + filled_high[has].argmax(axis=1))
-    return np.unique(np.concatenate(chosen))
-
-
 def _values(a: np.ndarray) -> list[float | None]:
-    return [None if not math.isfinite(v) else round(v, 4) for v in a.tolist()]
+    """JSON numbers, short: whole numbers without a fraction, NaN as null."""
+    return [None if not math.isfinite(v) else (int(v) if v.is_integer() else round(v, 4)) for v in a.tolist()]
 
 
 def _runs(mask: np.ndarray, times: np.ndarray, step: float) -> list[list[float]]:
@@ -82,13 +63,13 @@ def _spec_data(o: Outcome) -> dict[str, Any]:
     columns.append(("simulated replicas", "replicas", r.replicas.astype(float)))
     if o.actual is not None:
         columns.append(("actual replicas", "replicas", o.actual))
-    idx = kept([c for _, _, c in columns], [e.index for e in r.events])
     out: dict[str, Any] = {
         "label": o.label,
-        "t": [float(x) for x in times[idx]],
-        "series": [{"label": name, "scale": scale, "values": _values(col[idx])} for name, scale, col in columns],
-        "events": [{"t": float(times[e.index]), "from": e.before, "to": e.after, "lines": list(e.explanation)}
-                   for e in r.events],
+        "start": float(times[0]),
+        "step": grid.step,
+        "series": [{"label": name, "scale": scale, "values": _values(col)} for name, scale, col in columns],
+        "events": [{"i": e.index, "t": float(times[e.index]), "from": e.before, "to": e.after,
+                    "lines": list(e.explanation)} for e in r.events],
         "bands": bands,
         "under": [],
         "reference": None,
@@ -127,6 +108,7 @@ def backtest_page(outcomes: Sequence[Outcome], summaries: Sequence[dict[str, Any
     heads, rows = summary_rows(summaries)
     return _page(f"backtest {first['from']} .. {first['to']}", {
         "kind": "backtest",
+        "buckets": BUCKETS,
         "subtitle": f"step {first['stepSeconds']:g}s, {first['decisions']} decisions per spec; "
                     f"load model: {first['loadModel']}",
         "specs": [_spec_data(o) for o in outcomes],

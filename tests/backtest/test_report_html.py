@@ -8,15 +8,15 @@ A screenshot of each page goes to $REPORT_SCREENSHOTS (docs/ when the docs' figu
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 import yaml
 
-from autoscaler.backtest.html import kept
+from autoscaler.backtest.html import BUCKETS
 from tests.support import chromium_page
 
 from . import data, test_tune
@@ -35,16 +35,32 @@ def _open(page: Any, path: Path) -> None:
     page.wait_for_function("window.report && window.report.ready", timeout=20_000)
 
 
-def test_kept_steps_worked_by_hand():
-    # 10 steps in buckets of ceil(10 / 3) = 4: [5 1 9 3] [2 2 8 0] [nan 7]: each bucket's first step,
+def _kept(columns: list[list[float | None]], events: list[int], i0: int, i1: int, buckets: int = BUCKETS) -> list[int]:
+    """The decimation rule the docs state, written out plainly: every step from i0 to i1 up to
+    `buckets` of them; beyond, per bucket of ceil(steps / buckets) steps aligned on multiples of
+    that size, its first step and each column's first lowest and first highest; and the events."""
+    count = i1 - i0 + 1
+    if count <= buckets:
+        return list(range(i0, i1 + 1))
+    every = -(-count // buckets)
+    keep = {i for i in events if i0 <= i <= i1}
+    for b in range(i0 // every * every, i1 + 1, every):
+        steps = range(max(b, i0), min(b + every - 1, i1) + 1)
+        keep.add(steps[0])
+        for col in columns:
+            known = [i for i in steps if col[i] is not None]
+            if known:
+                keep.add(min(known, key=lambda i: (col[i], i)))
+                keep.add(min(known, key=lambda i: (-col[i], i)))
+    return sorted(keep)
+
+
+def test_the_rule_worked_by_hand():
+    # 10 steps in buckets of ceil(10 / 3) = 4: [5 1 9 3] [2 2 8 0] [- 7]: each bucket's first step,
     # its lowest and highest (0, 1, 2 | 4, 7, 6 | 8, 9, 9), and the scale event at step 3
-    column = np.array([5, 1, 9, 3, 2, 2, 8, 0, np.nan, 7], dtype=float)
-    assert kept([column], [3], buckets=3).tolist() == [0, 1, 2, 3, 4, 6, 7, 8, 9]
-    # a second series adds its own extremes: its lowest in bucket 1 is step 5
-    other = np.array([0, 0, 0, 0, 4, 1, 4, 4, 0, 0], dtype=float)
-    assert kept([column, other], buckets=3).tolist() == [0, 1, 2, 4, 5, 6, 7, 8, 9]
-    # no more steps than buckets: every step
-    assert kept([column], buckets=10).tolist() == list(range(10))
+    column = [5, 1, 9, 3, 2, 2, 8, 0, None, 7]
+    assert _kept([column], [3], 0, 9, buckets=3) == [0, 1, 2, 3, 4, 6, 7, 8, 9]
+    assert _kept([column], [], 0, 9, buckets=10) == list(range(10))
 
 
 def test_backtest_report_in_chromium(history, tmp_path: Path):
@@ -105,39 +121,47 @@ def test_backtest_report_in_chromium(history, tmp_path: Path):
         assert after[0] == after[1]
         assert after[0][0] == pytest.approx(grid[0] + span * 0.25, abs=span * 0.02)
         assert after[0][1] == pytest.approx(grid[0] + span * 0.5, abs=span * 0.02)
+        # in view, every step (and one on each side, so the lines reach the edges)
+        first = max(0, math.floor((after[0][0] - start) / data.STEP) - 1)
+        last = min(data.STEPS - 1, math.ceil((after[0][1] - start) / data.STEP) + 1)
+        zoomed = page.evaluate(CHARTS)
+        assert zoomed[0][0] == grid[first:last + 1] and zoomed[0][3] == SHORT_REPLICAS[first:last + 1]
         page.click("text=reset zoom")
         assert page.evaluate("window.report.charts.map(u => [u.scales.x.min, u.scales.x.max])") == before
         assert errors == [] and requests == []
 
 
-def test_backtest_report_decimates_but_keeps_every_event(history, tmp_path: Path):
+def test_backtest_report_decimates_only_where_the_screen_cannot_show_the_points(history, tmp_path: Path):
     # 1 s steps over 40 minutes from the history's start: 2,401 steps, more than the 2,000 buckets
     _prom, start = history
     n = 2401
     code, _out, err, summary = _run(history, tmp_path, "--step", "1s", "--to", str(start + n - 1), "--no-png")
     assert code == 0, err
-    every = -(-n // 2000)
     with chromium_page() as (page, errors, _requests):
         _open(page, tmp_path / "report" / "report.html")
+        specs = page.evaluate("window.report.specs.map(s => s.series.map(c => c.values))")
         charts = page.evaluate(CHARTS)
-        for chart, spec in zip(charts, summary["specs"], strict=True):
-            times = chart[0]
-            steps = [round(t - start) for t in times]
-            assert steps == sorted(set(steps)) and steps[0] >= 0 and steps[-1] < n
-            # each bucket's first step is there, and no bucket holds more than its first, and
-            # the lowest and highest of each of the 4 series, and its scale events
-            assert set(range(0, n, every)) <= set(steps)
-            assert len(times) < n and len(times) <= (n // every + 1) * (1 + 2 * 4) + len(spec["events"])
-            event_times = [time_of(e) for e in spec["events"]]
-            marks = [t for t, m in zip(times, chart[5], strict=True) if m is not None]
-            assert event_times and marks == event_times
-            # the replicas drawn at every kept step are the ones the events make (from the initial 2)
+        for chart, columns, spec in zip(charts, specs, summary["specs"], strict=True):
+            events = [round(time_of(e) - start) for e in spec["events"]]
+            assert events and all(len(c) == n for c in columns)
+            # the page has every step: the simulated replicas are the ones the events make (from the initial 2)
             replicas, current = [], 2
-            by_time = {t: e["to"] for t, e in zip(event_times, spec["events"], strict=True)}
-            for t in times:
-                current = by_time.get(t, current)
+            for i in range(n):
+                current = next((e["to"] for at, e in zip(events, spec["events"], strict=True) if at == i), current)
                 replicas.append(current)
-            assert chart[3] == replicas
+            assert columns[2] == replicas
+            # drawn: the rule's steps, fewer than all, every event marked at its new count
+            steps = _kept(columns, events, 0, n - 1)
+            assert len(steps) < n
+            assert chart[0] == [start + i for i in steps]
+            assert chart[3] == [replicas[i] for i in steps]
+            assert [(t - start, m) for t, m in zip(chart[0], chart[5], strict=True) if m is not None] == \
+                [(i, e["to"]) for i, e in zip(events, spec["events"], strict=True)]
+        # zoomed in to 300 s: every step in view (and one on each side)
+        page.evaluate(f"window.report.zoom({start + 1000}, {start + 1300})")
+        for chart, columns in zip(page.evaluate(CHARTS), specs, strict=True):
+            assert chart[0] == [start + i for i in range(999, 1302)]
+            assert chart[3] == columns[2][999:1302]
         assert errors == []
 
 

@@ -49,17 +49,61 @@
     return lo;
   }
 
+  // What a chart draws of `spec` between times min and max: every step while there are no more
+  // than data.buckets of them in view; beyond, buckets of ceil(steps / data.buckets) steps
+  // (aligned on multiples of that size), each keeping its first step and every series' lowest and
+  // highest, plus every scale event's step. The last array marks the events at their new count.
+  function view(spec, min, max) {
+    const { start, step } = spec, n = spec.series[0].values.length, cols = spec.series.map(s => s.values);
+    const i0 = Math.max(0, Math.floor((min - start) / step) - 1);
+    const i1 = Math.min(n - 1, Math.ceil((max - start) / step) + 1);
+    const keep = new Uint8Array(Math.max(0, i1 - i0 + 1));
+    if (i1 - i0 + 1 <= data.buckets) keep.fill(1);
+    else {
+      const every = Math.ceil((i1 - i0 + 1) / data.buckets);
+      for (let b = Math.floor(i0 / every) * every; b <= i1; b += every) {
+        const lo = Math.max(b, i0), hi = Math.min(b + every - 1, i1);
+        keep[lo - i0] = 1;
+        for (const v of cols) {
+          let low = -1, high = -1;
+          for (let i = lo; i <= hi; i++) {
+            const x = v[i];
+            if (x == null) continue;
+            if (low < 0 || x < v[low]) low = i;
+            if (high < 0 || x > v[high]) high = i;
+          }
+          if (low >= 0) { keep[low - i0] = 1; keep[high - i0] = 1; }
+        }
+      }
+      for (const e of spec.events) if (e.i >= i0 && e.i <= i1) keep[e.i - i0] = 1;
+    }
+    const marks = new Map(spec.events.map(e => [e.i, e.to]));
+    const out = [[], ...cols.map(() => []), []];
+    for (let k = 0; k < keep.length; k++) {
+      if (!keep[k]) continue;
+      const i = i0 + k;
+      out[0].push(start + i * step);
+      cols.forEach((v, c) => out[c + 1].push(v[i]));
+      out[cols.length + 1].push(marks.has(i) ? marks.get(i) : null);
+    }
+    return out;
+  }
+
   function backtest() {
     root.append(table(["", ...data.table.heads], data.table.rows, "summary"));
-    const ts = data.specs.flatMap(s => s.t.length ? [s.t[0], s.t[s.t.length - 1]] : []);
-    const full = [Math.min(...ts), Math.max(...ts)];
-    let syncing = false;
+    const ends = data.specs.flatMap(s => [s.start, s.start + (s.series[0].values.length - 1) * s.step]);
+    const full = [Math.min(...ends), Math.max(...ends)];
+    const specs = [];
+    // every chart to [min, max] (kept within the history), each with what it draws there
     function zoom(min, max) {
       const span = max - min;
       if (span >= full[1] - full[0]) { min = full[0]; max = full[1]; }
       else if (min < full[0]) { min = full[0]; max = min + span; }
       else if (max > full[1]) { max = full[1]; min = max - span; }
-      for (const u of report.charts) u.setScale("x", { min, max });
+      report.charts.forEach((u, n) => {
+        u.setData(view(specs[n], min, max), false);
+        u.setScale("x", { min, max });
+      });
     }
     function pan(share) {
       const { min, max } = report.charts[0].scales.x;
@@ -68,21 +112,21 @@
     report.zoom = zoom;
     report.pan = pan;
     report.reset = () => zoom(full[0], full[1]);
+    report.specs = data.specs;
     root.append(el("div", { className: "controls" },
       el("button", { textContent: "◀ pan", onclick: () => pan(-0.5) }),
       el("button", { textContent: "pan ▶", onclick: () => pan(0.5) }),
       el("button", { textContent: "reset zoom", onclick: () => report.reset() }),
-      el("span", { textContent: " drag across a chart to zoom in, the mouse wheel to zoom in or out; all rows share the time axis. " +
-        "Red: load per ready pod above the reference; green: each metric's target ± tolerance." })));
+      el("span", { textContent: " drag across a chart to zoom in, the mouse wheel to zoom in or out, a double click to " +
+        "see it all; every row shares the time axis. Red: load per ready pod above the reference; green: each " +
+        "metric's target ± tolerance." })));
 
     data.specs.forEach((spec, n) => {
+      specs.push(spec);
       const panel = el("div", { className: "explain", id: `explain-${n}`,
         textContent: "hover over (or click) a scale event marker to see the engine's reasons for it" });
       const box = el("div", { className: "chart", id: `chart-${n}` });
       root.append(el("h2", { textContent: spec.label }), box, panel);
-      const at = new Map(spec.t.map((t, i) => [t, i]));
-      const marks = new Array(spec.t.length).fill(null);
-      for (const e of spec.events) marks[at.get(e.t)] = e.to;
       const colors = ["#111", "#ff7f0e", "#9467bd", "#8c564b", "#17becf"];
       const series = [{ label: "time" }];
       spec.series.forEach((s, k) => {
@@ -145,7 +189,11 @@
       const drawn = drawnOnce();
       const u = new uPlot({
         width: width(), height: 300,
-        cursor: { sync: { key: "backtest" }, drag: { x: true, y: false } },
+        cursor: {
+          sync: { key: "backtest" },
+          drag: { x: true, y: false, setScale: false },  // the selection zooms every row (setSelect)
+          bind: { dblclick: () => () => { report.reset(); return null; } },
+        },
         scales: {
           x: { time: true },
           load: { range: (u, min, max) => [0, Math.max(max || 0, loadTop) * 1.08 || 1] },
@@ -157,15 +205,16 @@
         hooks: {
           drawClear: [shade],
           draw: [drawn],
-          setScale: [(u, key) => {
-            if (key !== "x" || syncing) return;
-            syncing = true;
-            for (const o of report.charts) if (o !== u) o.setScale("x", { min: u.scales.x.min, max: u.scales.x.max });
-            syncing = false;
+          setSelect: [u => {
+            const { left, width: w } = u.select;
+            if (w < 2) return;
+            const min = u.posToVal(left, "x"), max = u.posToVal(left + w, "x");
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+            zoom(min, max);
           }],
           setCursor: [u => { const e = eventNear(u, u.cursor.left, 8); if (e) show(e); }],
         },
-      }, [spec.t, ...spec.series.map(s => s.values), marks], box);
+      }, view(spec, full[0], full[1]), box);
       u.over.addEventListener("click", () => { const e = eventNear(u, u.cursor.left, 20); if (e) show(e); });
       u.over.addEventListener("wheel", ev => {
         ev.preventDefault();
