@@ -85,8 +85,7 @@ def _asset(path: Path) -> str:
     try:
         return path.read_text()
     except FileNotFoundError:
-        raise OSError(errno.ENOENT, f"report.html needs {path.relative_to(WEB)}: run scripts/setup.sh "
-                                    f"(npm ci in {WEB})") from None
+        raise OSError(errno.ENOENT, f"report.html: no {path}: run scripts/setup.sh (npm ci in {WEB})") from None
 
 
 def _page(title: str, data: dict[str, Any]) -> str:

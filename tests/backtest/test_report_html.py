@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from autoscaler.backtest import html
 from autoscaler.backtest.html import BUCKETS
 from tests.support import chromium_page
 
@@ -163,6 +164,15 @@ def test_backtest_report_decimates_only_where_the_screen_cannot_show_the_points(
             assert chart[0] == [start + i for i in range(999, 1302)]
             assert chart[3] == columns[2][999:1302]
         assert errors == []
+
+
+def test_without_the_charting_library_one_line(history, tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(html, "UPLOT", tmp_path / "nowhere" / "uplot")
+    code, _out, err, _summary = _run(history, tmp_path)
+    assert code == 1
+    missing = tmp_path / "nowhere" / "uplot" / "package.json"
+    assert err.count("\n") == 1 and f"report.html: no {missing}: run scripts/setup.sh (npm ci in " in err
+    assert (tmp_path / "report" / "summary.json").exists() and (tmp_path / "report" / "backtest.png").exists()
 
 
 def time_of(event: dict) -> float:
