@@ -89,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--report", default="tune-report", metavar="DIR",
                    help="where report.html, tune.json, recommended.yaml and tune.png go")
     p.add_argument("--no-png", action="store_true", help="no tune.png")
+    p.add_argument("--no-html", action="store_true", help="no report.html")
     return p
 
 
@@ -275,7 +276,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         (report / "recommended.yaml").write_text(_yaml(chosen.raw))
         if not args.no_png:
             _png(report / "tune.png", scores, given, best_knobs, budget, held, search, reference)
-        write_tune_html(_finite(summary), _yaml(plan.spec.raw), _yaml(chosen.raw), report / "report.html")
+        if not args.no_html:
+            write_tune_html(_finite(summary), _yaml(plan.spec.raw), _yaml(chosen.raw), report / "report.html")
     except OSError as exc:
         return fail(f"--report {report}: {exc.strerror or exc}", 1)
     _print(out, summary, table_rows, held, given, scores, plan.spec.raw, chosen.raw, search, budget, held_budget)
@@ -380,7 +382,8 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
     secs = summary["seconds"]
     p(f"fetched in {secs['fetch']:.1f}s, {summary['candidates']} candidates replayed in {secs['search']:.1f}s "
       f"({summary['engine']}), {secs['total']:.1f}s in all; report: {search.args.report}/tune.json, "
-      "recommended.yaml, report.html" + ("" if search.args.no_png else ", tune.png"))
+      "recommended.yaml" + ("" if search.args.no_html else ", report.html")
+      + ("" if search.args.no_png else ", tune.png"))
 
 
 def _png(path: Path, scores: Sequence[tuple[Knobs, Score]], given: Knobs, best: Knobs, budget: float,

@@ -173,6 +173,11 @@ def test_without_the_charting_library_one_line(history, tmp_path: Path, monkeypa
     missing = tmp_path / "nowhere" / "uplot" / "package.json"
     assert err.count("\n") == 1 and f"report.html: no {missing}: run scripts/setup.sh (npm ci in " in err
     assert (tmp_path / "report" / "summary.json").exists() and (tmp_path / "report" / "backtest.png").exists()
+    # --no-html: as before the page, for pipes and CI where the library is not installed (the image)
+    (tmp_path / "report" / "report.html").unlink(missing_ok=True)
+    code, _out, err, summary = _run(history, tmp_path, "--no-html")
+    assert code == 0, err
+    assert summary["specs"] and not (tmp_path / "report" / "report.html").exists()
 
 
 def time_of(event: dict) -> float:
