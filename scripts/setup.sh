@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Idempotent set-up for a fresh machine: Debian's Prometheus and VictoriaMetrics (only when missing),
-# a virtual environment, and the project installed into it with its test and demo extras and Helm's
+# Idempotent set-up for a fresh machine: Debian's Prometheus, VictoriaMetrics, Chromium and npm (only
+# when missing), the reports' charting library (npm ci), a virtual environment, and the project
+# installed into it with its test and demo extras and Helm's
 # engine, at the versions constraints.txt pins. Sourced by demo.sh and test.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 # Debian packages, each only when its binary is missing: Prometheus (prometheus, promtool) and
-# VictoriaMetrics (victoria-metrics), the backends the tests start on loopback.
+# VictoriaMetrics (victoria-metrics), the backends the tests start on loopback; Chromium (chromium,
+# chromedriver), the browser the report tests drive headless; npm, which installs the charting library
+# the HTML reports inline (below).
 missing=()
 { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
 command -v victoria-metrics >/dev/null 2>&1 || missing+=(victoria-metrics)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ "${#missing[@]}" -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -18,6 +24,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
   # The packages may start system-wide services (:9090, :8428); the project never uses them.
+fi
+
+# uPlot, the charting library `backtest`/`tune` inline into report.html: from npm at the version and
+# integrity autoscaler/backtest/web/package-lock.json pins, into its git-ignored node_modules/.
+web=autoscaler/backtest/web
+if ! cmp -s "$web/package-lock.json" "$web/node_modules/.lock-installed"; then
+  echo "setup: npm ci ($web)" >&2
+  npm ci --prefix "$web" --no-audit --no-fund --loglevel=error >/dev/null
+  cp "$web/package-lock.json" "$web/node_modules/.lock-installed"
 fi
 
 PY="${PYTHON:-python3}"

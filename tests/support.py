@@ -9,8 +9,9 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +103,31 @@ def kubectl_ok(kubeconfig: str | Path, *args: str, timeout: float = 60.0) -> str
     done = run_kubectl(kubeconfig, *args, timeout=timeout)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's (scripts/setup.sh installs it when missing)
+CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync")
+
+
+@contextlib.contextmanager
+def chromium_page(width: int = 1400, height: int = 900) -> Iterator[tuple[Any, list[str], list[str]]]:
+    """A page of Debian's Chromium driven headless by Playwright in a fresh profile, with the
+    console errors and uncaught exceptions it reports, and every request that left the machine
+    (refused: a report must open with no network)."""
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    requests: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile, sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, headless=True, args=list(CHROMIUM_ARGS),
+            viewport={"width": width, "height": height})
+        try:
+            context.route("http*://**", lambda route: (requests.append(route.request.url), route.abort()))
+            page = context.pages[0] if context.pages else context.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            yield page, errors, requests
+        finally:
+            context.close()

@@ -28,6 +28,7 @@ from promscaler.times import DurationError, parse_time
 
 from .exposure import Reference, observed_query, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
+from .html import write_backtest_html
 from .queries import MetricQuery, QueryError, actual_replicas_queries, forecast_name, metric_query
 from .replay import _target_value, replay, tolerance_up
 from .report import Outcome, summarize, table, write_png, write_summary
@@ -87,8 +88,10 @@ def _parser() -> argparse.ArgumentParser:
                description="What would these autoscaler specs have done over this history?")
     p.add_argument("specs", nargs="+", metavar="SPEC.yaml", help="HorizontalPodAutoscaler or HorizontalAutoscaler YAML")
     add_history_flags(p)
-    p.add_argument("--report", default="backtest-report", metavar="DIR", help="where the PNG and summary.json go")
-    p.add_argument("--no-png", action="store_true", help="write summary.json only")
+    p.add_argument("--report", default="backtest-report", metavar="DIR",
+                   help="where report.html, summary.json and the PNG go")
+    p.add_argument("--no-png", action="store_true", help="no backtest.png")
+    p.add_argument("--no-html", action="store_true", help="no report.html")
     return p
 
 def _progress(enabled: bool, err: TextIO) -> Any:
@@ -283,11 +286,14 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         write_summary(summaries, report / "summary.json")
         if not args.no_png:
             write_png(outcomes, report / "backtest.png")
+        if not args.no_html:
+            write_backtest_html(outcomes, summaries, report / "report.html")
     except OSError as exc:
         return fail(f"--report {report}: {exc.strerror or exc}", 1)
     written = time.perf_counter() - started - replayed
     table(summaries, out)
     print(f"fetched in {h.fetched_seconds:.1f}s, replayed {h.grid.count * len(specs)} decisions in {replayed:.1f}s, "
           f"wrote the report in {written:.1f}s; "
-          f"report: {report / 'summary.json'}" + ("" if args.no_png else f", {report / 'backtest.png'}"), file=out)
+          f"report: {report / 'summary.json'}" + ("" if args.no_html else f", {report / 'report.html'}")
+          + ("" if args.no_png else f", {report / 'backtest.png'}"), file=out)
     return 0

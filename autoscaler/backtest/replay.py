@@ -53,6 +53,9 @@ class ScaleStep:
     time: datetime
     before: int
     after: int
+    # the engine's words for this decision (what `simulate` prints); `replay()` keeps them, only
+    # for the steps that scale, so the report can show why; `fast_replay` leaves them out
+    explanation: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass
@@ -179,7 +182,7 @@ def replay(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Ser
         desired = decision.desired_replicas
         if desired != current:
             history = record_scale(history, now, current, desired, spec)
-            out.events.append(ScaleStep(i, now, current, desired))
+            out.events.append(ScaleStep(i, now, current, desired, tuple(decision.explanation)))
             if desired > current:
                 pods.add(desired - current, now, delay)
             else:

@@ -28,7 +28,7 @@ from .history import Grid
 from .queries import MetricQuery
 from .replay import LOAD_MODEL, Replay
 
-__all__ = ["Outcome", "summarize", "table", "write_png", "write_summary"]
+__all__ = ["Outcome", "summarize", "summary_rows", "table", "write_png", "write_summary"]
 
 
 @dataclass
@@ -88,16 +88,8 @@ def summarize(o: Outcome) -> dict[str, Any]:
     return out
 
 
-def table(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    tty = hasattr(out, "isatty") and out.isatty()
-    console = Console(file=out, highlight=False, markup=False, width=None if tty else 160)
-    t = Table(box=None, pad_edge=False, padding=(0, 2))
-    t.add_column("")
-    for s in summaries:
-        t.add_column(s["spec"], justify="right")
+def summary_rows(summaries: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The comparison the terminal table and report.html show: the specs, then one row per figure."""
 
     def exposed(s: dict[str, Any]) -> str:
         e = s.get("exposure")
@@ -131,8 +123,22 @@ def table(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
         ("  actual", lambda s: actual(s, "maxReplicas")),
         ("steps without data", lambda s: str(s["stepsWithoutData"])),
     ]
-    for name, fn in rows:
-        t.add_row(name, *(fn(s) for s in summaries))
+    return [s["spec"] for s in summaries], [[name, *(fn(s) for s in summaries)] for name, fn in rows]
+
+
+def table(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    tty = hasattr(out, "isatty") and out.isatty()
+    console = Console(file=out, highlight=False, markup=False, width=None if tty else 160)
+    t = Table(box=None, pad_edge=False, padding=(0, 2))
+    heads, rows = summary_rows(summaries)
+    t.add_column("")
+    for head in heads:
+        t.add_column(head, justify="right")
+    for row in rows:
+        t.add_row(*row)
     first = summaries[0]
     console.print(f"backtest {first['from']} .. {first['to']}, step {first['stepSeconds']:g}s, "
                   f"{first['decisions']} decisions per spec")

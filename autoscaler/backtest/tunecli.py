@@ -31,6 +31,7 @@ from .cli import Failed, Histories, Plan, add_history_flags, read_histories
 from .exposure import Reference, observed_query
 from .fastreplay import Prepared, fast_replay, prepare, supports
 from .history import Grid, Series
+from .html import write_tune_html
 from .queries import MetricQuery
 from .replay import LOAD_MODEL, Replay, replay, tolerance_up
 from .report import _duration
@@ -86,8 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="processes replaying candidates (default: 2, or 1 on one core)")
     p.add_argument("--report", default="tune-report", metavar="DIR",
-                   help="where tune.json, recommended.yaml and tune.png go")
+                   help="where report.html, tune.json, recommended.yaml and tune.png go")
     p.add_argument("--no-png", action="store_true", help="no tune.png")
+    p.add_argument("--no-html", action="store_true", help="no report.html")
     return p
 
 
@@ -274,6 +276,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         (report / "recommended.yaml").write_text(_yaml(plan.spec.written(chosen.raw)))
         if not args.no_png:
             _png(report / "tune.png", scores, given, best_knobs, budget, held, search, reference)
+        if not args.no_html:
+            write_tune_html(_finite(summary), _yaml(plan.spec.raw), _yaml(chosen.raw), report / "report.html")
     except OSError as exc:
         return fail(f"--report {report}: {exc.strerror or exc}", 1)
     _print(out, summary, table_rows, held, given, scores, plan.spec.written(plan.spec.raw),
@@ -379,7 +383,8 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
     secs = summary["seconds"]
     p(f"fetched in {secs['fetch']:.1f}s, {summary['candidates']} candidates replayed in {secs['search']:.1f}s "
       f"({summary['engine']}), {secs['total']:.1f}s in all; report: {search.args.report}/tune.json, "
-      "recommended.yaml" + ("" if search.args.no_png else ", tune.png"))
+      "recommended.yaml" + ("" if search.args.no_html else ", report.html")
+      + ("" if search.args.no_png else ", tune.png"))
 
 
 def _png(path: Path, scores: Sequence[tuple[Knobs, Score]], given: Knobs, best: Knobs, budget: float,
