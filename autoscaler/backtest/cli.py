@@ -11,15 +11,15 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
-from adapter.naming import CompiledRules, compile_rules
-from adapter.rules import DiscoveryRule, RuleError, RulesConfig, load_rules
+from adapter.naming import compile_rules
+from adapter.rules import RuleError, load_rules
 from autoscaler.commandline import ArgError, Parser, add_controller_flags, controller_config
 from autoscaler.decision import ControllerConfig
 from promscaler import flags
@@ -28,7 +28,8 @@ from promscaler.times import DurationError, parse_time
 
 from .exposure import Reference, observed_query, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
-from .queries import MetricQuery, QueryError, actual_replicas_queries, forecast_name, metric_query
+from .plan import ForecastSetting, Plan, make_plans, series_queries
+from .queries import QueryError
 from .replay import _target_value, replay, tolerance_up
 from .report import Outcome, summarize, table, write_png, write_summary
 from .specs import Spec, SpecFileError, load_specs
@@ -110,18 +111,6 @@ class Failed(Exception):
 
 
 @dataclass
-class Plan:
-    spec: Spec
-    queries: list[MetricQuery]
-    actual_queries: list[str]
-    # with other forecast horizons (seconds): the queries, where a forecast metric's differs
-    variants: dict[float, list[MetricQuery]] = field(default_factory=dict)
-    # the first metric's forecast, when its rule declares one and the spec does not list it:
-    # by horizon (None: the rule's own)
-    added: dict[float | None, MetricQuery] = field(default_factory=dict)
-
-
-@dataclass
 class Histories:
     """Everything a replay needs, read once: the grid, the specs' queries and every series."""
 
@@ -158,22 +147,15 @@ class Histories:
         return reference_for(query, target, tolerance)
 
 
-def _with_horizon(cfg: RulesConfig, horizon: float) -> CompiledRules:
-    """The rules with every forecast `horizon` ahead (a seasonal one only when shorter than its season)."""
-    def one(rule: DiscoveryRule) -> DiscoveryRule:
-        f = rule.forecast
-        if f is None or (f.method == "seasonal" and f.season <= horizon):
-            return rule
-        return replace(rule, forecast=replace(f, horizon=horizon))
-    return compile_rules(replace(cfg, rules=tuple(map(one, cfg.rules)),
-                                 external_rules=tuple(map(one, cfg.external_rules))))
+@dataclass(frozen=True)
+class _Window:
+    grid: Grid
+    requests: dict[str, int]
+    reference_target: float | None
 
 
-def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
-                   horizons: Sequence[float] = (), add_forecast: bool = False) -> Histories:
-    """Parse the shared flags, build every spec's PromQL (and, for `horizons`, its forecast
-    metrics' PromQL at those horizons; with `add_forecast`, the first metric's forecast when the
-    spec does not list it) and fetch it all in one pass; raises Failed."""
+def _window(args: argparse.Namespace) -> _Window:
+    """The replay's grid, pod requests and reference target from the flags; raises Failed."""
     now = datetime.now(UTC)
     try:
         start = parse_when(args.start, now).replace(microsecond=0)
@@ -196,56 +178,40 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
             raise Failed(f"--reference-target: {exc}", 2) from None
         if reference_target <= 0:
             raise Failed("--reference-target: must be positive", 2)
+    grid = Grid(start, args.step, math.floor((end - start).total_seconds() / args.step) + 1)
+    return _Window(grid, requests, reference_target)
+
+
+def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
+                   settings: Sequence[ForecastSetting] = (), add_forecast: bool = False) -> Histories:
+    """Plan (each spec's PromQL, and at other forecast `settings`; with `add_forecast` the first
+    metric's forecast when the spec does not list it), then fetch it all in one pass; raises Failed."""
+    window = _window(args)
     try:
         cfg = load_rules(args.rules) if args.rules else None
-        rules = compile_rules(cfg) if cfg is not None else None
     except RuleError as exc:
         raise Failed(str(exc), 2) from None
     config = controller_config(args)
-    grid = Grid(start, args.step, math.floor((end - start).total_seconds() / args.step) + 1)
     fetcher = Fetcher(args.prometheus_url)
-    explicit = dict(args.query)
-    names: dict[str, list[str]] = {}
-
-    def series_names(series_query: str) -> list[str]:
-        if series_query not in names:
-            names[series_query] = fetcher.series_names(series_query)
-        return names[series_query]
-
     started = time.perf_counter()
     try:
-        plans = []
-        for s in specs:
-            ns = args.namespace or s.namespace or "default"
-            ref = s.spec.scale_target_ref
-            pod_regex = args.pod_regex or f"{re.escape(ref.name)}-.*"
-            queries = [metric_query(ms, ns, pod_regex, rules, series_names, explicit) for ms in s.spec.metrics]
-            plan = Plan(s, queries, actual_replicas_queries(ns, s.name, ref.kind, ref.name))
-            first = s.spec.metrics[0]
-            name = forecast_name(first, rules, series_names) if add_forecast and rules is not None else None
-            if name is not None and all(ms.name != name for ms in s.spec.metrics):
-                plan.added[None] = metric_query(replace(first, name=name), ns, pod_regex, rules, series_names, {})
-            for h in horizons:
-                if cfg is not None:
-                    at = _with_horizon(cfg, h)
-                    plan.variants[h] = [metric_query(ms, ns, pod_regex, at, series_names, explicit)
-                                        for ms in s.spec.metrics]
-                    if name is not None and None in plan.added:
-                        plan.added[h] = metric_query(replace(first, name=name), ns, pod_regex, at, series_names, {})
-            plans.append(plan)
-        wanted = [q.promql for p in plans for q in p.queries] + [a for p in plans for a in p.actual_queries]
-        wanted += [q.promql for p in plans for qs in p.variants.values() for q in qs]
-        wanted += [q.promql for p in plans for q in p.added.values()]
+        names = {q: fetcher.series_names(q) for q in (series_queries(compile_rules(cfg)) if cfg else [])}
+        plans = make_plans(specs, cfg, names, args.namespace, args.pod_regex, dict(args.query), settings, add_forecast)
+        wanted = [q for p in plans for q in p.promql()]
         bar = _progress(not args.no_progress and err.isatty(), err)
         if bar is not None:
             with bar:
                 task = bar.add_task("fetch", total=None)
-                data = fetcher.fetch(wanted, grid, lambda done, total: bar.update(task, completed=done, total=total))
+                data = fetcher.fetch(wanted, window.grid,
+                                     lambda done, total: bar.update(task, completed=done, total=total))
         else:
-            data = fetcher.fetch(wanted, grid)
+            data = fetcher.fetch(wanted, window.grid)
+    except RuleError as exc:
+        raise Failed(str(exc), 2) from None
     except (QueryError, HistoryError) as exc:
         raise Failed(str(exc), 1) from None
-    return Histories(grid, config, requests, reference_target, plans, data, time.perf_counter() - started)
+    return Histories(window.grid, config, window.requests, window.reference_target, plans, data,
+                     time.perf_counter() - started)
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:

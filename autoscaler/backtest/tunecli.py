@@ -27,10 +27,11 @@ from autoscaler.commandline import ArgError, Parser
 from autoscaler.decision import SpecError, parse_spec
 from autoscaler.decision.spec import HPASpec
 
-from .cli import Failed, Histories, Plan, add_history_flags, read_histories
+from .cli import Failed, Histories, add_history_flags, read_histories
 from .exposure import Reference, observed_query
 from .fastreplay import Prepared, fast_replay, prepare, supports
 from .history import Grid, Series
+from .plan import RULES, ForecastSetting, Plan
 from .queries import MetricQuery
 from .replay import LOAD_MODEL, Replay, replay, tolerance_up
 from .report import _duration
@@ -137,16 +138,16 @@ class _Search:
         """The horizons (as knob values) tried with a forecast listed or added."""
         if not self.listed_forecast() and not self.plan.added:
             return []
-        return [_horizon_text(h) for h in self.plan.variants]
+        return list(dict.fromkeys(_horizon_text(s.horizon) for s in self.plan.variants if s.horizon is not None))
 
     def setting(self, knobs: Knobs) -> _Setting:
-        added = self.plan.added.get(None)
+        added = self.plan.added.get(RULES)
         raw = apply(self.plan.spec.raw, knobs, added.metric.name if added else None)
         spec = parse_spec(raw.get("spec"), "spec")
-        h = None if knobs.horizon is None else _horizon_seconds(knobs.horizon)
-        base = list(self.plan.queries if h is None else self.plan.variants[h])
+        at = ForecastSetting(None if knobs.horizon is None else _horizon_seconds(knobs.horizon))
+        base = list(self.plan.queries if at == RULES else self.plan.variants[at])
         if knobs.forecast:
-            base.append(self.plan.added[h])
+            base.append(self.plan.added[at])
         queries = [replace(q, metric=ms) for ms, q in zip(spec.metrics, base, strict=True)]
         return _Setting(knobs, raw, spec, queries)
 
@@ -197,7 +198,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             raise SpecFileError(f"{args.spec}: tune takes one autoscaler, the file has {len(specs)}")
         if args.top < 1 or args.workers < 1:
             raise ArgError("--top and --workers: must be at least 1")
-        h = read_histories(args, specs, err, HORIZONS, add_forecast=True)
+        h = read_histories(args, specs, err, [ForecastSetting(h) for h in HORIZONS], add_forecast=True)
     except (ArgError, SpecFileError) as exc:
         return fail(str(exc), 2)
     except Failed as exc:
