@@ -10,11 +10,11 @@ seasons): `ForecastSetting` names one, and a plan keeps the spec's queries under
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from adapter.naming import CompiledRules, compile_rules
+from adapter.podnames import owner_pattern
 from adapter.rules import DiscoveryRule, RulesConfig
 
 from .queries import MetricQuery, actual_replicas_queries, forecast_name, metric_query
@@ -58,8 +58,9 @@ def series_queries(rules: CompiledRules) -> list[str]:
 
 
 def pod_regex(kind: str, name: str, given: str | None) -> str:
-    """The target's pods in history: `--pod-regex`, else `<target>-.*`."""
-    return given or f"{re.escape(name)}-.*"
+    """The target's pods in history: `--pod-regex`, else every pod its controller ever named, by
+    Kubernetes' naming conventions (the adapter's rule for a Pods forecast: `adapter.podnames`)."""
+    return given or owner_pattern(kind, name)
 
 
 def with_setting(cfg: RulesConfig, setting: ForecastSetting) -> CompiledRules:

@@ -63,7 +63,7 @@ def _openmetrics(start: int) -> str:
     lines = ["# TYPE busy_workers gauge"]
     for i, total in enumerate(LOAD):
         for p in range(4):
-            lines.append(f'busy_workers{{namespace="{NS}",pod="web-{p}"}} {total / 4} {start + i * STEP}')
+            lines.append(f'busy_workers{{namespace="{NS}",pod="web-7c9d8f6b5-x2x7{p}"}} {total / 4} {start + i * STEP}')
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
 
