@@ -69,8 +69,8 @@ def add_history_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--query", action="append", type=flags.key_value, default=[], metavar="METRIC=PROMQL",
                    help="a metric's PromQL given explicitly (per-pod series for Pods/Resource metrics)")
     p.add_argument("-n", "--namespace", help="namespace of the specs (default: each spec's, else default)")
-    p.add_argument("--pod-regex", help="the target's pod names in history (default: every pod its controller ever named, by "
-                        "Kubernetes' naming: web-[a-z0-9]+-[a-z0-9]+ for Deployment web)")
+    p.add_argument("--pod-regex", help="the target's pod names in history (default: every pod its controller ever "
+                                       "named, by Kubernetes' naming: web-[a-z0-9]+-[a-z0-9]+ for Deployment web)")
     p.add_argument("--startup-delay", type=flags.duration, default=30.0, metavar="DURATION",
                    help="from a scale-up to the new pods being ready (default 30s)")
     p.add_argument("--initial-replicas", type=int,
