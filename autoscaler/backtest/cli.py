@@ -11,7 +11,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
@@ -26,6 +26,7 @@ from promscaler import flags
 from promscaler.quantity import QuantityError, to_milli
 from promscaler.times import DurationError, parse_time
 
+from .before import Before, before_grid, needed, no_value, span
 from .exposure import Reference, observed_query, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
 from .plan import ForecastSetting, Plan, make_plans, series_queries
@@ -122,6 +123,18 @@ class Histories:
     plans: list[Plan]
     data: dict[str, Series]
     fetched_seconds: float
+    before: list[tuple[Before, Grid, Series]] = field(default_factory=list)  # what forecasts read before --from
+
+    def fetched_before(self) -> list[tuple[str, dict[str, Any]]]:
+        """Each query forecasts are made of, fetched before --from: a line to print, a JSON row."""
+        out = []
+        for b, grid, series in self.before:
+            had = min(b.had(series, grid), b.seconds)
+            of = "all of it" if had >= b.seconds else ("none of it" if not had else f"{span(had)} of it")
+            out.append((f"fetched {span(b.seconds)} of history before --from for the forecast of "
+                        f"{', '.join(b.metrics)} (Prometheus has {of})",
+                        {"metrics": list(b.metrics), "fetchedSeconds": b.seconds, "hadSeconds": had}))
+        return out
 
     def actual(self, plan: Plan) -> tuple[np.ndarray | None, str | None]:
         """The cluster's replicas (kube-state-metrics), when Prometheus has them."""
@@ -207,12 +220,16 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
                                      lambda done, total: bar.update(task, completed=done, total=total))
         else:
             data = fetcher.fetch(wanted, window.grid)
+        before = []
+        for b in needed(q for p in plans for q in p.every_query()):
+            grid = before_grid(window.grid, b.seconds)
+            before.append((b, grid, fetcher.fetch([b.base], grid)[b.base]))
     except RuleError as exc:
         raise Failed(str(exc), 2) from None
     except (QueryError, HistoryError) as exc:
         raise Failed(str(exc), 1) from None
     return Histories(window.grid, config, window.requests, window.reference_target, plans, data,
-                     time.perf_counter() - started)
+                     time.perf_counter() - started, before)
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -243,6 +260,14 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
                                 h.reference(plan, tolerance), h.data[observed_query(plan.queries).promql].total))
     replayed = time.perf_counter() - started
     summaries = [summarize(o) for o in outcomes]
+    fetched_before = h.fetched_before()
+    notes = [line for line, _ in fetched_before]
+    for plan, s in zip(h.plans, summaries, strict=True):
+        gaps = no_value(plan.queries, h.data, h.grid)
+        notes += [f"{plan.spec.label}: {g.text()}" for g in gaps]
+        if fetched_before or gaps:
+            s["forecastHistory"] = {"fetchedBefore": [row for _, row in fetched_before],
+                                    "noValue": [g.row() for g in gaps]}
     report = Path(args.report)
     try:
         report.mkdir(parents=True, exist_ok=True)
@@ -252,6 +277,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except OSError as exc:
         return fail(f"--report {report}: {exc.strerror or exc}", 1)
     written = time.perf_counter() - started - replayed
+    for note in notes:
+        print(note, file=out)
     table(summaries, out)
     print(f"fetched in {h.fetched_seconds:.1f}s, replayed {h.grid.count * len(specs)} decisions in {replayed:.1f}s, "
           f"wrote the report in {written:.1f}s; "
