@@ -125,6 +125,10 @@ class Histories:
     fetched_seconds: float
     before: list[tuple[Before, Grid, Series]] = field(default_factory=list)  # what forecasts read before --from
 
+    def had_before(self, base: str) -> float:
+        """Seconds of history before --from Prometheus has for the query `base` (forecasts are made of it)."""
+        return max((b.had(series, grid) for b, grid, series in self.before if b.base == base), default=0.0)
+
     def fetched_before(self) -> list[tuple[str, dict[str, Any]]]:
         """Each query forecasts are made of, fetched before --from: a line to print, a JSON row."""
         out = []

@@ -96,7 +96,7 @@ def test_tune_recommends_the_spec_worked_out_by_hand(history, tmp_path: Path):
     report = json.loads((tmp_path / "report" / "tune.json").read_text())
     assert report["best"]["knobs"] == {"target": "10", "tolerance": None, "scaleDownWindowSeconds": 0,
                                        "scaleDownPolicy": "100% per 15s", "scaleUpPolicy": "given",
-                                       "forecastHorizon": None, "addForecast": False}
+                                       "forecastHorizon": None, "addForecast": False, "forecastSeasons": None}
     assert report["recommended"] is True
     held = report["best"]["reportedOn"]
     assert held["replicaHours"] == round((10 * 20 + 20 * 20) * STEP / 3600, 3)
