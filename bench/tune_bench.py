@@ -204,6 +204,22 @@ def figures(s: dict) -> dict:
             "timeToCapacitySeconds": e["timeToCapacitySeconds"], "scaleEvents": s["scaleEvents"]}
 
 
+def replays(url: str, files: dict[str, tuple[Path, Path]], start: int, end: int, step: int = STEP) -> tuple[dict, Any]:
+    """Each spec's replay (label: (spec, rules)) as backtest makes it, and the last one's histories."""
+    from autoscaler.backtest.replay import replay
+    from autoscaler.backtest.specs import load_specs
+
+    runs = {}
+    for label, (spec_file, rules) in files.items():
+        args = cli._parser().parse_args([str(spec_file), "--prometheus-url", url, "--rules", str(rules),
+                                         "--from", str(start), "--to", str(end), "--step", f"{step}s",
+                                         "--startup-delay", "90s", "--initial-replicas", "10", "--no-progress"])
+        h = cli.read_histories(args, load_specs(str(spec_file)), sys.stderr)
+        p = h.plans[0]
+        runs[label] = replay(p.spec.spec, p.queries, h.data, h.grid, 10, 90.0, h.config)
+    return runs, h
+
+
 def plot(path: Path, url: str, files: dict[str, tuple[Path, Path]], week2: int, end: int) -> None:
     """Week 2's replicas for each spec (label: (spec, rules)), and the ideal, from the same replays
     backtest makes."""
@@ -212,17 +228,7 @@ def plot(path: Path, url: str, files: dict[str, tuple[Path, Path]], week2: int, 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from autoscaler.backtest.replay import replay
-    from autoscaler.backtest.specs import load_specs
-
-    runs = {}
-    for label, (spec_file, rules) in files.items():
-        args = cli._parser().parse_args([str(spec_file), "--prometheus-url", url, "--rules", str(rules),
-                                         "--from", str(week2), "--to", str(end), "--step", f"{STEP}s",
-                                         "--startup-delay", "90s", "--initial-replicas", "10", "--no-progress"])
-        h = cli.read_histories(args, load_specs(str(spec_file)), sys.stderr)
-        p = h.plans[0]
-        runs[label] = replay(p.spec.spec, p.queries, h.data, h.grid, 10, 90.0, h.config)
+    runs, h = replays(url, files, week2, end)
     times = (h.grid.times * 1000).astype("datetime64[ms]")
     ideal = h.data[h.plans[0].queries[0].promql].total / REFERENCE
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 7.5))

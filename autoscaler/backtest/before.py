@@ -11,7 +11,7 @@ forecast had no value (a spec listing it then follows its other metrics alone).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -71,26 +71,32 @@ class NoValue:
     needs: float            # seconds of history its forecast reads
     seconds: float          # from --from to its first value (the whole window: none at all)
     whole: bool             # no value in the whole window
+    had: float              # seconds of that history Prometheus had before --from
 
     def text(self) -> str:
         which = "in the whole window" if self.whole else f"for the first {span(self.seconds)} of the window"
-        return f"{self.metric}: no value {which} (needs {span(self.needs)} of history)"
+        why = (f"needs {span(self.needs)} of history, Prometheus had {span(self.had)} before --from"
+               if self.had < self.needs else
+               f"its {span(self.needs)} of history were there: the level one season before was zero or missing")
+        return f"{self.metric}: no value {which} ({why})"
 
     def row(self) -> dict[str, object]:
         return {"metric": self.metric, "needsSeconds": self.needs, "noValueSeconds": self.seconds,
-                "noValueAtAll": self.whole}
+                "noValueAtAll": self.whole, "hadSeconds": self.had}
 
 
 def no_value(queries: Iterable[MetricQuery], data: Mapping[str, Series], grid: Grid,
-             part: slice = slice(None)) -> list[NoValue]:
-    """The forecast metrics among `queries` without a value at the first steps of `part` of the window."""
+             had: Callable[[str], float]) -> list[NoValue]:
+    """The forecast metrics among `queries` without a value at the first steps of the window;
+    `had(base)`: the seconds of history before --from Prometheus has for the query a forecast is made of."""
     out = []
     for q in queries:
         if q.forecast is None:
             continue
-        values = data[q.promql].total[part]
+        values = data[q.promql].total
         have = np.flatnonzero(np.isfinite(values))
         first = int(have[0]) if have.size else len(values)
         if first:
-            out.append(NoValue(q.metric.name, q.forecast.history, first * grid.step, not have.size))
+            out.append(NoValue(q.metric.name, q.forecast.history, first * grid.step, not have.size,
+                               min(had(q.base), q.forecast.history)))
     return out

@@ -267,7 +267,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     fetched_before = h.fetched_before()
     notes = [line for line, _ in fetched_before]
     for plan, s in zip(h.plans, summaries, strict=True):
-        gaps = no_value(plan.queries, h.data, h.grid)
+        gaps = no_value(plan.queries, h.data, h.grid, h.had_before)
         notes += [f"{plan.spec.label}: {g.text()}" for g in gaps]
         if fetched_before or gaps:
             s["forecastHistory"] = {"fetchedBefore": [row for _, row in fetched_before],

@@ -28,7 +28,7 @@ from autoscaler.decision import SpecError, parse_spec
 from autoscaler.decision.spec import HPASpec
 from promscaler import flags
 
-from .before import no_value, span
+from .before import NoValue, no_value, span
 from .cli import Failed, Histories, add_history_flags, read_histories
 from .exposure import Reference, observed_query
 from .fastreplay import Prepared, fast_replay, prepare, supports
@@ -208,6 +208,10 @@ class _Search:
         return replay(s.spec, s.queries, data, prepared.grid, self.initial, self.args.startup_delay, self.h.config,
                       self.h.requests)
 
+    def no_value(self, knobs: Knobs) -> list[NoValue]:
+        """The candidate's forecast metrics without a value over the first steps of the window."""
+        return no_value(self.setting(knobs).queries, self.h.data, self.h.grid, self.h.had_before)
+
     def on_choose_part(self, knobs: Knobs) -> Score:
         try:
             s = self.setting(knobs)
@@ -294,7 +298,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     total = time.perf_counter() - started
 
     def gaps(k: Knobs) -> list[dict[str, Any]]:
-        return [g.row() for g in no_value(search.setting(k).queries, h.data, h.grid)]
+        return [g.row() for g in search.no_value(k)]
 
     def when(i: int) -> str:
         return h.grid.at(i).isoformat().replace("+00:00", "Z")
@@ -400,11 +404,9 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
       f"(held out, budget {_duration(held_budget)})")
     for line, _ in search.h.fetched_before():
         p(line)
-    for which in ("given", "best"):
-        for g in summary[which]["noValue"]:
-            p(f"{which}: {g['metric']}: no value " + (
-                "in the whole window" if g["noValueAtAll"] else f"for the first {span(g['noValueSeconds'])} of the "
-                "window") + f" (needs {span(g['needsSeconds'])} of history): it follows its other metrics there")
+    for which, k in (("given", given), ("best", rows[0][0])):
+        for g in search.no_value(k):
+            p(f"{which}: {g.text()}: it follows its other metrics there")
     p(f"limits: the same load model and start-up delay ({summary['startupDelaySeconds']:g}s) as backtest: "
       f"{summary['loadModel']}; the searched knobs only (target, tolerance, scale-down window and policy, "
       "scale-up policy, adding the first metric's forecast when its rule declares one, the forecast's horizon and "

@@ -80,11 +80,11 @@ def test_the_forecast_s_history_before_from_and_the_steps_without_it(recent, tmp
     assert 600 <= first <= 900 + STEP
     minutes = f"{first // 60}m" + (f"{first % 60}s" if first % 60 else "")
     assert f"web.yaml (web): inflight_forecast: no value for the first {minutes} of the window " \
-           "(needs 25m of history)" in out
+           "(needs 25m of history, Prometheus had 10m before --from)" in out
     assert summary["forecastHistory"] == {
         "fetchedBefore": [{"metrics": ["inflight_forecast"], "fetchedSeconds": 1500.0, "hadSeconds": 600.0}],
         "noValue": [{"metric": "inflight_forecast", "needsSeconds": 1500.0, "noValueSeconds": float(first),
-                     "noValueAtAll": False}]}
+                     "noValueAtAll": False, "hadSeconds": 600.0}]}
 
 
 def test_a_window_after_a_whole_season_of_history_has_every_forecast(recent, tmp_path: Path):
