@@ -20,8 +20,9 @@ tune themselves. Weeks 1-2 are the tuning part, weeks 3-4 the judged part:
     under-provisioned at most 1.1x the replica-hours;
 (b) `tune` of the conservative spec (target 28, 30-minute scale-down window, 1 pod per 10 minutes),
     rule `season: 1d` (tune tries 7d and 7d,1d too), `--max-above-target given`, chosen on weeks 1-2,
-    then given and recommended specs backtested on weeks 3-4: goal at least 20% fewer replica-hours
-    at no more seconds under-provisioned;
+    reported on weeks 3-4 (tune's held-out figures: both specs replayed from week 1 on): goal at
+    least 20% fewer replica-hours at no more seconds under-provisioned. Also: both specs backtested
+    on weeks 3-4 alone, from a cold start at 10 replicas (the recommended rules file);
 (c) replica-hours over the oracle's (the load / 40 at every step, no lag, integrated) on weeks 3-4,
     for (a)'s best forecast spec and (b)'s recommended one, at their seconds under-provisioned.
 
@@ -153,7 +154,12 @@ def run(name: str, d: Path, results: Path) -> tuple[dict[str, Any], dict[str, An
         # (b)
         b = tune_and_check("b", "given", files, prom.url, rules, week1, end, week3, d, results / name, STEP, RULES)
         tuned_rules = b.pop("rules")
-        b["met"] = b["replica_hours_saved"] >= 0.2 and \
+        held = b["tune_held_out"]   # tune's own replay from week 1 on, reported on weeks 3-4
+        b["held_out_replica_hours_saved"] = round(1 - held["best"]["replicaHours"] / held["given"]["replicaHours"], 3)
+        b["met"] = b["held_out_replica_hours_saved"] >= 0.2 and \
+            held["best"]["secondsUnderProvisioned"] <= held["given"]["secondsUnderProvisioned"]
+        # backtest of weeks 3-4 alone: both specs start cold, at 10 replicas, at the first step
+        b["met_cold_start_backtest"] = b["replica_hours_saved"] >= 0.2 and \
             b["tuned"]["secondsUnderProvisioned"] <= b["given"]["secondsUnderProvisioned"]
         out["b"] = b
         # (c)
@@ -161,25 +167,29 @@ def run(name: str, d: Path, results: Path) -> tuple[dict[str, Any], dict[str, An
         out["c"] = {"oracle_replica_hours": ideal,
                     "best_forecast": {"spec": best, "over_oracle": round(rows[best]["replicaHours"] / ideal, 3),
                                       "secondsUnderProvisioned": rows[best]["secondsUnderProvisioned"]},
-                    "tuned": {"over_oracle": round(b["tuned"]["replicaHours"] / ideal, 3),
-                              "secondsUnderProvisioned": b["tuned"]["secondsUnderProvisioned"]},
+                    "tuned": {"over_oracle": round(held["best"]["replicaHours"] / ideal, 3),
+                              "secondsUnderProvisioned": held["best"]["secondsUnderProvisioned"]},
+                    "conservative": {"over_oracle": round(held["given"]["replicaHours"] / ideal, 3),
+                                     "secondsUnderProvisioned": held["given"]["secondsUnderProvisioned"]},
                     "default": {"over_oracle": round(base["replicaHours"] / ideal, 3),
                                 "secondsUnderProvisioned": base["secondsUnderProvisioned"]}}
         plots["runs"] = ready_pods(prom.url, {"HPA default": (files["HPA default"], rules),
                                            f"HPA default {best}": (files[best], rules),
                                            "tuned conservative": (files["tuned-b"], tuned_rules)},
-                                week3, week3 + 2 * DAY)
+                                week3 - DAY, week3 + 2 * DAY)
     finally:
         prom.close()
     return out, plots
 
 
 def ready_pods(url: str, specs: dict[str, tuple[Path, Path]], start: int, end: int) -> dict[str, Any]:
-    """Ready pods of each spec (label: (spec, rules)) and the oracle, from the replays backtest makes."""
+    """Ready pods of each spec (label: (spec, rules)) and the oracle from a day after `start`, from
+    the replays backtest makes."""
     runs, h = replays(url, specs, start, end, STEP)
-    out: dict[str, Any] = {label: r.ready for label, r in runs.items()}
-    out["oracle"] = h.data[h.plans[0].queries[0].promql].total / REFERENCE
-    out["times"] = (h.grid.times * 1000).astype("datetime64[ms]")
+    shown = slice(DAY // STEP, None)   # the day before warms the replays up
+    out: dict[str, Any] = {label: r.ready[shown] for label, r in runs.items()}
+    out["oracle"] = h.data[h.plans[0].queries[0].promql].total[shown] / REFERENCE
+    out["times"] = (h.grid.times[shown] * 1000).astype("datetime64[ms]")
     return out
 
 
@@ -206,10 +216,8 @@ def plot(path: Path, results: dict[str, Any], plots: dict[str, Any]) -> None:
         r = results[name]
         c = r["c"]
         names = ["HPA default", r["a"]["best"].replace("+ forecast", "+ fc"), "conservative", "tuned"]
-        hours = [c["default"]["over_oracle"], c["best_forecast"]["over_oracle"],
-                 r["b"]["given"]["replicaHours"] / c["oracle_replica_hours"], c["tuned"]["over_oracle"]]
-        under = [r["a"]["default"]["secondsUnderProvisioned"], c["best_forecast"]["secondsUnderProvisioned"],
-                 r["b"]["given"]["secondsUnderProvisioned"], c["tuned"]["secondsUnderProvisioned"]]
+        hours = [c[k]["over_oracle"] for k in ("default", "best_forecast", "conservative", "tuned")]
+        under = [c[k]["secondsUnderProvisioned"] for k in ("default", "best_forecast", "conservative", "tuned")]
         x = np.arange(len(names))
         bars.bar(x, hours, color=["black", "tab:blue", "tab:gray", "tab:red"])
         bars.axhline(1.0, color="tab:gray", linestyle=":", linewidth=1)
@@ -250,9 +258,12 @@ def main() -> int:
         best = a["forecasts"][a["best"]]
         print(f"{name} (a) {a['best']}: under-provisioned x{best['under_provisioned_ratio']} at replica-hours "
               f"x{best['replica_hours_ratio']}: {'met' if a['met'] else 'NOT met'}")
-        print(f"{name} (b) tune: {b['replica_hours_saved']:.1%} fewer replica-hours, under-provisioned "
-              f"{b['tuned']['secondsUnderProvisioned']:g}s vs {b['given']['secondsUnderProvisioned']:g}s: "
-              f"{'met' if b['met'] else 'NOT met'} ({b['knobs']})")
+        held = b["tune_held_out"]
+        print(f"{name} (b) tune, held out: {b['held_out_replica_hours_saved']:.1%} fewer replica-hours, "
+              f"under-provisioned {held['best']['secondsUnderProvisioned']:g}s vs "
+              f"{held['given']['secondsUnderProvisioned']:g}s: {'met' if b['met'] else 'NOT met'} ({b['knobs']}); "
+              f"backtest of weeks 3-4 from a cold start: {b['replica_hours_saved']:.1%}, "
+              f"{b['tuned']['secondsUnderProvisioned']:g}s vs {b['given']['secondsUnderProvisioned']:g}s")
         print(f"{name} (c) over the oracle: best forecast x{c['best_forecast']['over_oracle']}, tuned "
               f"x{c['tuned']['over_oracle']}, HPA default x{c['default']['over_oracle']}")
     return 0

@@ -406,7 +406,8 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
         p(line)
     for which, k in (("given", given), ("best", rows[0][0])):
         for g in search.no_value(k):
-            p(f"{which}: {g.text()}: it follows its other metrics there")
+            p(f"{which}: {g.text()}: there it scales up on its other metrics and never down (a metric "
+              "without a value blocks a scale-down, as in Kubernetes)")
     p(f"limits: the same load model and start-up delay ({summary['startupDelaySeconds']:g}s) as backtest: "
       f"{summary['loadModel']}; the searched knobs only (target, tolerance, scale-down window and policy, "
       "scale-up policy, adding the first metric's forecast when its rule declares one, the forecast's horizon and "
