@@ -114,9 +114,9 @@ def _season_set(text: str) -> tuple[float, ...]:
     try:
         seasons = sorted({flags.duration(part) for part in text.split(",")}, reverse=True)
     except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"--seasons {text!r}: {exc}") from None
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
     if not seasons or seasons[-1] <= 0:
-        raise argparse.ArgumentTypeError(f"--seasons {text!r}: seasons must be positive durations, such as 7d,1d")
+        raise argparse.ArgumentTypeError(f"{text!r}: seasons must be positive durations, such as 7d,1d")
     return tuple(seasons)
 
 

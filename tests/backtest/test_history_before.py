@@ -38,20 +38,24 @@ def recent() -> Iterator[tuple[PrometheusServer, int]]:
     for i in range(MINUTES * 60 // STEP + 1):
         for pod in PODS:
             lines.append(f'inflight{{namespace="{data.NS}",pod="{pod}"}} {8 + i % 5} {t0 + i * STEP}')
+    lines.append("# TYPE calls gauge")  # none for the first 10 minutes (a closed call centre), then 10
+    for i in range(MINUTES * 60 // STEP + 1):
+        for pod in PODS:
+            lines.append(f'calls{{namespace="{data.NS}",pod="{pod}"}} {0 if i * STEP < 600 else 10} {t0 + i * STEP}')
     prom = start_backfilled("\n".join([*lines, "# EOF"]) + "\n")
     yield prom, t0
     prom.close()
 
 
-def _backtest(recent, tmp_path: Path, start: int, end: int) -> tuple[str, dict]:
+def _backtest(recent, tmp_path: Path, start: int, end: int, metric: str = "inflight") -> tuple[str, dict]:
     prom, _ = recent
     rules = tmp_path / "rules.yaml"
-    rules.write_text(yaml.safe_dump({"rules": [{**gauge_rule('inflight{namespace!="",pod!=""}'),
-                                               "forecast": FORECAST}]}))
+    rules.write_text(yaml.safe_dump({"rules": [{**gauge_rule(f'{name}{{namespace!="",pod!=""}}'), "forecast": FORECAST}
+                                               for name in ("inflight", "calls")]}))
     raw = data.spec("web", 60)
     raw["spec"]["metrics"] = [{"type": "Pods", "pods": {"metric": {"name": name},
                                                         "target": {"type": "AverageValue", "averageValue": "10"}}}
-                              for name in ("inflight", "inflight_forecast")]
+                              for name in (metric, f"{metric}_forecast")]
     spec = tmp_path / "web.yaml"
     spec.write_text(yaml.safe_dump(raw))
     out, err = io.StringIO(), io.StringIO()
@@ -92,3 +96,17 @@ def test_a_window_after_a_whole_season_of_history_has_every_forecast(recent, tmp
     out, summary = _backtest(recent, tmp_path, t0 + 1800, t0 + 2700)
     assert "(Prometheus has all of it)" in out and "no value" not in out
     assert summary["forecastHistory"]["noValue"] == []
+
+
+def test_a_forecast_without_value_though_its_history_was_there(recent, tmp_path: Path):
+    """calls: 0 for the first 10 minutes, then 10. From T0 + 25m Prometheus has the whole 25 minutes
+    the forecast reads, but the level one season before (T0 .. T0 + 5m at the first step) is zero:
+    no value until that window holds the 10s (after T0 + 30m), within 5 minutes and a step."""
+    prom, t0 = recent
+    start, end = t0 + 1500, t0 + 2700
+    out, summary = _backtest(recent, tmp_path, start, end, "calls")
+    first = _first_value(prom, summary["metrics"][1]["promql"], start, end)
+    assert 0 < first <= 300 + STEP
+    minutes = f"{first // 60}m" + (f"{first % 60}s" if first % 60 else "") if first >= 60 else f"{first}s"
+    assert f"calls_forecast: no value for the first {minutes} of the window (its 25m of history were there: " \
+           "the level one season before was zero or missing)" in out

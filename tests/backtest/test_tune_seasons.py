@@ -97,3 +97,11 @@ def test_tune_chooses_the_season_that_foresees_the_spike(weekly, tmp_path: Path)
     for part in ("chosenOn", "reportedOn"):
         assert best[part]["secondsUnderProvisioned"] < given[part]["secondsUnderProvisioned"]
     assert "rules file: set forecast.seasons to [30m" in out
+
+
+@pytest.mark.parametrize(("given", "why"), [("7x", "not a duration"), ("1d,0s", "must be positive")])
+def test_bad_seasons_are_one_line(given: str, why: str):
+    err = io.StringIO()
+    assert tunecli.main(["web.yaml", "--prometheus-url", "http://127.0.0.1:9", "--from", "now-1h",
+                         "--seasons", given], io.StringIO(), err) == 2
+    assert err.getvalue().count("\n") == 1 and "--seasons" in err.getvalue() and why in err.getvalue()
