@@ -10,6 +10,8 @@ Deployment (`api`) and of another namespace are there to be left out, and kube-s
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from kubesim.adapterrules import gauge_rule
 
 STEP = 15
@@ -32,6 +34,19 @@ CANARY = ["web-canary-6f8b9d7c5-p2x4k", "web-canary-6f8b9d7c5-s7v9w"]  # Deploym
 def totals() -> list[float]:
     """The observed total at each step: what the load model spreads over the simulated pods."""
     return [PER_POD[i] * len(pods_at(i)) for i in range(STEPS)]
+
+
+DEPLOYMENT_PODS = ["web-7c9d8f6b5-x2x7z", "web-7c9d8f6b5-b4kqp"]  # two pods of Deployment web
+
+
+def gauge(name: str, start: int, minutes: int, value: Callable[[int], float], step: int = STEP,
+          pods: Sequence[str] = DEPLOYMENT_PODS) -> list[str]:
+    """OpenMetrics lines of a per-pod gauge in namespace NS: `value(seconds since start)` for
+    each pod, every `step` for `minutes`, both ends included."""
+    lines = [f"# TYPE {name} gauge"]
+    for i in range(minutes * 60 // step + 1):
+        lines += [f'{name}{{namespace="{NS}",pod="{pod}"}} {value(i * step)} {start + i * step}' for pod in pods]
+    return lines
 
 
 def openmetrics(start: int) -> str:

@@ -27,21 +27,15 @@ from . import data
 
 STEP = 15
 MINUTES = 50
-PODS = ["web-7c9d8f6b5-x2x7z", "web-7c9d8f6b5-b4kqp"]
 FORECAST = {"method": "seasonal", "season": "20m", "levelWindow": "5m", "horizon": "1m", "resolution": "15s"}
 
 
 @pytest.fixture(scope="module")
 def recent() -> Iterator[tuple[PrometheusServer, int]]:
     t0 = (int(time.time()) - 3600) // 60 * 60
-    lines = ["# TYPE inflight gauge"]
-    for i in range(MINUTES * 60 // STEP + 1):
-        for pod in PODS:
-            lines.append(f'inflight{{namespace="{data.NS}",pod="{pod}"}} {8 + i % 5} {t0 + i * STEP}')
-    lines.append("# TYPE calls gauge")  # none for the first 10 minutes (a closed call centre), then 10
-    for i in range(MINUTES * 60 // STEP + 1):
-        for pod in PODS:
-            lines.append(f'calls{{namespace="{data.NS}",pod="{pod}"}} {0 if i * STEP < 600 else 10} {t0 + i * STEP}')
+    lines = data.gauge("inflight", t0, MINUTES, lambda s: 8 + s // STEP % 5)
+    # calls: none for the first 10 minutes (a closed call centre), then 10
+    lines += data.gauge("calls", t0, MINUTES, lambda s: 0 if s < 600 else 10)
     prom = start_backfilled("\n".join([*lines, "# EOF"]) + "\n")
     yield prom, t0
     prom.close()

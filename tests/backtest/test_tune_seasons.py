@@ -32,10 +32,11 @@ from autoscaler.backtest import tunecli
 from kubesim.adapterrules import gauge_rule
 from kubesim.prometheus import PrometheusServer, start_backfilled
 
+from . import data
+
 STEP = 15
 MINUTES = 100
-NS = "shop"
-PODS = ["web-7c9d8f6b5-x2x7z", "web-7c9d8f6b5-b4kqp"]
+NS = data.NS
 FORECAST = {"method": "seasonal", "season": "10m", "levelWindow": "2m", "horizon": "1m", "resolution": "15s"}
 
 
@@ -46,11 +47,7 @@ def per_pod(seconds: int) -> float:
 @pytest.fixture(scope="module")
 def weekly() -> Iterator[tuple[PrometheusServer, int]]:
     t0 = (int(time.time()) - 7200) // 60 * 60
-    lines = ["# TYPE busy gauge"]
-    for i in range(MINUTES * 60 // STEP + 1):
-        for pod in PODS:
-            lines.append(f'busy{{namespace="{NS}",pod="{pod}"}} {per_pod(i * STEP)} {t0 + i * STEP}')
-    prom = start_backfilled("\n".join([*lines, "# EOF"]) + "\n")
+    prom = start_backfilled("\n".join([*data.gauge("busy", t0, MINUTES, per_pod), "# EOF"]) + "\n")
     yield prom, t0
     prom.close()
 
