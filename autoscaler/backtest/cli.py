@@ -18,7 +18,6 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from adapter.naming import compile_rules
 from adapter.rules import RuleError, load_rules
 from autoscaler.commandline import ArgError, Parser, add_controller_flags, controller_config
 from autoscaler.decision import ControllerConfig
@@ -213,7 +212,7 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
     fetcher = Fetcher(args.prometheus_url)
     started = time.perf_counter()
     try:
-        names = {q: fetcher.series_names(q) for q in (series_queries(compile_rules(cfg)) if cfg else [])}
+        names = {q: fetcher.series_names(q) for q in series_queries(cfg)}
         plans = make_plans(specs, cfg, names, args.namespace, args.pod_regex, dict(args.query), settings, add_forecast)
         wanted = [q for p in plans for q in p.promql()]
         bar = _progress(not args.no_progress and err.isatty(), err)

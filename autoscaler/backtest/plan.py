@@ -52,9 +52,9 @@ class Plan:
         return [q.promql for q in self.every_query()] + self.actual_queries
 
 
-def series_queries(rules: CompiledRules) -> list[str]:
+def series_queries(cfg: RulesConfig | None) -> list[str]:
     """The seriesQuery of every rule: the names Prometheus has for these are what `make_plans` needs."""
-    return list(dict.fromkeys(r.series_query for r in (*rules.rules, *rules.external_rules)))
+    return [] if cfg is None else list(dict.fromkeys(r.series_query for r in (*cfg.rules, *cfg.external_rules)))
 
 
 def pod_regex(kind: str, name: str, given: str | None) -> str:
