@@ -18,9 +18,8 @@ a level one season ago that holds a new counter's `rate()` ramp would make a pha
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
-from adapter.promql import regex_escape
+from adapter.podnames import workload_pattern
 from adapter.rules import Forecast
 from promscaler.times import parse_duration
 
@@ -89,26 +88,3 @@ _DURATION = r"(?:\d+(?:ms|[smhdwy]))+|\d+(?:\.\d+)?"  # 1h30m, or seconds (Prome
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _RANGE = re.compile(rf"\[\s*({_DURATION})\s*(?::\s*(?:{_DURATION})?\s*)?\]")
 _OFFSET = re.compile(rf"\boffset\s+({_DURATION})\b")
-
-_SAFE = "[bcdfghjklmnpqrstvwxz2456789]"  # the alphabet of Kubernetes' generated name parts (no vowels)
-_POD_NAMES = (  # (how a controller names its pods, the regex for every pod it ever named)
-    (re.compile(rf"^(.+)-{_SAFE}{{5,10}}-{_SAFE}{{5}}$"), "-[a-z0-9]+-[a-z0-9]+"),  # Deployment: <d>-<hash>-<rand>
-    (re.compile(r"^(.+)-[0-9]+$"), "-[0-9]+"),  # StatefulSet: <s>-<ordinal>
-    (re.compile(rf"^(.+)-{_SAFE}{{5}}$"), "-[a-z0-9]+"),  # ReplicaSet, DaemonSet, Job: <owner>-<rand>
-)
-
-
-def workload_pattern(pods: Iterable[str]) -> str:
-    """A regex (unquoted, anchored by Prometheus) for every pod the controllers of `pods` ever
-    named: `web-5d8f7c9b4-x2x7z` -> `web-[a-z0-9]+-[a-z0-9]+` (any ReplicaSet of Deployment
-    `web`, not Deployment `web-canary`). A name no controller convention explains stands for itself."""
-    out: dict[str, None] = {}
-    for pod in sorted(pods):
-        for convention, rest in _POD_NAMES:
-            m = convention.match(pod)
-            if m:
-                out[regex_escape(m.group(1)) + rest] = None
-                break
-        else:
-            out[regex_escape(pod)] = None
-    return "|".join(out)

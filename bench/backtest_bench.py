@@ -56,7 +56,7 @@ def openmetrics(start: int, steps: int) -> str:
         for i in range(steps + 10):
             t = start + (i - 10) * STEP
             total += load(t) / PODS * STEP
-            lines.append(f'http_requests_total{{namespace="{NS}",pod="web-{p}"}} {total:.3f} {t}')
+            lines.append(f'http_requests_total{{namespace="{NS}",pod="web-7c9d8f6b5-x2x7{p}"}} {total:.3f} {t}')
     lines.append("# TYPE queue_messages_ready gauge")
     for i in range(steps + 10):
         t = start + (i - 10) * STEP

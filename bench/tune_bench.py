@@ -78,8 +78,9 @@ def load(t: float) -> float:
     return base
 
 
-def history(start: int, end: int, seed: int = 7) -> str:
-    """OpenMetrics text: per-pod request counters of the pods a reactive scaler ran."""
+def history(start: int, end: int, seed: int = 7, rate: Any = load) -> str:
+    """OpenMetrics text: per-pod request counters of the pods a reactive scaler ran for `rate(t)`
+    requests per second."""
     rng = random.Random(seed)
     noise, pods, serial = 0.0, [], 0       # pods: [name, ready_at, count]
     lines = ["# TYPE http_requests_total counter"]
@@ -94,7 +95,7 @@ def history(start: int, end: int, seed: int = 7) -> str:
         pods.append([name(), start - 3600, 0.0])
     for t in range(start - 600, end + SCRAPE, SCRAPE):
         noise = 0.97 * noise + rng.gauss(0, 0.01)
-        rps = load(t) * (1 + noise)
+        rps = rate(t) * (1 + noise)
         if t % 60 == 0:   # the reactive scaler that ran in this history
             want = max(2, math.ceil(rps / 32))
             if want > len(pods):
@@ -136,10 +137,11 @@ CONSERVATIVE = {"scaleDown": {"stabilizationWindowSeconds": 1800,
                               "policies": [{"type": "Pods", "value": 1, "periodSeconds": 600}]}}
 
 
-def backtest(files: list[Path], url: str, rules: Path, start: int, end: int, report: Path) -> list[dict]:
+def backtest(files: list[Path], url: str, rules: Path, start: int, end: int, report: Path,
+             step: int = STEP) -> list[dict]:
     out = io.StringIO()
     code = cli.main([*map(str, files), "--prometheus-url", url, "--rules", str(rules), "--from", str(start),
-                     "--to", str(end), "--step", f"{STEP}s", "--startup-delay", "90s", "--reference-target",
+                     "--to", str(end), "--step", f"{step}s", "--startup-delay", "90s", "--reference-target",
                      f"{REFERENCE:g}", "--initial-replicas", "10", "--report", str(report), "--no-progress"],
                     out, sys.stderr)
     if code != 0:
@@ -149,12 +151,13 @@ def backtest(files: list[Path], url: str, rules: Path, start: int, end: int, rep
 
 
 def tune_and_check(key: str, budget: str, files: dict[str, Path], url: str, rules: Path, start: int, end: int,
-                   week2: int, d: Path, results: Path) -> dict:
-    """tune over both weeks (chosen on week 1), then backtest the given and the recommended spec on week 2."""
+                   week2: int, d: Path, results: Path, step: int = STEP, rules_doc: dict = RULES) -> dict:
+    """tune over both parts (chosen on the first, from `start` to `week2`), then backtest the given and
+    the recommended spec on the second (from `week2`)."""
     out = io.StringIO()
     t1 = time.perf_counter()
     code = tunecli.main([str(files["conservative"]), "--prometheus-url", url, "--rules", str(rules),
-                         "--from", str(start), "--to", str(end), "--step", f"{STEP}s", "--startup-delay",
+                         "--from", str(start), "--to", str(end), "--step", f"{step}s", "--startup-delay",
                          "90s", "--initial-replicas", "10", "--reference-target", f"{REFERENCE:g}",
                          "--max-above-target", budget, "--choose-on", "50%", "--report", str(d / key),
                          "--no-progress"], out, sys.stderr)
@@ -168,13 +171,20 @@ def tune_and_check(key: str, budget: str, files: dict[str, Path], url: str, rule
     files[f"tuned-{key}"] = d / f"tuned-{key}.yaml"
     files[f"tuned-{key}"].write_text((d / key / "recommended.yaml").read_text())
     tuned_rules = rules
-    horizon = tune["best"]["knobs"]["forecastHorizon"] if tune["recommended"] else None
-    if horizon:   # the recommendation's forecast horizon goes into the rules file
+    knobs = tune["best"]["knobs"] if tune["recommended"] else {}
+    if knobs.get("forecastHorizon") or knobs.get("forecastSeasons"):   # the recommended forecast goes into the rules
+        first = rules_doc["rules"][0]
+        forecast = {**first["forecast"]}
+        if knobs.get("forecastHorizon"):
+            forecast["horizon"] = knobs["forecastHorizon"]
+        if knobs.get("forecastSeasons"):
+            forecast.pop("season", None)
+            forecast["seasons"] = knobs["forecastSeasons"].split(",")
         tuned_rules = d / f"rules-{key}.yaml"
-        tuned_rules.write_text(yaml.safe_dump({"rules": [{**RULES["rules"][0], "forecast": {
-            **RULES["rules"][0]["forecast"], "horizon": horizon}}]}))
-    [given] = backtest([files["conservative"]], url, rules, week2, end, d / f"{key}-given")
-    [tuned] = backtest([files[f"tuned-{key}"]], url, tuned_rules, week2, end, d / f"{key}-tuned")
+        tuned_rules.write_text(yaml.safe_dump({**rules_doc, "rules": [{**first, "forecast": forecast},
+                                                                      *rules_doc["rules"][1:]]}))
+    [given] = backtest([files["conservative"]], url, rules, week2, end, d / f"{key}-given", step)
+    [tuned] = backtest([files[f"tuned-{key}"]], url, tuned_rules, week2, end, d / f"{key}-tuned", step)
     g, t = figures(given), figures(tuned)
     ideal = tune["given"]["reportedOn"]["idealReplicaHours"]
     return {"rules": tuned_rules, "budget": budget, "knobs": tune["best"]["knobs"], "recommended": tune["recommended"],
@@ -194,6 +204,22 @@ def figures(s: dict) -> dict:
             "timeToCapacitySeconds": e["timeToCapacitySeconds"], "scaleEvents": s["scaleEvents"]}
 
 
+def replays(url: str, files: dict[str, tuple[Path, Path]], start: int, end: int, step: int = STEP) -> tuple[dict, Any]:
+    """Each spec's replay (label: (spec, rules)) as backtest makes it, and the last one's histories."""
+    from autoscaler.backtest.replay import replay
+    from autoscaler.backtest.specs import load_specs
+
+    runs = {}
+    for label, (spec_file, rules) in files.items():
+        args = cli._parser().parse_args([str(spec_file), "--prometheus-url", url, "--rules", str(rules),
+                                         "--from", str(start), "--to", str(end), "--step", f"{step}s",
+                                         "--startup-delay", "90s", "--initial-replicas", "10", "--no-progress"])
+        h = cli.read_histories(args, load_specs(str(spec_file)), sys.stderr)
+        p = h.plans[0]
+        runs[label] = replay(p.spec.spec, p.queries, h.data, h.grid, 10, 90.0, h.config)
+    return runs, h
+
+
 def plot(path: Path, url: str, files: dict[str, tuple[Path, Path]], week2: int, end: int) -> None:
     """Week 2's replicas for each spec (label: (spec, rules)), and the ideal, from the same replays
     backtest makes."""
@@ -202,17 +228,7 @@ def plot(path: Path, url: str, files: dict[str, tuple[Path, Path]], week2: int, 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from autoscaler.backtest.replay import replay
-    from autoscaler.backtest.specs import load_specs
-
-    runs = {}
-    for label, (spec_file, rules) in files.items():
-        args = cli._parser().parse_args([str(spec_file), "--prometheus-url", url, "--rules", str(rules),
-                                         "--from", str(week2), "--to", str(end), "--step", f"{STEP}s",
-                                         "--startup-delay", "90s", "--initial-replicas", "10", "--no-progress"])
-        h = cli.read_histories(args, load_specs(str(spec_file)), sys.stderr)
-        p = h.plans[0]
-        runs[label] = replay(p.spec.spec, p.queries, h.data, h.grid, 10, 90.0, h.config)
+    runs, h = replays(url, files, week2, end)
     times = (h.grid.times * 1000).astype("datetime64[ms]")
     ideal = h.data[h.plans[0].queries[0].promql].total / REFERENCE
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 7.5))

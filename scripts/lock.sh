@@ -6,7 +6,7 @@
 #   ./scripts/lock.sh && ./scripts/test.sh
 #
 # It resolves pyproject.toml from scratch (no old pins) in a throw-away virtual environment: the
-# project with its test and demo extras, plus Helm's engine for the chart tests (helm-sdkpy, as
+# project with its test, demo and bench extras, plus Helm's engine for the chart tests (helm-sdkpy, as
 # setup.sh installs it), and writes every third-party distribution installed there, pinned with ==.
 # Non-interactive; the old file is replaced only when the new one is complete.
 set -euo pipefail
@@ -27,7 +27,7 @@ echo "lock: resolving pyproject.toml in a fresh virtual environment ($WORK)" >&2
 # the build's egg-info and build/ out of the tree.
 mkdir "$WORK/src"
 cp pyproject.toml README.md "$WORK/src/"
-"${pip[@]}" install "$WORK/src[test,demo]"
+"${pip[@]}" install "$WORK/src[test,demo,bench]"
 "${pip[@]}" install --ignore-requires-python "$HELM_SDKPY"
 
 {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh machine: Debian's Prometheus, VictoriaMetrics, Chromium and npm (only
 # when missing), the reports' charting library (npm ci), a virtual environment, and the project
-# installed into it with its test and demo extras and Helm's
+# installed into it with its test, demo and bench extras and Helm's
 # engine, at the versions constraints.txt pins. Sourced by demo.sh and test.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -44,9 +44,9 @@ fi
 # changes nothing here until the lock is regenerated. Re-installed when pyproject.toml or the lock changes.
 stamp=".venv/.installed-$(cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
-  echo "setup: pip install -c constraints.txt -e '.[test,demo]' helm-sdkpy" >&2
+  echo "setup: pip install -c constraints.txt -e '.[test,demo,bench]' helm-sdkpy" >&2
   .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt --upgrade pip >/dev/null
-  .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,demo]'
+  .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,demo,bench]'
   # Helm's own engine for the chart tests: helm-sdkpy wraps Helm v4 as a shared library. Its metadata
   # asks for Python >= 3.12 but it runs on 3.11 (cffi only), hence --ignore-requires-python.
   .venv/bin/pip install -q --disable-pip-version-check --ignore-requires-python -c constraints.txt helm-sdkpy

@@ -11,25 +11,26 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
-from adapter.naming import CompiledRules, compile_rules
-from adapter.rules import DiscoveryRule, RuleError, RulesConfig, load_rules
+from adapter.rules import RuleError, load_rules
 from autoscaler.commandline import ArgError, Parser, add_controller_flags, controller_config
 from autoscaler.decision import ControllerConfig
 from promscaler import flags
 from promscaler.quantity import QuantityError, to_milli
 from promscaler.times import DurationError, parse_time
 
+from .before import Before, before_grid, needed, no_value, span
 from .exposure import Reference, observed_query, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
 from .html import write_backtest_html
-from .queries import MetricQuery, QueryError, actual_replicas_queries, forecast_name, metric_query
+from .plan import ForecastSetting, Plan, make_plans, series_queries
+from .queries import QueryError
 from .replay import _target_value, replay, tolerance_up
 from .report import Outcome, summarize, table, write_png, write_summary
 from .specs import Spec, SpecFileError, load_specs
@@ -69,7 +70,8 @@ def add_history_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--query", action="append", type=flags.key_value, default=[], metavar="METRIC=PROMQL",
                    help="a metric's PromQL given explicitly (per-pod series for Pods/Resource metrics)")
     p.add_argument("-n", "--namespace", help="namespace of the specs (default: each spec's, else default)")
-    p.add_argument("--pod-regex", help="the target's pod names in history (default: <target name>-.*)")
+    p.add_argument("--pod-regex", help="the target's pod names in history (default: every pod its controller ever "
+                                       "named, by Kubernetes' naming: web-[a-z0-9]+-[a-z0-9]+ for Deployment web)")
     p.add_argument("--startup-delay", type=flags.duration, default=30.0, metavar="DURATION",
                    help="from a scale-up to the new pods being ready (default 30s)")
     p.add_argument("--initial-replicas", type=int,
@@ -113,18 +115,6 @@ class Failed(Exception):
 
 
 @dataclass
-class Plan:
-    spec: Spec
-    queries: list[MetricQuery]
-    actual_queries: list[str]
-    # with other forecast horizons (seconds): the queries, where a forecast metric's differs
-    variants: dict[float, list[MetricQuery]] = field(default_factory=dict)
-    # the first metric's forecast, when its rule declares one and the spec does not list it:
-    # by horizon (None: the rule's own)
-    added: dict[float | None, MetricQuery] = field(default_factory=dict)
-
-
-@dataclass
 class Histories:
     """Everything a replay needs, read once: the grid, the specs' queries and every series."""
 
@@ -135,6 +125,22 @@ class Histories:
     plans: list[Plan]
     data: dict[str, Series]
     fetched_seconds: float
+    before: list[tuple[Before, Grid, Series]] = field(default_factory=list)  # what forecasts read before --from
+
+    def had_before(self, base: str) -> float:
+        """Seconds of history before --from Prometheus has for the query `base` (forecasts are made of it)."""
+        return max((b.had(series, grid) for b, grid, series in self.before if b.base == base), default=0.0)
+
+    def fetched_before(self) -> list[tuple[str, dict[str, Any]]]:
+        """Each query forecasts are made of, fetched before --from: a line to print, a JSON row."""
+        out = []
+        for b, grid, series in self.before:
+            had = min(b.had(series, grid), b.seconds)
+            of = "all of it" if had >= b.seconds else ("none of it" if not had else f"{span(had)} of it")
+            out.append((f"fetched {span(b.seconds)} of history before --from for the forecast of "
+                        f"{', '.join(b.metrics)} (Prometheus has {of})",
+                        {"metrics": list(b.metrics), "fetchedSeconds": b.seconds, "hadSeconds": had}))
+        return out
 
     def actual(self, plan: Plan) -> tuple[np.ndarray | None, str | None]:
         """The cluster's replicas (kube-state-metrics), when Prometheus has them."""
@@ -161,22 +167,15 @@ class Histories:
         return reference_for(query, target, tolerance)
 
 
-def _with_horizon(cfg: RulesConfig, horizon: float) -> CompiledRules:
-    """The rules with every forecast `horizon` ahead (a seasonal one only when shorter than its season)."""
-    def one(rule: DiscoveryRule) -> DiscoveryRule:
-        f = rule.forecast
-        if f is None or (f.method == "seasonal" and f.season <= horizon):
-            return rule
-        return replace(rule, forecast=replace(f, horizon=horizon))
-    return compile_rules(replace(cfg, rules=tuple(map(one, cfg.rules)),
-                                 external_rules=tuple(map(one, cfg.external_rules))))
+@dataclass(frozen=True)
+class _Window:
+    grid: Grid
+    requests: dict[str, int]
+    reference_target: float | None
 
 
-def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
-                   horizons: Sequence[float] = (), add_forecast: bool = False) -> Histories:
-    """Parse the shared flags, build every spec's PromQL (and, for `horizons`, its forecast
-    metrics' PromQL at those horizons; with `add_forecast`, the first metric's forecast when the
-    spec does not list it) and fetch it all in one pass; raises Failed."""
+def _window(args: argparse.Namespace) -> _Window:
+    """The replay's grid, pod requests and reference target from the flags; raises Failed."""
     now = datetime.now(UTC)
     try:
         start = parse_when(args.start, now).replace(microsecond=0)
@@ -199,57 +198,44 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
             raise Failed(f"--reference-target: {exc}", 2) from None
         if reference_target <= 0:
             raise Failed("--reference-target: must be positive", 2)
+    grid = Grid(start, args.step, math.floor((end - start).total_seconds() / args.step) + 1)
+    return _Window(grid, requests, reference_target)
+
+
+def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
+                   settings: Sequence[ForecastSetting] = (), add_forecast: bool = False) -> Histories:
+    """Plan (each spec's PromQL, and at other forecast `settings`; with `add_forecast` the first
+    metric's forecast when the spec does not list it), then fetch it all in one pass; raises Failed."""
+    window = _window(args)
     try:
         cfg = load_rules(args.rules) if args.rules else None
-        rules = compile_rules(cfg) if cfg is not None else None
     except RuleError as exc:
         raise Failed(str(exc), 2) from None
     config = controller_config(args)
-    grid = Grid(start, args.step, math.floor((end - start).total_seconds() / args.step) + 1)
     fetcher = Fetcher(args.prometheus_url)
-    explicit = dict(args.query)
-    names: dict[str, list[str]] = {}
-
-    def series_names(series_query: str) -> list[str]:
-        if series_query not in names:
-            names[series_query] = fetcher.series_names(series_query)
-        return names[series_query]
-
     started = time.perf_counter()
     try:
-        plans = []
-        for s in specs:
-            ns = args.namespace or s.namespace or "default"
-            ref = s.spec.scale_target_ref
-            pod_regex = args.pod_regex or f"{re.escape(ref.name)}-.*"
-            given = {**s.queries, **explicit}  # a ScaledObject's trigger queries, unless --query says otherwise
-            queries = [metric_query(ms, ns, pod_regex, rules, series_names, given) for ms in s.spec.metrics]
-            plan = Plan(s, queries, actual_replicas_queries(ns, s.name, ref.kind, ref.name))
-            first = s.spec.metrics[0]
-            name = forecast_name(first, rules, series_names) if add_forecast and rules is not None else None
-            if name is not None and all(ms.name != name for ms in s.spec.metrics):
-                plan.added[None] = metric_query(replace(first, name=name), ns, pod_regex, rules, series_names, {})
-            for h in horizons:
-                if cfg is not None:
-                    at = _with_horizon(cfg, h)
-                    plan.variants[h] = [metric_query(ms, ns, pod_regex, at, series_names, given)
-                                        for ms in s.spec.metrics]
-                    if name is not None and None in plan.added:
-                        plan.added[h] = metric_query(replace(first, name=name), ns, pod_regex, at, series_names, {})
-            plans.append(plan)
-        wanted = [q.promql for p in plans for q in p.queries] + [a for p in plans for a in p.actual_queries]
-        wanted += [q.promql for p in plans for qs in p.variants.values() for q in qs]
-        wanted += [q.promql for p in plans for q in p.added.values()]
+        names = {q: fetcher.series_names(q) for q in series_queries(cfg)}
+        plans = make_plans(specs, cfg, names, args.namespace, args.pod_regex, dict(args.query), settings, add_forecast)
+        wanted = [q for p in plans for q in p.promql()]
         bar = _progress(not args.no_progress and err.isatty(), err)
         if bar is not None:
             with bar:
                 task = bar.add_task("fetch", total=None)
-                data = fetcher.fetch(wanted, grid, lambda done, total: bar.update(task, completed=done, total=total))
+                data = fetcher.fetch(wanted, window.grid,
+                                     lambda done, total: bar.update(task, completed=done, total=total))
         else:
-            data = fetcher.fetch(wanted, grid)
+            data = fetcher.fetch(wanted, window.grid)
+        before = []
+        for b in needed(q for p in plans for q in p.every_query()):
+            grid = before_grid(window.grid, b.seconds)
+            before.append((b, grid, fetcher.fetch([b.base], grid)[b.base]))
+    except RuleError as exc:
+        raise Failed(str(exc), 2) from None
     except (QueryError, HistoryError) as exc:
         raise Failed(str(exc), 1) from None
-    return Histories(grid, config, requests, reference_target, plans, data, time.perf_counter() - started)
+    return Histories(window.grid, config, window.requests, window.reference_target, plans, data,
+                     time.perf_counter() - started, before)
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -280,6 +266,14 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
                                 h.reference(plan, tolerance), h.data[observed_query(plan.queries).promql].total))
     replayed = time.perf_counter() - started
     summaries = [summarize(o) for o in outcomes]
+    fetched_before = h.fetched_before()
+    notes = [line for line, _ in fetched_before]
+    for plan, s in zip(h.plans, summaries, strict=True):
+        gaps = no_value(plan.queries, h.data, h.grid, h.had_before)
+        notes += [f"{plan.spec.label}: {g.text()}" for g in gaps]
+        if fetched_before or gaps:
+            s["forecastHistory"] = {"fetchedBefore": [row for _, row in fetched_before],
+                                    "noValue": [g.row() for g in gaps]}
     report = Path(args.report)
     try:
         report.mkdir(parents=True, exist_ok=True)
@@ -291,6 +285,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except OSError as exc:
         return fail(f"--report {report}: {exc.strerror or exc}", 1)
     written = time.perf_counter() - started - replayed
+    for note in notes:
+        print(note, file=out)
     table(summaries, out)
     print(f"fetched in {h.fetched_seconds:.1f}s, replayed {h.grid.count * len(specs)} decisions in {replayed:.1f}s, "
           f"wrote the report in {written:.1f}s; "

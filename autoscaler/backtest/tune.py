@@ -3,13 +3,14 @@ scored on what pods went through, and chosen on one part of the range, checked o
 
 - Knobs (`Knobs`): the target of the first metric (and of every metric listed with the same target,
   such as its forecast), the tolerance (`behavior.scale{Up,Down}.tolerance`), the scale-down
-  stabilization window, the scale-down and scale-up policies, and a forecast rule's horizon when
-  the spec lists a forecast metric. A grid in two stages, so that it states plainly what was
-  tried: (1) every target x scale-down window x scale-down policy, which set the replica-hours;
-  (1b) when the first metric's rule declares a forecast the spec does not list, the forecast
-  added at the same target: every target x horizon, with the best scale-down settings of (1);
-  (2) around the three best so far, every scale-up policy x tolerance (x horizon), which set
-  how fast a rise is met. Every point is cheap (`fastreplay`).
+  stabilization window, the scale-down and scale-up policies, and a forecast rule's horizon and
+  seasons (those the history before the window covers) when the spec lists a forecast metric. A
+  grid in two stages, so that it states plainly what was tried: (1) every target x scale-down
+  window x scale-down policy, which set the replica-hours; (1b) when the first metric's rule
+  declares a forecast the spec does not list, the forecast added at the same target: every
+  target x horizon x seasons, with the best scale-down settings of (1); (2) around the three best
+  so far, every scale-up policy x tolerance (x horizon x seasons), which set how fast a rise is
+  met. Every point is cheap (`fastreplay`).
 - Score (`Score`): replica-hours, seconds under-provisioned against ONE reference (the given spec's
   target unless stated; a candidate that raises its own target is charged for the load it leaves
   above the reference), scale events.
@@ -64,11 +65,12 @@ class Knobs:
     up_policy: str
     horizon: str | None = None     # the forecast's horizon (None: the rule's), when there is a forecast
     forecast: bool = False         # the first metric's forecast added, at the same target
+    seasons: str | None = None     # the seasonal forecast's seasons ("7d,1d"; None: the rule's)
 
     def row(self) -> dict[str, Any]:
         return {"target": self.target, "tolerance": self.tolerance, "scaleDownWindowSeconds": self.down_window,
                 "scaleDownPolicy": self.down_policy, "scaleUpPolicy": self.up_policy, "forecastHorizon": self.horizon,
-                "addForecast": self.forecast}
+                "addForecast": self.forecast, "forecastSeasons": self.seasons}
 
 
 def _target_block(metric: dict[str, Any]) -> dict[str, Any]:
@@ -151,26 +153,32 @@ def scale_down_side(given: Knobs, reference_target: float) -> list[Knobs]:
     return out
 
 
-def forecast_side(best: Knobs, given: Knobs, reference_target: float, horizons: Sequence[str]) -> list[Knobs]:
+def forecast_side(best: Knobs, given: Knobs, reference_target: float, horizons: Sequence[str],
+                  seasons: Sequence[str] = ()) -> list[Knobs]:
     """Stage 1b, when the first metric's rule declares a forecast the spec does not list: with it
-    added, every target x horizon, with the best scale-down settings of stage 1."""
+    added, every target x horizon x seasons, with the best scale-down settings of stage 1."""
     targets = [format_milli(max(1, round(reference_target * f * 1000))) for f in TARGET_FRACTIONS]
     if given.target and given.target not in targets:
         targets.append(given.target)
-    return [Knobs(t, None, best.down_window, best.down_policy, "given", h, True)
-            for t, h in itertools.product(targets, [None, *horizons])]
+    return [Knobs(t, None, best.down_window, best.down_policy, "given", h, True, p)
+            for t, h, p in itertools.product(targets, [None, *horizons], [None, *seasons])]
+
+
+def _around(value: str | None, others: Sequence[str]) -> list[str | None]:
+    return [value, *(o for o in others if o != value)]
 
 
 def scale_up_side(best: Sequence[Knobs], given_tolerance: float, horizons: Sequence[str] = (),
-                  listed_forecast: bool = False) -> list[Knobs]:
+                  listed_forecast: bool = False, seasons: Sequence[str] = ()) -> list[Knobs]:
     """Stage 2: around each of the best so far, every scale-up policy x tolerance (x forecast
-    horizon, with a forecast listed or added), excluding what was already tried."""
+    horizon x seasons, with a forecast listed or added), excluding what was already tried."""
     tolerances: list[float | None] = [None, *(t for t in TOLERANCES if t != given_tolerance)]
     out: list[Knobs] = []
     for b in best:
-        hs = [b.horizon, *(h for h in horizons if h != b.horizon)] if listed_forecast or b.forecast else [b.horizon]
-        for up, tol, h in itertools.product(UP_POLICIES, tolerances, hs):
-            k = Knobs(b.target, tol, b.down_window, b.down_policy, up, h, b.forecast)
+        varied = listed_forecast or b.forecast
+        hs, ps = (_around(b.horizon, horizons), _around(b.seasons, seasons)) if varied else ([b.horizon], [b.seasons])
+        for up, tol, h, p in itertools.product(UP_POLICIES, tolerances, hs, ps):
+            k = Knobs(b.target, tol, b.down_window, b.down_policy, up, h, b.forecast, p)
             if k not in best and k not in out:
                 out.append(k)
     return out

@@ -26,12 +26,15 @@ import yaml
 from autoscaler.commandline import ArgError, Parser
 from autoscaler.decision import SpecError
 from autoscaler.decision.spec import HPASpec
+from promscaler import flags
 
-from .cli import Failed, Histories, Plan, add_history_flags, read_histories
+from .before import NoValue, no_value, span
+from .cli import Failed, Histories, add_history_flags, read_histories
 from .exposure import Reference, observed_query
 from .fastreplay import Prepared, fast_replay, prepare, supports
 from .history import Grid, Series
 from .html import write_tune_html
+from .plan import RULES, ForecastSetting, Plan
 from .queries import MetricQuery
 from .replay import LOAD_MODEL, Replay, replay, tolerance_up
 from .report import _duration
@@ -83,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--choose-on", type=_fraction, default=0.5, metavar="SHARE",
                    help="the first part of the range the candidates are chosen on; the rest is held out to report "
                         "on (default 50%%)")
+    p.add_argument("--seasons", nargs="+", type=_season_set, default=list(SEASONS), metavar="SEASONS",
+                   help="the seasons tried for a seasonal forecast, each a set such as 7d,1d, when the history "
+                        "before --from covers them (default: 1d 7d 7d,1d)")
     p.add_argument("--top", type=int, default=10, help="candidates in the table (default 10)")
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                    help="processes replaying candidates (default: 2, or 1 on one core)")
@@ -102,6 +108,28 @@ class _Setting:
 
 
 HORIZONS = (120.0, 600.0)   # forecast horizons tried (seconds) beside the rule's own, with a forecast
+SEASONS = ((86400.0,), (604800.0,), (604800.0, 86400.0))  # a seasonal forecast's seasons tried, when covered
+
+
+def _season_set(text: str) -> tuple[float, ...]:
+    """`7d,1d` -> (604800, 86400): longest first."""
+    try:
+        seasons = sorted({flags.duration(part) for part in text.split(",")}, reverse=True)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+    if not seasons or seasons[-1] <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: seasons must be positive durations, such as 7d,1d")
+    return tuple(seasons)
+
+
+def _seasons_text(seasons: tuple[float, ...]) -> str:
+    return ",".join(span(s) for s in seasons)
+
+
+def settings(season_sets: Sequence[tuple[float, ...]]) -> list[ForecastSetting]:
+    """The forecast settings fetched beside the rules': every horizon x season set tried."""
+    out = [ForecastSetting(h, p) for h in (None, *HORIZONS) for p in (None, *season_sets)]
+    return [s for s in out if s != RULES]
 
 
 def _horizon_text(seconds: float) -> str:
@@ -139,16 +167,37 @@ class _Search:
         """The horizons (as knob values) tried with a forecast listed or added."""
         if not self.listed_forecast() and not self.plan.added:
             return []
-        return [_horizon_text(h) for h in self.plan.variants]
+        return list(dict.fromkeys(_horizon_text(s.horizon) for s in self.plan.variants if s.horizon is not None))
+
+    def seasons(self) -> list[str]:
+        """The season sets (as knob values) tried: those whose forecast has a value from --from on,
+        the history Prometheus has before it covering the shortest season and its level window
+        (a longer season falls back to a shorter one)."""
+        if not self.listed_forecast() and not self.plan.added:
+            return []
+        out = []
+        for setting in self.plan.variants:
+            if setting.horizon is not None or setting.seasons is None:
+                continue
+            forecasts = [q for q in (*self.plan.variants[setting], self.plan.added.get(setting))
+                         if q is not None and q.forecast is not None and q.forecast.method == "seasonal"]
+            rules = {q.forecast.seasons for q in (*self.plan.queries, self.plan.added.get(RULES))
+                     if q is not None and q.forecast is not None}
+            if forecasts and setting.seasons not in rules and all(
+                    self.h.had_before(q.base) >= min(q.forecast.seasons) + q.forecast.level_window
+                    for q in forecasts if q.forecast is not None):
+                out.append(_seasons_text(setting.seasons))
+        return out
 
     def setting(self, knobs: Knobs) -> _Setting:
-        added = self.plan.added.get(None)
+        added = self.plan.added.get(RULES)
         raw = apply(self.plan.spec.raw, knobs, added.metric.name if added else None)
         spec = self.plan.spec.parse(raw)
-        h = None if knobs.horizon is None else _horizon_seconds(knobs.horizon)
-        base = list(self.plan.queries if h is None else self.plan.variants[h])
+        at = ForecastSetting(None if knobs.horizon is None else _horizon_seconds(knobs.horizon),
+                             None if knobs.seasons is None else _season_set(knobs.seasons))
+        base = list(self.plan.queries if at == RULES else self.plan.variants[at])
         if knobs.forecast:
-            base.append(self.plan.added[h])
+            base.append(self.plan.added[at])
         queries = [replace(q, metric=ms) for ms, q in zip(spec.metrics, base, strict=True)]
         return _Setting(knobs, raw, spec, queries)
 
@@ -160,6 +209,10 @@ class _Search:
         data = self.h.data if full else _sliced(self.h.data, self.split)
         return replay(s.spec, s.queries, data, prepared.grid, self.initial, self.args.startup_delay, self.h.config,
                       self.h.requests)
+
+    def no_value(self, knobs: Knobs) -> list[NoValue]:
+        """The candidate's forecast metrics without a value over the first steps of the window."""
+        return no_value(self.setting(knobs).queries, self.h.data, self.h.grid, self.h.had_before)
 
     def on_choose_part(self, knobs: Knobs) -> Score:
         try:
@@ -181,7 +234,8 @@ def _yaml(raw: dict[str, Any]) -> str:
 def _knob_text(k: Knobs, given: Knobs, forecast: bool, listed: bool) -> list[str]:
     return [k.target, "given" if k.tolerance is None else f"{k.tolerance:g}",
             "given" if k.down_window is None or k == given else f"{k.down_window}s", k.down_policy, k.up_policy] + \
-        (["added" if k.forecast else ("listed" if listed else "-"), k.horizon or "given"] if forecast else [])
+        (["added" if k.forecast else ("listed" if listed else "-"), k.horizon or "given", k.seasons or "given"]
+         if forecast else [])
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -199,7 +253,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             raise SpecFileError(f"{args.spec}: tune takes one autoscaler, the file has {len(specs)}")
         if args.top < 1 or args.workers < 1:
             raise ArgError("--top and --workers: must be at least 1")
-        h = read_histories(args, specs, err, HORIZONS, add_forecast=True)
+        h = read_histories(args, specs, err, settings(args.seasons), add_forecast=True)
     except (ArgError, SpecFileError) as exc:
         return fail(str(exc), 2)
     except Failed as exc:
@@ -222,11 +276,12 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     budget = ranked_score(scores, given).seconds_under if share is None else share * choose_seconds
     if plan.added:
         more = forecast_side(choose(scores, budget * MARGIN, given)[0][0], given, reference.target,
-                             search.horizons())
+                             search.horizons(), search.seasons())
         candidates += more
         scores += evaluate(more, search.on_choose_part, workers)
     leaders = [k for k, _ in choose(scores, budget * MARGIN, given)[:3]]
-    more = scale_up_side(leaders, tolerance_up(given_spec, h.config), search.horizons(), search.listed_forecast())
+    more = scale_up_side(leaders, tolerance_up(given_spec, h.config), search.horizons(), search.listed_forecast(),
+                         search.seasons())
     candidates += more
     scores += evaluate(more, search.on_choose_part, workers)
     ranked = choose(scores, budget * MARGIN, given)
@@ -243,6 +298,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     verdict, recommended = _verdict(given_held, best_held, held_budget, best_knobs == given)
     chosen = best_setting if recommended else given_setting
     total = time.perf_counter() - started
+
+    def gaps(k: Knobs) -> list[dict[str, Any]]:
+        return [g.row() for g in search.no_value(k)]
 
     def when(i: int) -> str:
         return h.grid.at(i).isoformat().replace("+00:00", "Z")
@@ -262,11 +320,16 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         "engine": "fast_replay (the engine's decisions, tested step for step)" if search.fast else "replay (decide())",
         "candidates": len(candidates),
         "seconds": {"fetch": round(fetched, 2), "search": round(replayed, 2), "total": round(total, 2)},
-        "given": {"knobs": given.row(), "chosenOn": ranked_score(scores, given).row(), "reportedOn": given_held.row()},
-        "best": {"knobs": best_knobs.row(), "chosenOn": ranked[0][1].row(), "reportedOn": best_held.row()},
+        "fetchedBefore": [row for _, row in h.fetched_before()],
+        "seasonsTried": search.seasons(),
+        "given": {"knobs": given.row(), "chosenOn": ranked_score(scores, given).row(), "reportedOn": given_held.row(),
+                  "noValue": gaps(given)},
+        "best": {"knobs": best_knobs.row(), "chosenOn": ranked[0][1].row(), "reportedOn": best_held.row(),
+                 "noValue": gaps(best_knobs)},
         "recommended": recommended,
         "verdict": verdict,
-        "top": [{"knobs": k.row(), "chosenOn": s.row(), "reportedOn": held[k][0].row()} for k, s in table_rows],
+        "top": [{"knobs": k.row(), "chosenOn": s.row(), "reportedOn": held[k][0].row(), "noValue": gaps(k)}
+                for k, s in table_rows],
         "all": [{"knobs": k.row(), "chosenOn": s.row()} for k, s in scores],
     }
     report = Path(args.report)
@@ -344,14 +407,21 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
       f"(budget {_duration(budget)}, chosen within {MARGIN:.0%} of it), "
       f"reported on {summary['reportedOn']['from']} .. {summary['reportedOn']['to']} "
       f"(held out, budget {_duration(held_budget)})")
+    for line, _ in search.h.fetched_before():
+        p(line)
+    for which, k in (("given", given), ("best", rows[0][0])):
+        for g in search.no_value(k):
+            p(f"{which}: {g.text()}: there it scales up on its other metrics and never down (a metric "
+              "without a value blocks a scale-down, as in Kubernetes)")
     p(f"limits: the same load model and start-up delay ({summary['startupDelaySeconds']:g}s) as backtest: "
       f"{summary['loadModel']}; the searched knobs only (target, tolerance, scale-down window and policy, "
-      "scale-up policy, adding the first metric's forecast when its rule declares one, the forecast's horizon)")
+      "scale-up policy, adding the first metric's forecast when its rule declares one, the forecast's horizon and "
+      "seasons)")
     t = Table(box=None, pad_edge=False, padding=(0, 1))
     heads = ["", "target", "tolerance", "down window", "down policy", "up policy"]
     forecast, listed = bool(search.horizons()), search.listed_forecast()
     if forecast:
-        heads += ["forecast", "horizon"]
+        heads += ["forecast", "horizon", "seasons"]
     for head in heads:
         t.add_column(head)
     for head in ("replica-h", "under-prov.", "events", "| held out: replica-h", "under-prov.", "events"):
@@ -375,6 +445,10 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
     horizon = summary["best"]["knobs"]["forecastHorizon"]
     if summary["recommended"] and horizon:
         p(f"rules file: set forecast.horizon to {horizon} on the forecast rule of this spec's forecast metric")
+    seasons = summary["best"]["knobs"]["forecastSeasons"]
+    if summary["recommended"] and seasons:
+        p(f"rules file: set forecast.seasons to [{seasons.replace(',', ', ')}] on the forecast rule of this spec's "
+          "forecast metric")
     p("recommended spec:" if summary["recommended"] else "the given spec (unchanged):")
     p(_yaml(chosen_raw).rstrip(), soft_wrap=True)
     if diff:

@@ -29,6 +29,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from autoscaler.backtest import cli
@@ -107,10 +108,40 @@ def test_replay_matches_the_hand_computed_steps(history, tmp_path: Path):
     assert "kube_deployment_status_replicas" in long["actual"]["source"]
     # the PromQL is the rule's, with the adapter's matchers for the namespace and the target's pods
     promql = short["metrics"][0]["promql"]
-    assert promql == 'sum(inflight_requests{namespace="shop",pod=~"web-.*"}) by (pod)'
+    assert promql == 'sum(inflight_requests{namespace="shop",pod=~"web-[a-z0-9]+-[a-z0-9]+"}) by (pod)'
     assert short["metrics"][0]["source"] == "rules[0]"
     assert "replica-hours" in out and "scale events (up/down)" in out and "6 (4/2)" in out and "2 (2/0)" in out
     assert "under-provisioned (load per ready pod > reference)" in out and "time above its own targets" in out
+
+
+def test_the_target_s_pods_are_its_controller_s_as_the_adapter_picks_them(history, tmp_path: Path):
+    """Deployment `web` beside Deployment `web-canary`: backtest's default pods are the ones the
+    adapter's Pods forecast reads (`workload_pattern` of web's pods now), so only web's are counted:
+    2 pods, then 4 from step 8, and their sum (the canary's 2 pods at 300 each are left out)."""
+    from adapter.forecast import workload_pattern
+    from autoscaler.backtest.specs import load_specs
+
+    prom, start = history
+    rules, short, _ = _files(tmp_path)
+    args = cli._parser().parse_args([str(short), "--prometheus-url", prom.url, "--rules", str(rules),
+                                     "--from", str(start), "--to", str(start + (data.STEPS - 1) * data.STEP)])
+    h = cli.read_histories(args, load_specs(str(short)), io.StringIO())
+    query = h.plans[0].queries[0]
+    assert f'pod=~"{workload_pattern(data.pods_at(8))}"' in query.promql
+    observed = h.data[query.promql]
+    assert observed.count.tolist() == [len(data.pods_at(i)) for i in range(data.STEPS)]
+    assert observed.total.tolist() == data.totals()
+
+
+@pytest.mark.parametrize(("kind", "pods"), [
+    ("Deployment", ["web-7c9d8f6b5-x2x7z", "web-59dbf8c7f4-m6n2s"]), ("StatefulSet", ["web-0", "web-12"]),
+    ("ReplicaSet", ["web-x2x7z"]), ("DaemonSet", ["web-b4kqp"]), ("Job", ["web-m6n2s"])])
+def test_one_naming_rule_from_the_pods_or_from_the_controller(kind: str, pods: list[str]):
+    from adapter.forecast import workload_pattern
+    from autoscaler.backtest.plan import pod_regex
+
+    assert pod_regex(kind, "web", None) == workload_pattern(pods)
+    assert pod_regex(kind, "web", "web-.*") == "web-.*"
 
 
 def test_exposure_against_a_reference_target(history, tmp_path: Path):
@@ -215,7 +246,7 @@ def test_resource_utilization_given_explicitly_replays_like_the_pods_spec(histor
     path.write_text(yaml.safe_dump(data.spec("web", 30, cpu)))
     report = tmp_path / "cpu"
     out, err = io.StringIO(), io.StringIO()
-    query = 'cpu=sum(inflight_requests{namespace="shop",pod=~"web-.*"}) by (pod) / 10'
+    query = 'cpu=sum(inflight_requests{namespace="shop",pod=~"web-[a-z0-9]+-[a-z0-9]+"}) by (pod) / 10'
     code = cli.main([str(path), "--prometheus-url", prom.url, "--query", query, "--pod-requests", "cpu=2",
                      "--from", str(start), "--to", str(start + (data.STEPS - 1) * data.STEP), "--startup-delay", "15s",
                      "--report", str(report), "--no-png"], out, err)

@@ -31,7 +31,8 @@ def test_backtest_through_kubectl_takes_its_namespace(history, tmp_path: Path):
         assert done.returncode == 0, done.stderr
         summary = yaml.safe_load((report / "summary.json").read_text())
         (s,) = summary["specs"]
-        assert s["metrics"][0]["promql"] == 'sum(inflight_requests{namespace="shop",pod=~"web-.*"}) by (pod)'
+        assert s["metrics"][0]["promql"] == \
+            'sum(inflight_requests{namespace="shop",pod=~"web-[a-z0-9]+-[a-z0-9]+"}) by (pod)'
         events = [(round((parse_time(e["time"]).timestamp() - start) / data.STEP), e["from"], e["to"])
                   for e in s["events"]]
         assert events == SHORT_EVENTS  # the hand-computed replay (test_backtest.py)

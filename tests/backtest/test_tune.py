@@ -63,7 +63,7 @@ def _openmetrics(start: int) -> str:
     lines = ["# TYPE busy_workers gauge"]
     for i, total in enumerate(LOAD):
         for p in range(4):
-            lines.append(f'busy_workers{{namespace="{NS}",pod="web-{p}"}} {total / 4} {start + i * STEP}')
+            lines.append(f'busy_workers{{namespace="{NS}",pod="web-7c9d8f6b5-x2x7{p}"}} {total / 4} {start + i * STEP}')
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
 
@@ -96,7 +96,7 @@ def test_tune_recommends_the_spec_worked_out_by_hand(history, tmp_path: Path):
     report = json.loads((tmp_path / "report" / "tune.json").read_text())
     assert report["best"]["knobs"] == {"target": "10", "tolerance": None, "scaleDownWindowSeconds": 0,
                                        "scaleDownPolicy": "100% per 15s", "scaleUpPolicy": "given",
-                                       "forecastHorizon": None, "addForecast": False}
+                                       "forecastHorizon": None, "addForecast": False, "forecastSeasons": None}
     assert report["recommended"] is True
     held = report["best"]["reportedOn"]
     assert held["replicaHours"] == round((10 * 20 + 20 * 20) * STEP / 3600, 3)
@@ -143,6 +143,7 @@ def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path:
     From T0 - 5m to T0, the forecast 30m ahead (the rule's) reads yesterday's 30: 30 x 15 / 10 = 45;
     10m ahead it reads yesterday's 10: 10 x 15 / 10 = 15. The observed metric has no horizon."""
     from autoscaler.backtest import cli
+    from autoscaler.backtest.plan import ForecastSetting
     from autoscaler.backtest.specs import load_specs
     from tests.adapter import forecast_data as fd
 
@@ -159,11 +160,11 @@ def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path:
                                         "spec": {**GIVEN["spec"], "metrics": metrics}}))
         args = tunecli._parser().parse_args([str(path), "--prometheus-url", prom.url, "--rules", str(rules),
                                              "--from", str(t0 - 300), "--to", str(t0), "--step", "60s"])
-        h = cli.read_histories(args, load_specs(str(path)), io.StringIO(), (600.0,))
+        h = cli.read_histories(args, load_specs(str(path)), io.StringIO(), [ForecastSetting(600.0)])
     plan = h.plans[0]
     assert h.data[plan.queries[1].promql].total.tolist() == pytest.approx([45.0] * 6)
-    assert h.data[plan.variants[600.0][1].promql].total.tolist() == pytest.approx([15.0] * 6)
-    assert plan.variants[600.0][0].promql == plan.queries[0].promql
+    assert h.data[plan.variants[ForecastSetting(600.0)][1].promql].total.tolist() == pytest.approx([15.0] * 6)
+    assert plan.variants[ForecastSetting(600.0)][0].promql == plan.queries[0].promql
     assert h.data[plan.queries[0].promql].total.tolist() == pytest.approx([15.0] * 6)
 
 

@@ -1,0 +1,115 @@
+"""The plan of a backtest or tune: the specs and the adapter's rules -> every PromQL to fetch.
+
+Pure: the only thing it needs from Prometheus, the metric names each rule's seriesQuery finds, is
+asked before (`series_queries` says which) and handed in. Then `cli.read_histories` fetches
+every query of the plan in one pass, and the replays read the fetched series.
+
+A forecast metric can be asked with other settings than its rule's (`tune` tries horizons and
+seasons): `ForecastSetting` names one, and a plan keeps the spec's queries under each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from adapter.naming import CompiledRules, compile_rules
+from adapter.podnames import owner_pattern
+from adapter.rules import DiscoveryRule, RulesConfig
+
+from .queries import MetricQuery, actual_replicas_queries, forecast_name, metric_query
+from .specs import Spec
+
+__all__ = ["RULES", "ForecastSetting", "Plan", "make_plans", "pod_regex", "series_queries"]
+
+
+@dataclass(frozen=True)
+class ForecastSetting:
+    """A forecast's horizon (seconds) and seasons (seconds, longest first); None: the rule's own."""
+
+    horizon: float | None = None
+    seasons: tuple[float, ...] | None = None
+
+
+RULES = ForecastSetting()  # every forecast as its rule declares it
+
+
+@dataclass
+class Plan:
+    spec: Spec
+    queries: list[MetricQuery]
+    actual_queries: list[str]
+    # with other forecast settings: the spec's queries, where a forecast metric's differs
+    variants: dict[ForecastSetting, list[MetricQuery]] = field(default_factory=dict)
+    # the first metric's forecast, when its rule declares one and the spec does not list it
+    added: dict[ForecastSetting, MetricQuery] = field(default_factory=dict)
+
+    def every_query(self) -> list[MetricQuery]:
+        return [*self.queries, *(q for qs in self.variants.values() for q in qs), *self.added.values()]
+
+    def promql(self) -> list[str]:
+        """Every PromQL of the plan, the cluster's replicas included."""
+        return [q.promql for q in self.every_query()] + self.actual_queries
+
+
+def series_queries(cfg: RulesConfig | None) -> list[str]:
+    """The seriesQuery of every rule: the names Prometheus has for these are what `make_plans` needs."""
+    return [] if cfg is None else list(dict.fromkeys(r.series_query for r in (*cfg.rules, *cfg.external_rules)))
+
+
+def pod_regex(kind: str, name: str, given: str | None) -> str:
+    """The target's pods in history: `--pod-regex`, else every pod its controller ever named, by
+    Kubernetes' naming conventions (the adapter's rule for a Pods forecast: `adapter.podnames`)."""
+    return given or owner_pattern(kind, name)
+
+
+def with_setting(cfg: RulesConfig, setting: ForecastSetting) -> CompiledRules:
+    """The rules with every forecast at `setting`: seasons for a seasonal one, the horizon for a
+    linear one and for a seasonal one whose shortest season is longer."""
+    def one(rule: DiscoveryRule) -> DiscoveryRule:
+        f = rule.forecast
+        if f is None:
+            return rule
+        if setting.seasons is not None and f.method == "seasonal":
+            f = replace(f, seasons=setting.seasons)
+        if setting.horizon is not None and (f.method != "seasonal" or min(f.seasons) > setting.horizon):
+            f = replace(f, horizon=setting.horizon)
+        return replace(rule, forecast=f)
+    return compile_rules(replace(cfg, rules=tuple(map(one, cfg.rules)),
+                                 external_rules=tuple(map(one, cfg.external_rules))))
+
+
+def make_plans(specs: Sequence[Spec], cfg: RulesConfig | None, names: Mapping[str, list[str]],
+               namespace: str | None, given_pod_regex: str | None, explicit: Mapping[str, str],
+               settings: Sequence[ForecastSetting] = (), add_forecast: bool = False) -> list[Plan]:
+    """Each spec's PromQL (and, for `settings`, its forecast metrics' PromQL at those settings;
+    with `add_forecast`, the first metric's forecast when the spec does not list it); raises
+    QueryError. `names`: the metric names of each rule's seriesQuery."""
+    rules = compile_rules(cfg) if cfg is not None else None
+    variants = {s: with_setting(cfg, s) for s in settings} if cfg is not None else {}
+
+    def series_names(series_query: str) -> list[str]:
+        return names.get(series_query, [])
+
+    def plan(s: Spec) -> Plan:
+        ns = namespace or s.namespace or "default"
+        ref = s.spec.scale_target_ref
+        pods = pod_regex(ref.kind, ref.name, given_pod_regex)
+        given = {**s.queries, **explicit}  # a ScaledObject's trigger queries, unless --query says otherwise
+
+        def queries(at: CompiledRules | None) -> list[MetricQuery]:
+            return [metric_query(ms, ns, pods, at, series_names, given) for ms in s.spec.metrics]
+
+        out = Plan(s, queries(rules), actual_replicas_queries(ns, s.name, ref.kind, ref.name))
+        first = s.spec.metrics[0]
+        name = forecast_name(first, rules, series_names) if add_forecast and rules is not None else None
+        added = None if name is None or any(ms.name == name for ms in s.spec.metrics) else replace(first, name=name)
+        if added is not None:
+            out.added[RULES] = metric_query(added, ns, pods, rules, series_names, {})
+        for setting, at in variants.items():
+            out.variants[setting] = queries(at)
+            if added is not None:
+                out.added[setting] = metric_query(added, ns, pods, at, series_names, {})
+        return out
+
+    return [plan(s) for s in specs]
