@@ -23,7 +23,7 @@ from adapter.podnames import workload_pattern
 from adapter.rules import Forecast
 from promscaler.times import parse_duration
 
-__all__ = ["forecast_query", "lookback", "promql_duration", "workload_pattern"]
+__all__ = ["forecast_query", "history_needed", "lookback", "promql_duration", "workload_pattern"]
 
 
 def promql_duration(seconds: float) -> str:
@@ -41,6 +41,15 @@ def lookback(query: str) -> float:
     ranges = [parse_duration(m) for m in _RANGE.findall(text)]
     offsets = [parse_duration(m) for m in _OFFSET.findall(text)]
     return max(ranges, default=0.0) + max(offsets, default=0.0)
+
+
+def history_needed(forecast: Forecast, query: str, season: float | None = None) -> float:
+    """Seconds of `query`'s history before a moment that its forecast needs to have a value there:
+    `season` (default the longest) plus the level window plus the query's own lookback (the
+    guard of `forecast_query`); for linear, the window plus the lookback."""
+    if forecast.method != "seasonal":
+        return forecast.window + lookback(query)
+    return (forecast.season if season is None else season) + forecast.level_window + lookback(query)
 
 
 def forecast_query(forecast: Forecast, query: str) -> str:

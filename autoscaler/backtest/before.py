@@ -18,6 +18,7 @@ from datetime import timedelta
 
 import numpy as np
 
+from adapter.forecast import history_needed
 from promscaler.times import format_duration
 
 from .history import Grid, Series
@@ -54,7 +55,7 @@ def needed(queries: Iterable[MetricQuery]) -> list[Before]:
             continue
         metrics, seconds = out.get(q.base, ((), 0.0))
         name = q.metric.name
-        out[q.base] = ((*metrics, name) if name not in metrics else metrics, max(seconds, q.forecast.history))
+        out[q.base] = ((*metrics, name) if name not in metrics else metrics, max(seconds, history_needed(q.forecast, q.base)))
     return [Before(base, metrics, seconds) for base, (metrics, seconds) in out.items()]
 
 
@@ -98,6 +99,6 @@ def no_value(queries: Iterable[MetricQuery], data: Mapping[str, Series], grid: G
         have = np.flatnonzero(np.isfinite(values))
         first = int(have[0]) if have.size else len(values)
         if first:
-            out.append(NoValue(q.metric.name, q.forecast.history, first * grid.step, not have.size,
-                               min(had(q.base), q.forecast.history)))
+            needs = history_needed(q.forecast, q.base)
+            out.append(NoValue(q.metric.name, needs, first * grid.step, not have.size, min(had(q.base), needs)))
     return out

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 import numpy as np
 import yaml
 
+from adapter.forecast import history_needed
 from autoscaler.commandline import ArgError, Parser
 from autoscaler.decision import SpecError
 from autoscaler.decision.spec import HPASpec
@@ -184,7 +185,7 @@ class _Search:
             rules = {q.forecast.seasons for q in (*self.plan.queries, self.plan.added.get(RULES))
                      if q is not None and q.forecast is not None}
             if forecasts and setting.seasons not in rules and all(
-                    self.h.had_before(q.base) >= min(q.forecast.seasons) + q.forecast.level_window
+                    self.h.had_before(q.base) >= history_needed(q.forecast, q.base, min(q.forecast.seasons))
                     for q in forecasts if q.forecast is not None):
                 out.append(_seasons_text(setting.seasons))
         return out
