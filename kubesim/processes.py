@@ -1,5 +1,6 @@
 """Child processes of the sandbox: the real adapter (`python -m adapter`) on a loopback port,
-waited for by its one ready line, and always stopped. Tests, benchmarks and the demo share it."""
+waited for by its one ready line, and the real controller (`python -m autoscaler run`), waited
+for on /readyz; always stopped. Tests, benchmarks and the demo share them."""
 
 from __future__ import annotations
 
@@ -123,6 +124,58 @@ class AdapterProcess:
             os.unlink(self.log_path)
 
     def __enter__(self) -> AdapterProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class ControllerProcess:
+    """`python -m autoscaler run --kubeconfig KUBECONFIG ARGS` with /healthz, /readyz and /metrics on
+    a free loopback port; its stderr (the JSON log) goes to a log file."""
+
+    def __init__(self, kubeconfig: str | Path, *args: str, cwd: str | Path = ROOT,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = [sys.executable, "-m", "autoscaler", "run", "--kubeconfig", str(kubeconfig),
+                     "--http-address", "127.0.0.1", "--http-port", str(self.port), *args]
+        with tempfile.NamedTemporaryFile("w+", prefix="controller-", suffix=".log", delete=False) as log:
+            self.log_path = log.name
+            self.proc = subprocess.Popen(self.args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=log,
+                                         env=None if env is None else {**os.environ, **env})
+
+    def wait_ready(self, timeout: float = 60.0) -> ControllerProcess:
+        """Wait until /readyz answers 200 (its caches are listed)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"controller exited {self.proc.returncode}: {self.stderr()[-3000:]}")
+            try:
+                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError(f"controller not ready: {self.stderr()[-3000:]}")
+
+    def metrics(self) -> str:
+        return httpx.get(self.url + "/metrics", timeout=10).text
+
+    def stderr(self) -> str:
+        return Path(self.log_path).read_text()
+
+    def kill(self) -> None:
+        """SIGKILL: no graceful stop, no Lease released."""
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self) -> None:
+        stop_process(self.proc, timeout=30)
+        if os.path.exists(self.log_path):
+            os.unlink(self.log_path)
+
+    def __enter__(self) -> ControllerProcess:
         return self
 
     def __exit__(self, *exc) -> None:
