@@ -150,6 +150,11 @@ class Controller:
                                       retry_period=s.retry_period, drain=self._drain, on_change=self._reshard,
                                       health=self.health, watch_timeout=s.watch_timeout)
         self.owned: set[WorkKey] = set()  # sharding: the objects this replica acts on now
+        if self.members is not None:  # every family has a sample from the start
+            for kind in self.informers:
+                self.telemetry.shard_owned.labels(kind).set(0)
+            for direction in ("gained", "lost"):
+                self.telemetry.shard_handovers.labels(direction)
         self._leading = asyncio.Event()
         if self.elector is None and self.members is None:
             self._leading.set()

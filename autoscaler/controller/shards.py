@@ -72,6 +72,18 @@ def published_view(lease: Obj) -> dict[str, str]:
     return {str(k): str(v) for k, v in view.items()} if isinstance(view, dict) else {}
 
 
+def owners(leases: Iterable[Obj], namespace: str, name: str) -> dict[str, tuple[str, int]]:
+    """Per shard group in `leases` (members' Leases, any namespace): the member that owns the
+    object under the group's current membership, and how many members there are."""
+    groups: dict[str, list[str]] = {}
+    for lease in leases:
+        group = ((lease.get("metadata") or {}).get("labels") or {}).get(GROUP_LABEL)
+        holder = (lease.get("spec") or {}).get("holderIdentity")
+        if group and holder:
+            groups.setdefault(group, []).append(str(holder))
+    return {g: (owner(m, namespace, name) or "", len(m)) for g, m in sorted(groups.items())}
+
+
 class Membership:
     """This replica's Lease, and the live members as the Lease watch shows them.
 
@@ -135,7 +147,25 @@ class Membership:
         return self.active() and owner(self.view(), namespace, name) == self.identity
 
     def _on_lease(self, event: str, old: Obj | None, new: Obj | None) -> None:
+        """Note when each Lease record was first seen: its expiry counts from then, on our clock."""
+        if new is not None:
+            meta = new.get("metadata") or {}
+            name, rv = str(meta.get("name") or ""), str(meta.get("resourceVersion") or "")
+            seen = self._seen.get(name)
+            if seen is None or seen[0] != rv:
+                self._seen[name] = (rv, time.monotonic())
         self._wake.set()
+
+    def _expires_at(self, obj: Obj) -> float | None:
+        """When a peer's Lease, unchanged since we saw it, may be expelled (None: ours, or not seen)."""
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        seen = self._seen.get(name)
+        if seen is None or seen[0] != str(meta.get("resourceVersion") or ""):
+            return None
+        if name == self.name and self.uid is not None and meta.get("uid") == self.uid:
+            return None
+        return seen[1] + float((obj.get("spec") or {}).get("leaseDurationSeconds") or self.lease_duration)
 
     def _notify_if_changed(self) -> None:
         state = (tuple(sorted(self.view().items())), self.active())
@@ -165,12 +195,16 @@ class Membership:
                 self._wake.clear()
                 waker = asyncio.ensure_future(self._wake.wait())
                 stopper = asyncio.ensure_future(stop.wait())
-                timeout = max(0.01, min(next_renew - time.monotonic(), self.retry_period))
+                now = time.monotonic()  # wake for the next renewal, or the next peer that may expire
+                expiries = [t for t in map(self._expires_at, self.leases.store.values()) if t is not None and t > now]
+                timeout = max(0.01, min([next_renew, *expiries]) - now)
                 try:
                     await asyncio.wait({waker, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     waker.cancel()
                     stopper.cancel()
+        except Exception:  # a bug here must not go unseen: we stop renewing, so we stop acting
+            log.exception("shard membership failed; leaving the group")
         finally:
             await self._leave()
             informer_stop.set()
@@ -236,15 +270,10 @@ class Membership:
             names.add(name)
             meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
             rv = str(meta.get("resourceVersion") or "")
-            seen = self._seen.get(name)
-            if seen is None or seen[0] != rv:
-                self._seen[name] = (rv, now)
-                continue
-            if name == self.name and self.uid is not None and meta.get("uid") == self.uid:
+            expires = self._expires_at(obj)
+            if expires is None or now < expires:
                 continue
             duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-            if now - seen[1] <= duration:
-                continue
             try:
                 await self.kube.request("DELETE", f"{self.path}/{name}", body={
                     "apiVersion": "v1", "kind": "DeleteOptions",

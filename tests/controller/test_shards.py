@@ -6,7 +6,9 @@ own reports."""
 
 from __future__ import annotations
 
+import io
 import itertools
+import json
 from collections import defaultdict
 from collections.abc import Iterator
 from datetime import datetime
@@ -16,6 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from autoscaler.controller.shards import lease_name, owner
+from autoscaler.explain.cli import main as explain_main
 from kubesim.apiserver import KubeSim
 from kubesim.kubeconfig import write_kubeconfig
 from kubesim.processes import ControllerProcess
@@ -171,6 +175,19 @@ def test_replicas_share_the_autoscalers_and_hand_them_over_without_two_writers(a
             assert moved and all(new == "replica-d" for _, new in moved.values()), moved
             assert 0 < len(moved) < COUNT
 
+            # explain names the replica the API server sees writing (the audit: which user created
+            # which member's Lease)
+            identity = {(e.get("requestObject") or {}).get("spec", {}).get("holderIdentity"): e["user"]["username"]
+                        for e in list(sim.audit or ()) if e["objectRef"]["resource"] == "leases"
+                        and e["verb"] == "create"}
+            for name in names[:3]:
+                out = io.StringIO()
+                assert explain_main([name, "-n", NS, "--kubeconfig", str(tmp_path / "replica-a.kubeconfig"),
+                                     "-o", "json"], stdout=out) == 0
+                (owned,) = json.loads(out.getvalue())["ownedBy"]
+                assert (owned["shardGroup"], owned["members"]) == ("promscaler-autoscaler", 3)
+                assert identity[owned["replica"]] == third[name], (name, owned)
+
             # a graceful stop deletes the Lease: the others take over without waiting for it to expire
             mine = [n for n in names if third[n] == "replica-a"]
             replicas["replica-a"].stop()
@@ -196,3 +213,26 @@ def test_replicas_share_the_autoscalers_and_hand_them_over_without_two_writers(a
             runs.append(user)
     interleaved: dict[Any, list[str]] = {k: v for k, v in epochs.items() if len(v) > 2}
     assert not interleaved, interleaved
+
+
+def test_rendezvous_hashing_moves_only_what_a_join_or_leave_must():
+    """Rendezvous hashing's documented property: removing a member moves exactly its objects,
+    adding one moves objects only to it, about 1/N of them."""
+    objects = [(f"ns-{i % 7}", f"app-{i}") for i in range(2000)]
+    five = [f"host_{i}" for i in range(5)]
+    before = {o: owner(five, *o) for o in objects}
+    assert set(before.values()) == set(five)
+    four = five[:4]
+    after_leave = {o: owner(four, *o) for o in objects}
+    assert {o for o in objects if after_leave[o] != before[o]} == {o for o in objects if before[o] == "host_4"}
+    six = [*five, "host_5"]
+    after_join = {o: owner(six, *o) for o in objects}
+    moved = [o for o in objects if after_join[o] != before[o]]
+    assert all(after_join[o] == "host_5" for o in moved)
+    assert 0.12 < len(moved) / len(objects) < 0.22  # 1/6, within five standard deviations
+    assert owner(list(reversed(six)), "ns-1", "app-1") == after_join[("ns-1", "app-1")]  # order does not matter
+
+
+def test_member_lease_names_are_dns_subdomains():
+    assert lease_name("promscaler-autoscaler", "node-1_3f2a-B") == "promscaler-autoscaler-node-1-3f2a-b"
+    assert len(lease_name("g", "x" * 400)) == 253
