@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Self
 
@@ -30,6 +30,22 @@ def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def wait_answering(proc: subprocess.Popen, url: str, log: Callable[[], str], what: str, timeout: float) -> None:
+    """Poll `url` until it answers 200; fail with the end of the process's log if it exits first
+    or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited {proc.returncode}: {log()[-3000:]}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(f"{what} not answering on {url}: {log()[-3000:]}")
 
 
 class TempDirServer:
@@ -98,17 +114,8 @@ class AdapterProcess:
 
     def wait_listening(self, timeout: float = 20.0) -> AdapterProcess:
         """Wait until `/healthz` answers (plain HTTP), even while Prometheus is not ready."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"adapter exited {self.proc.returncode}: {self.stderr()}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise TimeoutError(f"adapter not listening: {self.stderr()}")
+        wait_answering(self.proc, self.url + "/healthz", self.stderr, "adapter", timeout)
+        return self
 
     def stderr(self) -> str:
         return Path(self.log_path).read_text()
@@ -147,17 +154,8 @@ class ControllerProcess:
 
     def wait_ready(self, timeout: float = 60.0) -> ControllerProcess:
         """Wait until /readyz answers 200 (its caches are listed)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"controller exited {self.proc.returncode}: {self.stderr()[-3000:]}")
-            try:
-                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise TimeoutError(f"controller not ready: {self.stderr()[-3000:]}")
+        wait_answering(self.proc, self.url + "/readyz", self.stderr, "controller", timeout)
+        return self
 
     def metrics(self) -> str:
         return httpx.get(self.url + "/metrics", timeout=10).text

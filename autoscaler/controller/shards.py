@@ -112,35 +112,35 @@ class Membership:
         self._seen: dict[str, tuple[str, float]] = {}  # lease name -> (resourceVersion, first seen at)
         self._wake = asyncio.Event()
         self._last_state: tuple[Any, ...] | None = None
-        self.handovers = 0
+        self._snap: tuple[str | None, dict[str, str], bool] | None = None
 
     # --- what the watch shows ------------------------------------------------------------------
 
+    def _snapshot(self) -> tuple[dict[str, str], bool]:
+        """(live members: identity -> Lease uid, whether we are in our own view and in every peer's
+        published view), kept until the next Lease event or change of our uid."""
+        if self._snap is None or self._snap[0] != self.uid:
+            view, acked = {}, self.uid is not None
+            for obj in self.leases.store.values():
+                holder = (obj.get("spec") or {}).get("holderIdentity")
+                if not holder:
+                    continue
+                view[str(holder)] = str((obj.get("metadata") or {}).get("uid") or "")
+                if holder != self.identity and published_view(obj).get(self.identity) != self.uid:
+                    acked = False
+            self._snap = (self.uid, view, acked and view.get(self.identity) == self.uid)
+        return self._snap[1], self._snap[2]
+
     def view(self) -> dict[str, str]:
         """Live members: identity -> Lease uid (a member leaves only when its Lease is deleted)."""
-        out = {}
-        for obj in self.leases.store.values():
-            holder = (obj.get("spec") or {}).get("holderIdentity")
-            if holder:
-                out[str(holder)] = str((obj.get("metadata") or {}).get("uid") or "")
-        return out
-
-    def members(self) -> list[str]:
-        return sorted(self.view())
+        return self._snapshot()[0]
 
     def active(self) -> bool:
         """May this replica act at all: renewed within the deadline, seen in its own watch, and
         acknowledged by every peer it sees."""
         if self.uid is None or time.monotonic() - self._renewed_at >= self.renew_deadline:
             return False
-        view = self.view()
-        if view.get(self.identity) != self.uid:
-            return False
-        for obj in self.leases.store.values():
-            holder = (obj.get("spec") or {}).get("holderIdentity")
-            if holder and holder != self.identity and published_view(obj).get(self.identity) != self.uid:
-                return False
-        return True
+        return self._snapshot()[1]
 
     def owns(self, namespace: str, name: str) -> bool:
         """Whether this replica acts on the object now (`active()` and first in rank)."""
@@ -154,6 +154,7 @@ class Membership:
             seen = self._seen.get(name)
             if seen is None or seen[0] != rv:
                 self._seen[name] = (rv, time.monotonic())
+        self._snap = None
         self._wake.set()
 
     def _expires_at(self, obj: Obj) -> float | None:
