@@ -6,6 +6,7 @@ own reports."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import itertools
 import json
@@ -18,14 +19,17 @@ from typing import Any
 import pytest
 import yaml
 
+from autoscaler.controller.controller import Controller
 from autoscaler.controller.shards import lease_name, owner
 from autoscaler.explain.cli import main as explain_main
 from kubesim.apiserver import KubeSim
 from kubesim.kubeconfig import write_kubeconfig
 from kubesim.processes import ControllerProcess
+from promscaler.kubeapi import Kube, load_configuration
 
 from ..support import wait_for
-from .conftest import NS, ROOT, autoscaler, deployment, metrics_upstream, pods_metric
+from .conftest import NS, ROOT, autoscaler, deployment, eventually, metrics_upstream, pods_metric, settings
+from .test_reconcile import per_pod
 
 COUNT = 30
 LEASE_S, RENEW_S, RETRY_S, SYNC_S = 3.0, 2.0, 0.5, 1.0
@@ -236,3 +240,53 @@ def test_rendezvous_hashing_moves_only_what_a_join_or_leave_must():
 def test_member_lease_names_are_dns_subdomains():
     assert lease_name("promscaler-autoscaler", "node-1_3f2a-B") == "promscaler-autoscaler-node-1-3f2a-b"
     assert len(lease_name("g", "x" * 400)) == 253
+
+
+async def test_shadow_mode_shards_native_hpas_and_autoscalers_alike(sim, fake):
+    """In shadow mode with --reconcile-native-hpas, HPAs are shared out like HorizontalAutoscalers:
+    each synced by one replica only, and each replica exports (and counts) only its own."""
+    fake.pods[(NS, "load")] = per_pod(1000)
+    names = [f"app-{i}" for i in range(8)]
+    for name in names:
+        sim.apply(deployment(name, 2))
+        sim.apply(autoscaler(name, name, [pods_metric("load", "500m")], kind="HorizontalPodAutoscaler"))
+        sim.apply(autoscaler(name, name, [pods_metric("load", "500m")]))
+    kubes = [Kube(await load_configuration(sim.kubeconfig_path)) for _ in range(2)]
+    lease = dict(lease_duration=3.0, renew_deadline=2.0, retry_period=0.3, lease_name="promscaler-test")
+    controllers = [Controller(k, settings(identity=f"r{i}", sharding=True, dry_run=True, reconcile_native_hpas=True,
+                                          **lease)) for i, k in enumerate(kubes)]
+    synced: list[dict[tuple[str, str, str], int]] = [defaultdict(int), defaultdict(int)]
+    for c, counts in zip(controllers, synced, strict=True):
+        def counting(key, sync=c.reconciler.sync, counts=counts):
+            counts[key] += 1
+            return sync(key)
+        c.reconciler.sync = counting  # type: ignore[method-assign]
+    stops = [asyncio.Event(), asyncio.Event()]
+    tasks = [asyncio.create_task(c.run(s)) for c, s in zip(controllers, stops, strict=True)]
+    try:
+        await eventually(lambda: all(c.members and c.members.active() and len(c.members.view()) == 2
+                                     for c in controllers), timeout=20)
+        before = [dict(s) for s in synced]
+        keys = {(kind, NS, n) for kind in ("HorizontalAutoscaler", "HorizontalPodAutoscaler") for n in names}
+        await eventually(lambda: all(sum(s.get(k, 0) - b.get(k, 0) for s, b in zip(synced, before, strict=True)) >= 3
+                                     for k in keys), timeout=30)
+        mine = [{k for k in keys if s.get(k, 0) > b.get(k, 0)} for s, b in zip(synced, before, strict=True)]
+        assert not mine[0] & mine[1] and mine[0] | mine[1] == keys and mine[0] and mine[1]
+        for own, c in zip(mine, controllers, strict=True):
+            assert own == c.owned
+            shadowed = {lab for lab in own if lab[0] == "HorizontalPodAutoscaler"}
+            value = c.telemetry.registry.get_sample_value
+            assert value("promscaler_autoscaler_shard_owned_objects", {"kind": "HorizontalPodAutoscaler"}) == len(
+                shadowed)
+            for _, ns, name in shadowed:
+                assert value("promscaler_autoscaler_shadow_desired_replicas",
+                             {"namespace": ns, "name": name, "source": "promscaler"}) == 2.0
+            for _, ns, name in keys - own:
+                assert value("promscaler_autoscaler_shadow_desired_replicas",
+                             {"namespace": ns, "name": name, "source": "promscaler"}) is None
+    finally:
+        for s in stops:
+            s.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for k in kubes:
+            await k.close()
