@@ -273,7 +273,11 @@ class Controller:
             if not self.acts_on(key) or not self.health.up.is_set():
                 self.queue.done(key)
                 if self.members is None or not self.health.up.is_set():
-                    self.queue.add(key)  # a sharded replica leaves others' objects; _reshard adds what it gains
+                    self.queue.add(key)
+                elif owner(self.members.view(), key[1], key[2]) == self.settings.identity:
+                    # ours, but we may not act this moment (a late renewal): again once we may
+                    self.queue.add_after(key, self.settings.retry_period)
+                # else another replica's: _reshard adds what we gain
                 continue
             task = asyncio.create_task(self._process(key))
             self._inflight[key] = task

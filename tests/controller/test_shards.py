@@ -32,7 +32,7 @@ from .conftest import NS, ROOT, autoscaler, deployment, eventually, metrics_upst
 from .test_reconcile import per_pod
 
 COUNT = 30
-LEASE_S, RENEW_S, RETRY_S, SYNC_S = 3.0, 2.0, 0.5, 1.0
+LEASE_S, RENEW_S, RETRY_S, SYNC_S = 4.0, 3.0, 0.5, 2.0
 FLAGS = ("--sharding", "--horizontal-pod-autoscaler-sync-period", f"{SYNC_S:g}s",
          "--leader-elect-lease-duration", f"{LEASE_S:g}s", "--leader-elect-renew-deadline", f"{RENEW_S:g}s",
          "--leader-elect-retry-period", f"{RETRY_S * 1000:g}ms", "--leader-elect-resource-namespace", NS,
@@ -91,6 +91,12 @@ def owners_since(sim: KubeSim, since: float, names: list[str], times: int = 3) -
     return {n: per[n][0] for n in names}
 
 
+def unwritten(sim: KubeSim, since: float, names: list[str], times: int = 3) -> dict[str, list[str]]:
+    """For a failure message: the autoscalers written fewer than `times` times since `since`, and by whom."""
+    per = writers(writes(sim, since))
+    return {n: per.get(n, []) for n in names if len(per.get(n, ())) < times}
+
+
 def members_seen(replica: ControllerProcess) -> int:
     """Live members on the replica's /metrics, once it may act (0 before)."""
     text = replica.metrics()
@@ -138,8 +144,8 @@ def test_replicas_share_the_autoscalers_and_hand_them_over_without_two_writers(a
 
             # three members: each autoscaler has one writer, and all three have a share
             steady = datetime.now().timestamp()
-            first = wait_for(lambda: owners_since(sim, steady, names), timeout=30)
-            assert first is not None, writers(writes(sim, steady))
+            first = wait_for(lambda: owners_since(sim, steady, names), timeout=60)
+            assert first is not None, unwritten(sim, steady, names)
             assert set(first.values()) == set(live), first
 
             # SIGKILL: its autoscalers go to the others once its Lease expired, and nothing else moves
@@ -164,8 +170,8 @@ def test_replicas_share_the_autoscalers_and_hand_them_over_without_two_writers(a
                 assert at - renewed <= LEASE_S + SYNC_S, (name, at - renewed)
             assert wait_for(lambda: agreed(live), timeout=30)
             after_kill = datetime.now().timestamp()
-            second = wait_for(lambda: owners_since(sim, after_kill, names), timeout=30)
-            assert second is not None, writers(writes(sim, after_kill))
+            second = wait_for(lambda: owners_since(sim, after_kill, names), timeout=60)
+            assert second is not None, unwritten(sim, after_kill, names)
             assert {n: second[n] for n in names if n not in orphans} == {n: first[n] for n in names if n not in orphans}
 
             # a fourth replica joins: it takes a share, from both, and nothing else moves
@@ -173,8 +179,8 @@ def test_replicas_share_the_autoscalers_and_hand_them_over_without_two_writers(a
             live = ["replica-a", "replica-b", "replica-d"]
             assert wait_for(lambda: agreed(live), timeout=30), {u: replicas[u].metrics() for u in live}
             joined = datetime.now().timestamp()
-            third = wait_for(lambda: owners_since(sim, joined, names), timeout=30)
-            assert third is not None, writers(writes(sim, joined))
+            third = wait_for(lambda: owners_since(sim, joined, names), timeout=60)
+            assert third is not None, unwritten(sim, joined, names)
             moved = {n: (second[n], third[n]) for n in names if second[n] != third[n]}
             assert moved and all(new == "replica-d" for _, new in moved.values()), moved
             assert 0 < len(moved) < COUNT
