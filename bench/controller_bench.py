@@ -18,6 +18,16 @@ Measured:
     .venv/bin/python bench/controller_bench.py [--autoscalers 1000] [--period 15] [--rounds 2]
 
 Writes bench/results/controller.json and prints the numbers next to the goal.
+
+Replicas (issue 28): `--replicas 1,2,3` runs each count of real controller processes over the
+same autoscalers (one replica: today's controller, no sharding; several: `sharding`, default
+lease timings 15 s / 10 s / 2 s): objects each replica synced, CPU per sync, the achieved period
+and each replica's RSS over `--rounds` periods; then (several replicas) one is killed with SIGKILL
+and the failover time is how long its autoscalers waited for their next sync by another replica.
+
+    .venv/bin/python bench/controller_bench.py --autoscalers 3000 --replicas 1,2,3
+
+Writes bench/results/controller-replicas.json.
 """
 
 from __future__ import annotations
@@ -27,8 +37,10 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -234,6 +246,135 @@ async def measure(kubeconfig: str, count: int, period: float, rounds: int, qps: 
     }
 
 
+async def replica(kubeconfig: str, period: float, sharding: bool, group: str, identity: str, workers: int) -> None:
+    """Child process: one controller replica; prints `<unix time> <namespace>/<name>` per finished sync."""
+    from autoscaler.controller.controller import Controller, Settings
+    from promscaler.kubeapi import Kube, load_configuration
+
+    kube = Kube(await load_configuration(kubeconfig))
+    controller = Controller(kube, Settings(sync_period=period, leader_elect=False, sharding=sharding, lease_name=group,
+                                           lease_namespace="default", identity=identity, http_port=None,
+                                           workers=workers))
+    sync = controller.reconciler.sync
+
+    async def timed(key):
+        try:
+            return await sync(key)
+        finally:
+            sys.stdout.write(f"{time.time():.4f} {key[1]}/{key[2]}\n")
+            sys.stdout.flush()
+
+    controller.reconciler.sync = timed  # type: ignore[method-assign]
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    await controller.run(stop)
+    await kube.close()
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def replica_run(kubeconfig: str, count: int, n: int, period: float, rounds: int, workers: int) -> dict:
+    """`n` replica processes over the same autoscalers: steady state, then (n > 1) a SIGKILL."""
+    syncs: list[tuple[float, str, int]] = []  # (unix time, key, replica)
+    lock = threading.Lock()
+    procs = []
+    group = f"bench-{n}-{os.getpid()}"
+    for i in range(n):
+        procs.append(subprocess.Popen(
+            [sys.executable, __file__, "--replica", str(i), "--kubeconfig", kubeconfig, "--period", str(period),
+             "--group", group, "--workers", str(workers), *(["--sharded"] if n > 1 else [])],
+            stdout=subprocess.PIPE, text=True, cwd=ROOT))
+
+    def read(i: int, stream) -> None:
+        for line in stream:
+            t, key = line.split()
+            with lock:
+                syncs.append((float(t), key, i))
+
+    for i, p in enumerate(procs):
+        threading.Thread(target=read, args=(i, p.stdout), daemon=True).start()
+    try:
+        t0 = time.time()
+        while True:  # every autoscaler synced once, and (sharded) the membership settled: none synced by two
+            time.sleep(1)
+            with lock:
+                seen = {k for _, k, _ in syncs}
+                recent = [s for s in syncs if s[0] > time.time() - period]
+            owners: dict[str, set[int]] = {}
+            for _, key, i in recent:
+                owners.setdefault(key, set()).add(i)
+            if len(seen) == count and all(len(o) == 1 for o in owners.values()):
+                break
+            if time.time() - t0 > 20 * period:
+                raise RuntimeError(f"{n} replicas did not settle: {len(seen)} keys synced")
+        settled = time.time() - t0
+        start, cpu0 = time.time(), [_cpu_of(p.pid) for p in procs]
+        time.sleep(rounds * period)
+        end, cpu1 = time.time(), [_cpu_of(p.pid) for p in procs]
+        rss = [_rss_mb(p.pid) for p in procs]
+        with lock:
+            window = [s for s in syncs if start <= s[0] < end]
+            before = [s for s in syncs if s[0] < start]
+        last: dict[str, float] = {}
+        for t, key, _ in before:
+            last[key] = t
+        intervals = []
+        for t, key, _ in window:
+            if key in last:
+                intervals.append(t - last[key])
+            last[key] = t
+        starved = [end - t for t in last.values() if end - t > period]
+        with lock:  # objects: what each synced over the last period before the window and in it
+            owned = [s for s in syncs if start - period <= s[0] < end]
+        per_replica = [{"objects": len({k for _, k, i in owned if i == r}),
+                        "syncs": sum(1 for s in window if s[2] == r),
+                        "cores": round((cpu1[r] - cpu0[r]) / (end - start), 3), "rss_mb": round(rss[r], 1)}
+                       for r in range(n)]
+        cpu = sum(cpu1) - sum(cpu0)
+        result = {
+            "replicas": n, "sharding": n > 1, "autoscalers": count, "sync_period_s": period,
+            "settled_after_s": round(settled, 1), "window_s": round(end - start, 1), "per_replica": per_replica,
+            "cpu_ms_per_sync": round(1000 * cpu / max(1, len(window)), 3), "cores_total": round(cpu / (end - start), 3),
+            "achieved_period_p50_s": round(_pct(intervals, 0.5), 3),
+            "achieved_period_max_s": round(max([*intervals, *starved], default=float("nan")), 3),
+        }
+        if n > 1:  # failover: SIGKILL the last replica; its autoscalers wait for another's sync
+            victim = n - 1
+            theirs = {k for _, k, i in window if i == victim}
+            killed = time.time()
+            procs[victim].kill()
+            procs[victim].wait()
+            deadline = killed + 15.0 + 10.0 + 3 * period  # lease duration, renew deadline, some periods
+            waited: dict[str, float] = {}
+            while time.time() < deadline and len(waited) < len(theirs):
+                time.sleep(0.5)
+                with lock:
+                    for t, key, i in syncs:
+                        if t > killed and i != victim and key in theirs and key not in waited:
+                            waited[key] = t - killed
+            result["failover"] = {
+                "objects": len(theirs), "taken_over": len(waited),
+                "p50_s": round(_pct(list(waited.values()), 0.5), 2),
+                "max_s": round(max(waited.values(), default=float("nan")), 2),
+                "bound_s": f"lease duration 15 s + sync period {period:g} s",
+            }
+        return result
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--autoscalers", type=int, default=1000)
@@ -244,10 +385,20 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2, help="steady-state periods to measure after the first pass")
     p.add_argument("--kube-api-qps", type=float, default=None, help="default: the controller's default")
     p.add_argument("--kube-api-burst", type=int, default=None, help="default: the controller's default")
+    p.add_argument("--replicas", help="comma-separated replica counts to compare (e.g. 1,2,3): see above")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--replica", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--kubeconfig", help=argparse.SUPPRESS)
+    p.add_argument("--group", help=argparse.SUPPRESS)
+    p.add_argument("--sharded", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.serve:
         serve(args.autoscalers)
+        return 0
+    if args.replica is not None:
+        logging.basicConfig(level=logging.WARNING)
+        asyncio.run(replica(args.kubeconfig, args.period, args.sharded, args.group, f"replica-{args.replica}",
+                            args.workers))
         return 0
     logging.basicConfig(level=logging.WARNING)
     child = subprocess.Popen([sys.executable, __file__, "--serve", "--autoscalers", str(args.autoscalers)],
@@ -259,6 +410,8 @@ def main() -> int:
         qps = Settings.kube_api_qps if args.kube_api_qps is None else args.kube_api_qps
         burst = Settings.kube_api_burst if args.kube_api_burst is None else args.kube_api_burst
         workers = Settings.workers if args.workers is None else args.workers
+        if args.replicas:
+            return replicas_report(info["kubeconfig"], args, workers, child.pid)
         result = asyncio.run(measure(info["kubeconfig"], args.autoscalers, args.period, args.rounds, qps, burst,
                                      workers, child.pid, args.warmup))
     finally:
@@ -291,6 +444,33 @@ def main() -> int:
           f"{r['requests_rate_limited']} waited on the rate limit)   goal: < 0.5")
     print(f"  sandbox CPU:      {r['sandbox_cores']:.3f} cores (kubesim and the metrics upstream, one Python process)")
     print(f"  {'MEETS' if r['meets_goal'] else 'MISSES'} the goal; written to {out.relative_to(ROOT)}")
+    return 0
+
+
+def replicas_report(kubeconfig: str, args: argparse.Namespace, workers: int, sandbox_pid: int) -> int:
+    counts = [int(n) for n in args.replicas.split(",")]
+    runs = []
+    for n in counts:
+        sandbox0, t0 = _cpu_of(sandbox_pid), time.time()
+        run = replica_run(kubeconfig, args.autoscalers, n, args.period, args.rounds, workers)
+        run["sandbox_cores"] = round((_cpu_of(sandbox_pid) - sandbox0) / (time.time() - t0), 3)
+        runs.append(run)
+        r = run
+        objects = " + ".join(str(x["objects"]) for x in r["per_replica"])
+        print(f"{n} replica(s){' (sharding)' if r['sharding'] else ''}: objects {objects}; "
+              f"CPU {r['cpu_ms_per_sync']:.2f} ms/sync, {r['cores_total']:.3f} cores in all "
+              f"({', '.join(str(x['cores']) for x in r['per_replica'])}); achieved period p50 "
+              f"{r['achieved_period_p50_s']:.2f} s max {r['achieved_period_max_s']:.2f} s; RSS "
+              f"{', '.join(str(x['rss_mb']) for x in r['per_replica'])} MB", flush=True)
+        if "failover" in r:
+            f = r["failover"]
+            print(f"  SIGKILL of one: {f['taken_over']}/{f['objects']} of its autoscalers synced by another after "
+                  f"p50 {f['p50_s']:.2f} s, max {f['max_s']:.2f} s ({f['bound_s']})", flush=True)
+    out = ROOT / "bench/results/controller-replicas.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"runs": runs, "host_cpus": os.cpu_count(),
+                               "load_average": os.getloadavg()}, indent=2) + "\n")
+    print(f"written to {out.relative_to(ROOT)}")
     return 0
 
 

@@ -55,13 +55,15 @@ class KubeSim:
     - `strict_namespaces`: 404 on writes into a missing namespace (default: create it);
     - `metrics_api`: serve metrics.k8s.io from `set_pod_usage`;
     - `tls`: (certificate file, key file) to serve https, as a real API server does (in-cluster
-      clients insist on it).
+      clients insist on it);
+    - `audit`: keep an audit log of writes in `audit` (audit.k8s.io/v1 Events at level Request:
+      verb, user, objectRef, response code, times), as kube-apiserver's audit policy would.
     """
 
     def __init__(self, token: str = "sandbox-token", *, ready_delay: float = 1.0, history: int = 10_000,
                  bookmark_interval: float = 5.0, authenticate: bool = False, strict_namespaces: bool = False,
                  metrics_api: bool = True, metrics_window: str = "30s", port: int = 0,
-                 tls: tuple[str, str] | None = None) -> None:
+                 tls: tuple[str, str] | None = None, audit: bool = False) -> None:
         self.token = token
         self.cluster = Cluster(history=history, strict_namespaces=strict_namespaces, metrics=metrics_api)
         self.policy = AuthPolicy(tokens={token: dict(ADMIN)})
@@ -70,6 +72,7 @@ class KubeSim:
         self.controller = WorkloadController(self.cluster, ready_delay)
         self.bookmark_interval = bookmark_interval
         self.authenticate = authenticate
+        self.audit: list[Obj] | None = [] if audit else None
         self.app = create_app(self)
         self._port = port
         self._tls = tls

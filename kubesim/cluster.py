@@ -197,8 +197,9 @@ class Cluster:
             return cur
         return self.store.update(t, namespace, name, change)
 
-    def delete(self, t: ResourceType, namespace: str, name: str, uid: str | None = None) -> Obj:
-        gone = self.store.delete(t, namespace, name, uid)
+    def delete(self, t: ResourceType, namespace: str, name: str, uid: str | None = None,
+               resource_version: str | None = None) -> Obj:
+        gone = self.store.delete(t, namespace, name, uid, resource_version)
         self._after_delete(t, gone)
         return gone
 

@@ -1,5 +1,6 @@
 """Child processes of the sandbox: the real adapter (`python -m adapter`) on a loopback port,
-waited for by its one ready line, and always stopped. Tests, benchmarks and the demo share it."""
+waited for by its one ready line, and the real controller (`python -m autoscaler run`), waited
+for on /readyz; always stopped. Tests, benchmarks and the demo share them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Self
 
@@ -29,6 +30,22 @@ def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def wait_answering(proc: subprocess.Popen, url: str, log: Callable[[], str], what: str, timeout: float) -> None:
+    """Poll `url` until it answers 200; fail with the end of the process's log if it exits first
+    or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited {proc.returncode}: {log()[-3000:]}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(f"{what} not answering on {url}: {log()[-3000:]}")
 
 
 class TempDirServer:
@@ -97,17 +114,8 @@ class AdapterProcess:
 
     def wait_listening(self, timeout: float = 20.0) -> AdapterProcess:
         """Wait until `/healthz` answers (plain HTTP), even while Prometheus is not ready."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"adapter exited {self.proc.returncode}: {self.stderr()}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise TimeoutError(f"adapter not listening: {self.stderr()}")
+        wait_answering(self.proc, self.url + "/healthz", self.stderr, "adapter", timeout)
+        return self
 
     def stderr(self) -> str:
         return Path(self.log_path).read_text()
@@ -123,6 +131,49 @@ class AdapterProcess:
             os.unlink(self.log_path)
 
     def __enter__(self) -> AdapterProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class ControllerProcess:
+    """`python -m autoscaler run --kubeconfig KUBECONFIG ARGS` with /healthz, /readyz and /metrics on
+    a free loopback port; its stderr (the JSON log) goes to a log file."""
+
+    def __init__(self, kubeconfig: str | Path, *args: str, cwd: str | Path = ROOT,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = [sys.executable, "-m", "autoscaler", "run", "--kubeconfig", str(kubeconfig),
+                     "--http-address", "127.0.0.1", "--http-port", str(self.port), *args]
+        with tempfile.NamedTemporaryFile("w+", prefix="controller-", suffix=".log", delete=False) as log:
+            self.log_path = log.name
+            self.proc = subprocess.Popen(self.args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=log,
+                                         env=None if env is None else {**os.environ, **env})
+
+    def wait_ready(self, timeout: float = 60.0) -> ControllerProcess:
+        """Wait until /readyz answers 200 (its caches are listed)."""
+        wait_answering(self.proc, self.url + "/readyz", self.stderr, "controller", timeout)
+        return self
+
+    def metrics(self) -> str:
+        return httpx.get(self.url + "/metrics", timeout=10).text
+
+    def stderr(self) -> str:
+        return Path(self.log_path).read_text()
+
+    def kill(self) -> None:
+        """SIGKILL: no graceful stop, no Lease released."""
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self) -> None:
+        stop_process(self.proc, timeout=30)
+        if os.path.exists(self.log_path):
+            os.unlink(self.log_path)
+
+    def __enter__(self) -> ControllerProcess:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -9,6 +9,7 @@ import base64
 import contextlib
 import math
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -80,6 +81,13 @@ def _wants_table(request: Request) -> bool:
     return "as=Table" in request.headers.get("accept", "")
 
 
+AUDIT_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def audit_time() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 # --- the app -----------------------------------------------------------------------------------
 
 def create_app(sim: KubeSim) -> FastAPI:
@@ -111,6 +119,7 @@ def create_app(sim: KubeSim) -> FastAPI:
         user = policy.user_of(token)
         if sim.authenticate and user is None:
             raise Unauthorized("Unauthorized")
+        request.state.user = user
         return user
 
     @app.get("/version")
@@ -210,6 +219,41 @@ def create_app(sim: KubeSim) -> FastAPI:
         return t, ns, name, sub
 
     async def handle(request: Request, group: str, version: str, rest: str) -> Response:
+        """`serve`, and with `sim.audit` on, an audit.k8s.io/v1 Event (level Request) per write."""
+        if sim.audit is None or request.method == "GET":
+            return await serve(request, group, version, rest)
+        received = audit_time()
+        try:
+            response = await serve(request, group, version, rest)
+        except StatusError as exc:
+            sim.audit.append(await audit_event(request, group, version, rest, exc.code, received))
+            raise
+        sim.audit.append(await audit_event(request, group, version, rest, response.status_code, received))
+        return response
+
+    async def audit_event(request: Request, group: str, version: str, rest: str, code: int, received: str) -> Obj:
+        """What kube-apiserver's audit log records at level Request (the object name of a create
+        comes from its body, as the apiserver fills it in)."""
+        parts = [p for p in rest.split("/") if p]
+        ns = parts[1] if len(parts) >= 3 and parts[0] == "namespaces" else None
+        parts = parts[2:] if ns is not None else parts
+        try:
+            body = await _body(request) if request.headers.get("content-length") not in (None, "0") else None
+        except StatusError:
+            body = None
+        name = parts[1] if len(parts) > 1 else ((body or {}).get("metadata") or {}).get("name")
+        user = getattr(request.state, "user", None) or {}
+        ref = {"resource": parts[0] if parts else "", "namespace": ns, "name": name, "apiGroup": group,
+               "apiVersion": version, "subresource": parts[2] if len(parts) > 2 else None}
+        return {"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Request", "stage": "ResponseComplete",
+                "requestURI": str(request.url.path), "verb": AUDIT_VERBS.get(request.method, request.method.lower()),
+                "user": {"username": user.get("username"), "groups": user.get("groups") or []},
+                "userAgent": request.headers.get("user-agent", ""),
+                "objectRef": {k: v for k, v in ref.items() if v is not None},
+                "responseStatus": {"code": code}, "requestObject": body,
+                "requestReceivedTimestamp": received, "stageTimestamp": audit_time()}
+
+    async def serve(request: Request, group: str, version: str, rest: str) -> Response:
         t, ns, name, sub = resolve(group, version, rest)
         method = request.method
         if t.plural in ("tokenreviews", "subjectaccessreviews") and t.group.startswith(
@@ -264,11 +308,11 @@ def create_app(sim: KubeSim) -> FastAPI:
                 return js(_as(t, cluster.create(t, body, ns or None)), 201)
             return js(_as(t, cluster.patch(t, ns, name, ctype, body, subresource=sub)))
         if method == "DELETE" and sub is None:
-            uid = None
+            pre: Obj = {}
             if request.headers.get("content-length") not in (None, "0"):
                 opts = await _body(request) or {}
-                uid = ((opts.get("preconditions") or {}).get("uid")) if isinstance(opts, dict) else None
-            gone = cluster.delete(t, ns, name, uid)
+                pre = (opts.get("preconditions") or {}) if isinstance(opts, dict) else {}
+            gone = cluster.delete(t, ns, name, pre.get("uid"), pre.get("resourceVersion"))
             return js(_as(t, gone) if t.kind == "Pod" else _success(t, gone))
         raise MethodNotAllowed(f"{method} is not supported here")
 

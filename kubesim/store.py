@@ -215,7 +215,9 @@ class Store:
                 return old  # no-op writes keep the resourceVersion, as the apiserver does
             return self._commit(t, "MODIFIED", new, old)
 
-    def delete(self, t: ResourceType, namespace: str, name: str, uid: str | None = None) -> Obj:
+    def delete(self, t: ResourceType, namespace: str, name: str, uid: str | None = None,
+               resource_version: str | None = None) -> Obj:
+        """Delete, with DeleteOptions' preconditions (uid, resourceVersion) checked as the apiserver does."""
         ns = namespace if t.namespaced else ""
         with self._lock:
             old = self._find(t, ns, name)
@@ -224,6 +226,10 @@ class Store:
             if uid and old["metadata"].get("uid") != uid:
                 raise Conflict(f"Precondition failed: UID in precondition: {uid}, "
                                f'UID in object meta: {old["metadata"].get("uid")}',
+                               {"name": name, "group": t.group, "kind": t.plural})
+            if resource_version and old["metadata"].get("resourceVersion") != resource_version:
+                raise Conflict(f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
+                               f'ResourceVersion in object meta: {old["metadata"].get("resourceVersion")}',
                                {"name": name, "group": t.group, "kind": t.plural})
             del self._objects[t.key][ns][name]
             gone = copy(old)

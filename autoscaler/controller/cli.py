@@ -74,17 +74,25 @@ def build_parser() -> argparse.ArgumentParser:
                         "with two metrics each keep a 15s period; 0: no limit)")
     c.add_argument("--kube-api-burst", type=flags.positive_int, default=1000, metavar="N",
                    help="requests allowed above --kube-api-qps in a burst")
-    le = p.add_argument_group("leader election (kube-controller-manager names and defaults)")
+    le = p.add_argument_group("leader election and sharding (kube-controller-manager names and defaults; "
+                              "sharding uses the same lease timings)")
     le.add_argument("--leader-elect", type=flags.boolean, default=None, nargs="?", const=True, metavar="BOOL",
                     help="elect a leader on a Lease before syncing, so several replicas are safe "
-                         "(default true; false with --dry-run, which writes no Lease)")
+                         "(default true; false with --dry-run, which writes no Lease, or with --sharding)")
+    le.add_argument("--sharding", type=flags.boolean, default=False, nargs="?", const=True, metavar="BOOL",
+                    help="every replica syncs: each autoscaler is owned by one live replica (a Lease per replica "
+                         "named <resource-name>-<identity>, rendezvous hashing of namespace/name over the members); "
+                         "excludes --leader-elect (default false: one replica syncs everything)")
     le.add_argument("--leader-elect-lease-duration", type=flags.duration, default=15.0, metavar="DURATION",
-                    help="how long a non-leader waits after the last renewal before taking the lease")
+                    help="how long a non-leader waits after the last renewal before taking the lease "
+                         "(sharding: before expelling a member that stopped renewing)")
     le.add_argument("--leader-elect-renew-deadline", type=flags.duration, default=10.0, metavar="DURATION",
-                    help="how long the leader keeps trying to renew before it stops leading")
+                    help="how long the leader keeps trying to renew before it stops leading "
+                         "(sharding: before a member stops syncing)")
     le.add_argument("--leader-elect-retry-period", type=flags.duration, default=2.0, metavar="DURATION",
                     help="how often candidates try to acquire or renew the lease")
-    le.add_argument("--leader-elect-resource-name", default="promscaler-autoscaler", help="name of the Lease")
+    le.add_argument("--leader-elect-resource-name", default="promscaler-autoscaler",
+                    help="name of the Lease (sharding: the members' Lease name prefix and shard group label)")
     le.add_argument("--leader-elect-resource-namespace", default=None,
                     help="namespace of the Lease (default: the pod's namespace, else kube-system)")
     o = p.add_argument_group("serving and logging")
@@ -99,6 +107,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     if not (args.leader_elect_lease_duration > args.leader_elect_renew_deadline > args.leader_elect_retry_period > 0):
         raise ValueError("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, "
                          "which must exceed --leader-elect-retry-period")
+    if args.sharding and args.leader_elect:
+        raise ValueError("--sharding and --leader-elect are mutually exclusive: with sharding every replica syncs "
+                         "its own share, with leader election one replica syncs everything")
     return Settings(
         sync_period=args.horizontal_pod_autoscaler_sync_period,
         workers=args.concurrent_horizontal_pod_autoscaler_syncs,
@@ -111,7 +122,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         dry_run=args.dry_run,
         reconcile_native_hpas=args.reconcile_native_hpas,
         namespace=args.namespace,
-        leader_elect=(not args.dry_run) if args.leader_elect is None else args.leader_elect,
+        leader_elect=(not args.dry_run and not args.sharding) if args.leader_elect is None else args.leader_elect,
+        sharding=args.sharding,
         lease_duration=args.leader_elect_lease_duration,
         renew_deadline=args.leader_elect_renew_deadline,
         retry_period=args.leader_elect_retry_period,

@@ -1,15 +1,18 @@
-"""The controller loop: informers -> work queue -> N workers -> reconcile, behind leader election.
+"""The controller loop: informers -> work queue -> N workers -> reconcile, behind leader election
+or sharding.
 
 Every autoscaler is synced when it appears or its spec changes, and again every sync period
 (like the HPA controller, which re-queues each key after the resync period). Failed syncs are
-retried with per-key exponential backoff, never later than one sync period. Only the leader
-syncs (and so only the leader writes); standbys keep their caches warm.
+retried with per-key exponential backoff, never later than one sync period. With leader
+election only the leader syncs (and so only the leader writes); standbys keep their caches warm.
+With sharding every replica syncs the objects it owns (shards.py); the others are left alone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import uuid
@@ -34,6 +37,7 @@ from .queue import ShutDown, WorkQueue
 from .reconcile import CR, HPA, Reconciler, SyncError, WorkKey
 from .scale import Discovery, ScaleClient
 from .shadow import ShadowBook
+from .shards import Membership, owner
 from .stopping import sleep_or_stop
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,7 @@ class Settings:
     reconcile_native_hpas: bool = False
     namespace: str | None = None
     leader_elect: bool = True
+    sharding: bool = False  # exclusive with leader_elect; lease timings and name shared
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -104,7 +109,9 @@ class Controller:
         self.kube, self.settings = kube, settings
         s = settings
         kube.rate_limit(s.kube_api_qps, s.kube_api_burst)
-        self.telemetry = Telemetry(shadow=s.dry_run)
+        if s.sharding and s.leader_elect:
+            raise ValueError("sharding and leader election are mutually exclusive")
+        self.telemetry = Telemetry(shadow=s.dry_run, sharding=s.sharding)
         self.health = ApiHealth(kube)
         self.queue: WorkQueue[WorkKey] = WorkQueue(max_delay=s.sync_period, metrics=self.telemetry)
         self.informers: dict[str, Informer] = {
@@ -136,11 +143,23 @@ class Controller:
                                          lease_duration=s.lease_duration, renew_deadline=s.renew_deadline,
                                          retry_period=s.retry_period, on_change=self._leadership,
                                          health=self.health)
+        self.members: Membership | None = None
+        if s.sharding:
+            self.members = Membership(kube, namespace=s.lease_namespace, group=s.lease_name, identity=s.identity,
+                                      lease_duration=s.lease_duration, renew_deadline=s.renew_deadline,
+                                      retry_period=s.retry_period, drain=self._drain, on_change=self._reshard,
+                                      health=self.health, watch_timeout=s.watch_timeout)
+        self.owned: set[WorkKey] = set()  # sharding: the objects this replica acts on now
+        if self.members is not None:  # every family has a sample from the start
+            for kind in self.informers:
+                self.telemetry.shard_owned.labels(kind).set(0)
+            for direction in ("gained", "lost"):
+                self.telemetry.shard_handovers.labels(direction)
         self._leading = asyncio.Event()
-        if self.elector is None:
+        if self.elector is None and self.members is None:
             self._leading.set()
             self.telemetry.leader.set(1)
-        self._inflight: set[asyncio.Task[None]] = set()
+        self._inflight: dict[WorkKey, asyncio.Task[None]] = {}
         self.syncs = 0
         self.http_port: int | None = None
 
@@ -158,7 +177,10 @@ class Controller:
             if event == "DELETED":
                 self.queue.cancel(key)
                 self.reconciler.forget(key)
+                self._own(key, False)
             elif _spec_changed(old, new):
+                if old is None and self.members is not None:
+                    self._own(key, self.members.owns(ns, name))
                 self.queue.add(key)
         return on_event
 
@@ -176,6 +198,62 @@ class Controller:
     def is_leader(self) -> bool:
         return self._leading.is_set()
 
+    def acts_on(self, key: WorkKey) -> bool:
+        """Whether this replica may sync (and so write) `key` now."""
+        if self.members is not None:
+            return self.members.owns(key[1], key[2])
+        return self.is_leader
+
+    def _own(self, key: WorkKey, owned: bool) -> None:
+        if self.members is None or owned == (key in self.owned):
+            return
+        if owned:
+            self.owned.add(key)
+        else:
+            self.owned.discard(key)
+        self.telemetry.shard_owned.labels(key[0]).inc(1 if owned else -1)
+
+    def _reshard(self) -> None:
+        """The membership (or whether we may act) changed: sync what we gained now, forget what we lost."""
+        assert self.members is not None
+        active, view = self.members.active(), self.members.view()
+        me = self.settings.identity
+        owned = {(kind, ns, name) for kind, informer in self.informers.items() for ns, name in informer.store
+                 if active and owner(view, ns, name) == me}
+        gained, lost = owned - self.owned, self.owned - owned
+        for key in lost:
+            self.queue.cancel(key)
+            if owner(view, key[1], key[2]) != me:  # another's now; a pause (not renewed) keeps the history
+                self.reconciler.forget(key)
+            self._own(key, False)
+        for key in gained:
+            self._own(key, True)
+            self.queue.add(key)
+        if gained or lost:
+            log.info("shard membership changed: %d members, owning %d objects (%d gained, %d lost)",
+                     len(view), len(self.owned), len(gained), len(lost))
+        self.telemetry.shard_handovers.labels("gained").inc(len(gained))
+        self.telemetry.shard_handovers.labels("lost").inc(len(lost))
+        self.telemetry.shard_active.set(1 if active else 0)
+        self.telemetry.shard_member.clear()
+        for identity in view:
+            self.telemetry.shard_member.labels(identity).set(1)
+        if active:
+            self._leading.set()
+        else:
+            self._leading.clear()
+
+    async def _drain(self) -> None:
+        """Wait for the in-flight syncs of objects we no longer own under the current view."""
+        assert self.members is not None
+        me = self.settings.identity
+        while True:
+            view = self.members.view()
+            lost = [t for key, t in self._inflight.items() if owner(view, key[1], key[2]) != me]
+            if not lost:
+                return
+            await asyncio.wait(lost)
+
     def ready(self) -> bool:
         return self.pod_informer.synced.is_set() and all(i.synced.is_set() for i in self.informers.values())
 
@@ -192,14 +270,22 @@ class Controller:
                 key = await self.queue.get()
             except ShutDown:
                 return
-            if not self.is_leader or not self.health.up.is_set():
+            if not self.acts_on(key) or not self.health.up.is_set():
                 self.queue.done(key)
-                self.queue.add(key)
+                if self.members is None or not self.health.up.is_set():
+                    self.queue.add(key)
+                elif owner(self.members.view(), key[1], key[2]) == self.settings.identity:
+                    # ours, but we may not act this moment (a late renewal): again once we may
+                    self.queue.add_after(key, self.settings.retry_period)
+                # else another replica's: _reshard adds what we gain
                 continue
             task = asyncio.create_task(self._process(key))
-            self._inflight.add(task)
-            task.add_done_callback(self._inflight.discard)
+            self._inflight[key] = task
+            task.add_done_callback(functools.partial(self._finished, key))
             await asyncio.shield(task)
+
+    def _finished(self, key: WorkKey, _task: asyncio.Task[None]) -> None:
+        self._inflight.pop(key, None)
 
     async def _process(self, key: WorkKey) -> None:
         try:
@@ -251,7 +337,8 @@ class Controller:
             if server.servers:
                 self.http_port = server.servers[0].sockets[0].getsockname()[1]
         workers = [asyncio.create_task(self._worker()) for _ in range(s.workers)]
-        elector_task = asyncio.create_task(self.elector.run(lead_stop)) if self.elector else None
+        elector_task = (asyncio.create_task(self.elector.run(lead_stop)) if self.elector
+                        else asyncio.create_task(self.members.run(lead_stop)) if self.members else None)
         children = [
             *informer_tasks,
             *workers,
@@ -265,7 +352,7 @@ class Controller:
             for w in workers:
                 w.cancel()
             if self._inflight:
-                await asyncio.wait(list(self._inflight), timeout=s.shutdown_grace)
+                await asyncio.wait(list(self._inflight.values()), timeout=s.shutdown_grace)
             lead_stop.set()
             if elector_task is not None:
                 await elector_task
@@ -277,6 +364,6 @@ class Controller:
             await asyncio.gather(*children, return_exceptions=True)
             await self.health.close()
         finally:  # cancelled (not stopped): take every child down with us
-            for t in [*children, *self._inflight]:
+            for t in [*children, *self._inflight.values()]:
                 t.cancel()
         log.info("controller stopped")

@@ -59,9 +59,9 @@ def metric_series(spec: Obj, status: Obj) -> list[tuple[str, str, float | None, 
 class Telemetry:
     """The controller's Prometheus metrics; implements reconcile.Observer and queue.QueueMetrics."""
 
-    def __init__(self, shadow: bool = False) -> None:
-        """`shadow`: dry-run, which exports the shadow comparison series (declared only then, so no
-        family is ever empty)."""
+    def __init__(self, shadow: bool = False, sharding: bool = False) -> None:
+        """`shadow`: dry-run, which exports the shadow comparison series; `sharding`: the shard
+        series (each declared only then, so no family is ever empty)."""
         self.registry = CollectorRegistry()
         r = self.registry
         register_build_info(r, "autoscaler")
@@ -98,6 +98,19 @@ class Telemetry:
                                      "Dry-run: 1 when promscaler's decision differs from the cluster HPA's.",
                                      ["namespace", "name"], registry=shadow_registry)
         self.leader = Gauge("promscaler_autoscaler_leader", "1 while this instance holds the leader lease.", registry=r)
+        shard_registry = r if sharding else None
+        self.shard_owned = Gauge("promscaler_autoscaler_shard_owned_objects",
+                                 "Sharding: objects this replica owns and reconciles now, by kind.", ["kind"],
+                                 registry=shard_registry)
+        self.shard_handovers = Counter("promscaler_autoscaler_shard_handovers",
+                                       "Sharding: objects this replica gained or lost on a membership change.",
+                                       ["direction"], registry=shard_registry)
+        self.shard_member = Gauge("promscaler_autoscaler_shard_member",
+                                  "Sharding: 1 per live member of the shard group, as this replica sees it.",
+                                  ["identity"], registry=shard_registry)
+        self.shard_active = Gauge("promscaler_autoscaler_shard_active",
+                                  "Sharding: 1 while this replica may act (its Lease renewed, every peer agreeing).",
+                                  registry=shard_registry)
         # The opt-in controls (docs/controls.md), from status.control; per autoscaler, the Fallback and
         # Paused conditions are in status_condition above.
         self.fallbacks = Counter("promscaler_autoscaler_fallbacks",

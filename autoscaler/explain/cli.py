@@ -77,6 +77,7 @@ async def explain(kubeconfig: str | None, context: str | None, kind: str, namesp
     kube = Kube(cfg)
     try:
         moment = await gather(kube, kind, namespace, name, datetime.now(UTC))
+        moment.owners = await shard_owners(kube, namespace, name)
     except GatherError:
         raise
     except Exception as exc:  # connection refused, TLS: the API server itself
@@ -91,6 +92,19 @@ async def explain(kubeconfig: str | None, context: str | None, kind: str, namesp
     diffs = compare(moment.obj, moment.spec, decision, moment.scale.replicas, moment.now,
                     config.downscale_stabilization_window)
     return moment, decision, diffs
+
+
+async def shard_owners(kube: Any, namespace: str, name: str) -> dict[str, tuple[str, int]]:
+    """Which controller replica owns the object, per shard group (controllers run with --sharding);
+    empty when none runs sharded or the Leases cannot be listed."""
+    from autoscaler.controller.shards import GROUP_LABEL, owners
+    from promscaler.kubeapi import ApiError, query
+
+    try:
+        body = await kube.get("/apis/coordination.k8s.io/v1/leases", query(labelSelector=GROUP_LABEL))
+    except ApiError:
+        return {}
+    return owners(body.get("items") or [], namespace, name)
 
 
 def document(m: Moment, d: Decision, diffs: Sequence[Difference], config: ControllerConfig) -> dict[str, Any]:
@@ -111,6 +125,7 @@ def document(m: Moment, d: Decision, diffs: Sequence[Difference], config: Contro
                                   for c in status.get("conditions") or ()]},
         "differences": [{"field": x.field, "recomputed": x.ours, "status": x.status, "reasons": list(x.reasons)}
                         for x in diffs],
+        "ownedBy": [{"shardGroup": g, "replica": who, "members": n} for g, (who, n) in m.owners.items()],
     }
 
 
@@ -127,6 +142,8 @@ def _text(m: Moment, d: Decision, diffs: Sequence[Difference], config: Controlle
     out.write("  assumed:\n")
     for line in assumptions(m.spec, config.downscale_stabilization_window):
         out.write(f"    {line}\n")
+    for group, (who, n) in m.owners.items():
+        out.write(f"  owned by replica {who} (shard group {group}, {n} members)\n")
     status = m.obj.get("status") or {}
     if not diffs:
         out.write(f"  status agrees: desiredReplicas {status.get('desiredReplicas')}, same conditions\n")

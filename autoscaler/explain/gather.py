@@ -47,6 +47,7 @@ class Moment:
     now: datetime
     # (path, labelSelector, body) of every metrics API answer
     answers: list[tuple[str, str | None, Obj]] = field(default_factory=list)
+    owners: dict[str, tuple[str, int]] = field(default_factory=dict)  # shard group -> (replica, members)
 
     @property
     def label(self) -> str:

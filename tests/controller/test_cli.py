@@ -41,6 +41,7 @@ def test_help_explains_why_native_hpas_are_off_by_default():
         "--horizontal-pod-autoscaler-initial-readiness-delay",
         "--leader-elect-lease-duration",
         "--leader-elect-resource-namespace",
+        "--sharding",
         "--dry-run",
         "--namespace",
     ):
@@ -53,6 +54,9 @@ def test_bad_flags_give_one_line_errors():
     assert "--horizontal-pod-autoscaler-sync-period" in out.stderr and "Traceback" not in out.stderr
     out = _run("--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s")
     assert out.returncode == 2 and "renew-deadline" in out.stderr and "Traceback" not in out.stderr
+    out = _run("--sharding", "--leader-elect")
+    assert out.returncode == 2 and "--sharding and --leader-elect are mutually exclusive" in out.stderr
+    assert "Traceback" not in out.stderr
     out = _run("--kubeconfig", "/nonexistent/kubeconfig", "--leader-elect=false")
     assert out.returncode == 1 and "/nonexistent/kubeconfig" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1

@@ -70,6 +70,39 @@ def test_generate_name(ns: str, core: client.CoreV1Api) -> None:
     assert created.metadata.name.startswith("cfg-") and len(created.metadata.name) == len("cfg-") + 5
 
 
+def test_delete_preconditions_and_the_audit_log(ns: str, api: client.ApiClient) -> None:
+    """DeleteOptions.preconditions.resourceVersion as the apiserver checks it (409 when the object
+    changed since), and the audit log of writes (audit.k8s.io/v1 Events at level Request)."""
+    sim = KubeSim(ready_delay=0.0, audit=True).start()
+    try:
+        conf = sim.client_configuration()
+        sim.tokens["token-alice"] = {"username": "alice", "groups": ["system:masters"]}
+        conf.api_key = {"BearerToken": "token-alice"}
+        with client.ApiClient(conf) as alice:
+            leases = client.CoordinationV1Api(alice)
+            body = {"metadata": {"name": "member", "labels": {"group": "g"}}, "spec": {"holderIdentity": "a"}}
+            made = leases.create_namespaced_lease("default", body)
+            stale = made.metadata.resource_version
+            made.spec.holder_identity = "b"
+            leases.replace_namespaced_lease("member", "default", made)
+            with pytest.raises(ApiException) as exc:
+                leases.delete_namespaced_lease("member", "default", body=client.V1DeleteOptions(
+                    preconditions=client.V1Preconditions(resource_version=stale)))
+            assert exc.value.status == 409 and "ResourceVersion in precondition" in status_of(exc.value)["message"]
+            fresh = leases.read_namespaced_lease("member", "default").metadata.resource_version
+            leases.delete_namespaced_lease("member", "default", body=client.V1DeleteOptions(
+                preconditions=client.V1Preconditions(resource_version=fresh)))
+        assert sim.audit is not None
+        got = [(e["verb"], e["user"]["username"], e["objectRef"]["resource"], e["objectRef"].get("name"),
+                e["responseStatus"]["code"]) for e in sim.audit]
+        assert got == [("create", "alice", "leases", "member", 201), ("update", "alice", "leases", "member", 200),
+                       ("delete", "alice", "leases", "member", 409), ("delete", "alice", "leases", "member", 200)]
+        assert sim.audit[0]["requestObject"]["spec"] == {"holderIdentity": "a"}
+        assert KubeSim().audit is None  # off unless asked for
+    finally:
+        sim.stop()
+
+
 def test_update_with_stale_resource_version_conflicts(ns: str, apps: client.AppsV1Api) -> None:
     first = apps.create_namespaced_deployment(ns, deployment("web"))
     assert first.metadata.generation == 1
