@@ -55,7 +55,8 @@ def needed(queries: Iterable[MetricQuery]) -> list[Before]:
             continue
         metrics, seconds = out.get(q.base, ((), 0.0))
         name = q.metric.name
-        out[q.base] = ((*metrics, name) if name not in metrics else metrics, max(seconds, history_needed(q.forecast, q.base)))
+        seconds = max(seconds, history_needed(q.forecast, q.base))
+        out[q.base] = ((*metrics, name) if name not in metrics else metrics, seconds)
     return [Before(base, metrics, seconds) for base, (metrics, seconds) in out.items()]
 
 
