@@ -16,7 +16,7 @@ from adapter.provider import CachePolicy, CustomMetricsProvider, ExternalMetrics
 from adapter.resourcemetrics import ResourceMetricsProvider, compile_resource_rules, reloader
 from adapter.rules import RuleError, RulesConfig, load_rules
 from adapter.selfmetrics import SelfMetrics
-from adapter.server import SecurityUnavailable, check_security, serve
+from adapter.server import SERVING_MODULES, SecurityUnavailable, check_security, serve
 from adapter.settings import Settings, parse_settings
 from promscaler import logs
 from promscaler.kubeconfig import Source, load_configuration, locate
@@ -35,11 +35,17 @@ def kube_source(settings: Settings) -> Source | None:
     return Source("in-cluster", None) if settings.in_cluster else locate(settings.kubeconfig)
 
 
+def _import_serving() -> None:
+    for name in ("adapter.app", *SERVING_MODULES):
+        importlib.import_module(name)
+
+
 def _import_app() -> asyncio.Future:
-    """The HTTP app's module (FastAPI: about as much import time as the rest of the adapter),
-    imported on a worker thread while the event loop waits for the cluster and Prometheus. Started
-    once the main thread's own imports (the kubernetes client, which shares pydantic) are done."""
-    return asyncio.get_running_loop().run_in_executor(None, importlib.import_module, "adapter.app")
+    """The HTTP app's module (FastAPI: about as much import time as the rest of the adapter) and
+    the server's (uvicorn), imported on a worker thread while the event loop waits for the cluster
+    and Prometheus. Started once the main thread's own imports (the kubernetes client, which shares
+    pydantic) are done."""
+    return asyncio.get_running_loop().run_in_executor(None, _import_serving)
 
 
 async def run(settings: Settings, config: RulesConfig) -> int:

@@ -39,6 +39,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from adapter import rulecheck
 from adapter.naming import CompiledRule, CompiledRules, Resource, ResourceTable, compile_rules
@@ -341,13 +342,19 @@ class Discovery:
             return selector
 
         carrying_label("x")  # a plain selector, or nothing to aggregate
-        names, labels = await asyncio.gather(self._fresh_names(query, start), self.prometheus.labels(query, start))
-        labels = _strings(labels, "labels")
-        resource_labels = [label for label in labels if label != "__name__"
-                           and any(c.resource_for_label(label) is not None for c in converters)]
-        carrying = await asyncio.gather(*(
-            self.prometheus.label_values("__name__", carrying_label(label), start)
-            for label in resource_labels))
+
+        async def names_carrying() -> tuple[list[str], list[Any]]:
+            # Which names carry each resource label needs only the label list: asked while the
+            # freshness query (the slowest, it reads samples) still runs, not after it.
+            labels = _strings(await self.prometheus.labels(query, start), "labels")
+            resource_labels = [label for label in labels if label != "__name__"
+                               and any(c.resource_for_label(label) is not None for c in converters)]
+            carrying = await asyncio.gather(*(
+                self.prometheus.label_values("__name__", carrying_label(label), start)
+                for label in resource_labels))
+            return resource_labels, carrying
+
+        names, (resource_labels, carrying) = await asyncio.gather(self._fresh_names(query, start), names_carrying())
         present: dict[str, dict[str, str]] = {name: {"__name__": name} for name in sorted(names)}
         for label, with_label in zip(resource_labels, carrying, strict=True):
             for name in _strings(with_label, "label values"):
