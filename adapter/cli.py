@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import importlib
 import logging
 import sys
 
-from adapter.discovery import Discovery, ResourceDiscoveryError, fetch_resource_table
-from adapter.naming import BUILTIN_TABLE, compile_rules
+from adapter.discovery import Discovery, FirstQuestions, ResourceDiscoveryError, fetch_resource_table
+from adapter.naming import BUILTIN_TABLE, CompiledRules, compile_rules
 from adapter.prometheus import PrometheusClient
 from adapter.provider import CachePolicy, CustomMetricsProvider, ExternalMetricsProvider
 from adapter.resourcemetrics import ResourceMetricsProvider, compile_resource_rules, reloader
@@ -35,34 +36,60 @@ def kube_source(settings: Settings) -> Source | None:
     return Source("in-cluster", None) if settings.in_cluster else locate(settings.kubeconfig)
 
 
-def _import_serving() -> None:
-    for name in ("adapter.app", *SERVING_MODULES):
-        importlib.import_module(name)
+# What serving imports: FastAPI (the app: about as much import time as the rest of the adapter)
+# and uvicorn; and what a cluster connection does: the kubernetes client's asyncio half.
+SERVING = ("adapter.app", *SERVING_MODULES)
+KUBE = ("adapter.kube", "kubernetes.aio.config")
 
 
-def _import_app() -> asyncio.Future:
-    """The HTTP app's module (FastAPI: about as much import time as the rest of the adapter) and
-    the server's (uvicorn), imported on a worker thread while the event loop waits for the cluster
-    and Prometheus. Started once the main thread's own imports (the kubernetes client, which shares
-    pydantic) are done."""
-    return asyncio.get_running_loop().run_in_executor(None, _import_serving)
+def _import_in_turn(*groups: tuple[str, ...]) -> list[asyncio.Future]:
+    """Import each group of modules in turn on one worker thread, while the event loop sends the
+    first questions and waits for Prometheus and the cluster: a future per group, done once it is
+    imported. One thread, so that the first group (the one needed first) is not slowed by the next."""
+    loop = asyncio.get_running_loop()
+    done = [loop.create_future() for _ in groups]
+
+    def settle(future: asyncio.Future, exc: BaseException | None) -> None:
+        if not future.done():
+            future.set_result(None) if exc is None else future.set_exception(exc)
+
+    def work() -> None:
+        for names, future in zip(groups, done, strict=True):
+            failed: BaseException | None = None
+            try:
+                for name in names:
+                    importlib.import_module(name)
+            except BaseException as exc:  # re-raised where the group is awaited
+                failed = exc
+            loop.call_soon_threadsafe(settle, future, failed)
+
+    loop.run_in_executor(None, work)
+    return done
 
 
-async def run(settings: Settings, config: RulesConfig) -> int:
+async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | None = None) -> int:
+    """Serve until stopped. `builtin`: the rules compiled against the built-in table, when they
+    compile (connected to a cluster, the first relist's questions guess resource labels from them)."""
     metrics = SelfMetrics(process=True)
     prometheus = PrometheusClient(settings, metrics)
     labels = None
     app_import: asyncio.Future | None = None
+    # The first relist's questions, asked now: Prometheus answers them while the adapter connects
+    # to the cluster, compiles its rules and imports its server.
+    first = (FirstQuestions(prometheus, builtin, settings.metrics_max_age, settings.metrics_relist_interval)
+             if builtin is not None and settings.metrics_discovery == "aggregate" else None)
     try:
         # Connected to a cluster, rules name its resources (CRDs too) through API discovery, so
         # discovery comes before compiling the rules; offline the built-in table serves.
         resources, refresh = BUILTIN_TABLE, None
         source = kube_source(settings)
         if source is None:
-            app_import = _import_app()
+            (app_import,) = _import_in_turn(SERVING)
             vlog(log, 1, "no Kubernetes configuration (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config): "
                  "built-in resource table, and labelSelector with '*' is unavailable")
         else:
+            kube_import, app_import = _import_in_turn(KUBE, SERVING)
+            await kube_import
             from adapter.kube import connect
 
             try:
@@ -71,14 +98,13 @@ async def run(settings: Settings, config: RulesConfig) -> int:
             except Exception as exc:  # a bad kubeconfig is a start-up error, said in one line
                 return _fail(f"cannot use the Kubernetes configuration from {source}: {exc}")
             vlog(log, 1, "Kubernetes configuration from %s: %s", source, configuration.host)
-            app_import = _import_app()
             try:
                 resources = await fetch_resource_table(labels.get_json)
             except ResourceDiscoveryError as exc:
                 return _fail(f"cannot read the cluster's API discovery: {exc}")
             refresh = functools.partial(fetch_resource_table, labels.get_json)  # (current table) -> new table
         try:
-            rules = compile_rules(config, resources)
+            rules = builtin if builtin is not None and refresh is None else compile_rules(config, resources)
             resource_rules = compile_resource_rules(config.resource_rules, resources)
         except RuleError as exc:
             return _fail(f"invalid rules file {settings.config}: {exc}")
@@ -93,7 +119,7 @@ async def run(settings: Settings, config: RulesConfig) -> int:
         discovery = Discovery(rules, prometheus, settings.metrics_relist_interval, settings.metrics_max_age,
                               settings.config, settings.config_check_interval, metrics,
                               aggregate=settings.metrics_discovery == "aggregate", refresh_resources=refresh,
-                              also_reload=reloader(resource))
+                              also_reload=reloader(resource), first=first)
         if not await discovery.relist():
             if settings.fail_on_prometheus_unavailable:
                 return _fail(f"Prometheus is unavailable: {discovery.last_error}")
@@ -142,6 +168,8 @@ async def run(settings: Settings, config: RulesConfig) -> int:
             announce.cancel()
         return 0
     finally:
+        if first is not None:
+            first.cancel()  # a start-up that failed before its first relist
         if app_import is not None and not app_import.done():
             await asyncio.wait([app_import])  # a failed start-up still lets the import finish
         await prometheus.aclose()
@@ -178,15 +206,19 @@ def main(argv: list[str] | None = None) -> int:
         check_security(settings)
     except SecurityUnavailable as exc:
         return _fail(str(exc))
+    builtin: CompiledRules | None = None
     try:
         config = load_rules(settings.config)
-        if kube_source(settings) is None:
-            compile_rules(config)  # offline: fail before starting anything (connected: after discovery)
+        if kube_source(settings) is None:  # offline: fail before starting anything (connected: after discovery)
+            builtin = compile_rules(config)
             compile_resource_rules(config.resource_rules)
+        else:
+            with contextlib.suppress(RuleError):  # a rule may name a resource only the cluster has
+                builtin = compile_rules(config)
     except RuleError as exc:
         return _fail(f"invalid rules file {settings.config}: {exc}")
     try:
         with _runner() as runner:
-            return runner.run(run(settings, config))
+            return runner.run(run(settings, config, builtin))
     except KeyboardInterrupt:
         return 0
