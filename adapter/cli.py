@@ -74,6 +74,7 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
     prometheus = PrometheusClient(settings, metrics)
     labels = None
     app_import: asyncio.Future | None = None
+    relisted: asyncio.Task | None = None
     # The first relist's questions, asked now: Prometheus answers them while the adapter connects
     # to the cluster, compiles its rules and imports its server.
     first = (FirstQuestions(prometheus, builtin, settings.metrics_max_age, settings.metrics_relist_interval)
@@ -120,11 +121,8 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
                               settings.config, settings.config_check_interval, metrics,
                               aggregate=settings.metrics_discovery == "aggregate", refresh_resources=refresh,
                               also_reload=reloader(resource), first=first)
-        if not await discovery.relist():
-            if settings.fail_on_prometheus_unavailable:
-                return _fail(f"Prometheus is unavailable: {discovery.last_error}")
-            log.warning("Prometheus is unavailable, starting anyway (not ready until it answers): %s",
-                        discovery.last_error)
+        # the app is built while Prometheus answers the first relist
+        relisted = asyncio.create_task(discovery.relist())
         cache = CachePolicy(settings.query_cache_ttl, settings.query_refresh_ahead, settings.query_freshness)
         custom = (None if settings.disable_custom_metrics
                   else CustomMetricsProvider(discovery, prometheus, labels, cache))
@@ -153,6 +151,11 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
         from adapter.app import create_app  # imported by now
 
         app = create_app(settings, custom, external, readiness, metrics, startup, shutdown, resource)
+        if not await relisted:
+            if settings.fail_on_prometheus_unavailable:
+                return _fail(f"Prometheus is unavailable: {discovery.last_error}")
+            log.warning("Prometheus is unavailable, starting anyway (not ready until it answers): %s",
+                        discovery.last_error)
         # Start-up ran without the collector (adapter.__main__): its objects (modules, rules, app, the
         # listing) are frozen out of the collector's full passes (steadier p99), with the few thousand
         # cyclic leftovers of imports, as gc.freeze's documented pattern keeps them; then it runs again.
@@ -168,6 +171,9 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
             announce.cancel()
         return 0
     finally:
+        if relisted is not None and not relisted.done():  # a start-up that failed while it relisted
+            relisted.cancel()
+            await asyncio.wait([relisted])
         if first is not None:
             first.cancel()  # a start-up that failed before its first relist
         if app_import is not None and not app_import.done():
