@@ -11,6 +11,8 @@ import logging
 import sys
 
 from adapter.discovery import Discovery, FirstQuestions, ResourceDiscoveryError, fetch_resource_table
+from adapter.front import Front
+from adapter.metricroutes import MetricRoutes, RequestMetrics
 from adapter.naming import BUILTIN_TABLE, CompiledRules, compile_rules
 from adapter.prometheus import PrometheusClient
 from adapter.provider import CachePolicy, CustomMetricsProvider, ExternalMetricsProvider
@@ -36,10 +38,11 @@ def kube_source(settings: Settings) -> Source | None:
     return Source("in-cluster", None) if settings.in_cluster else locate(settings.kubeconfig)
 
 
-# What serving imports: FastAPI (the app: about as much import time as the rest of the adapter)
-# and uvicorn; and what a cluster connection does: the kubernetes client's asyncio half.
-SERVING = ("adapter.app", *SERVING_MODULES)
+# What serving imports (uvicorn), what a cluster connection does (the kubernetes client's asyncio
+# half), and the FastAPI app (about half of what a start imports: imported once serving).
+SERVING = SERVING_MODULES
 KUBE = ("adapter.kube", "kubernetes.aio.config")
+APP = ("adapter.app",)
 
 
 def _import_in_turn(*groups: tuple[str, ...]) -> list[asyncio.Future]:
@@ -146,29 +149,48 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
         async def shutdown() -> None:
             await discovery.stop()
 
-        assert app_import is not None
-        await app_import
-        from adapter.app import create_app  # imported by now
-
-        app = create_app(settings, custom, external, readiness, metrics, startup, shutdown, resource)
+        # Discovery's documents and the metric values are served as soon as discovery has listed
+        # (adapter.front); the FastAPI app, for everything else, is imported and built meanwhile.
+        front = Front(startup, shutdown)
+        front.hot = RequestMetrics(MetricRoutes(front.fallback, custom, external), metrics)
         if not await relisted:
             if settings.fail_on_prometheus_unavailable:
                 return _fail(f"Prometheus is unavailable: {discovery.last_error}")
             log.warning("Prometheus is unavailable, starting anyway (not ready until it answers): %s",
                         discovery.last_error)
-        # Start-up ran without the collector (adapter.__main__): its objects (modules, rules, app, the
-        # listing) are frozen out of the collector's full passes (steadier p99), with the few thousand
-        # cyclic leftovers of imports, as gc.freeze's documented pattern keeps them; then it runs again.
-        gc.freeze()
-        gc.enable()
+        assert app_import is not None
+        await app_import
         listening = asyncio.Event()
-        announce = asyncio.create_task(_announce_ready(listening, discovery, settings))
+
+        async def build_app() -> None:
+            await listening.wait()
+            try:
+                await _import_in_turn(APP)[0]
+                from adapter.app import create_app
+
+                front.attach(create_app(settings, custom, external, readiness, metrics, resource=resource,
+                                        hot=front.hot))
+            except Exception as exc:  # then every request but the metrics APIs' fails, said once here
+                log.error("cannot build the app: %s", exc, exc_info=exc)
+                front.fail(exc)
+            # Start-up ran without the collector (adapter.__main__): its objects (modules, rules, app,
+            # the listing) are frozen out of the collector's full passes (steadier p99), with the few
+            # thousand cyclic leftovers of imports, as gc.freeze's documented pattern keeps them; then
+            # it runs again.
+            gc.freeze()
+            gc.enable()
+
+        builder = asyncio.create_task(build_app())
+        announce = asyncio.create_task(_announce_ready(listening, front, discovery, settings))
         try:
-            await serve(settings, app, listening.set)
+            await serve(settings, front, listening.set, metrics.registry)
         except (OSError, SecurityUnavailable) as exc:
             return _fail(str(exc))
         finally:
             announce.cancel()
+            if not builder.done():
+                builder.cancel()
+                await asyncio.wait([builder])
         return 0
     finally:
         if relisted is not None and not relisted.done():  # a start-up that failed while it relisted
@@ -183,9 +205,10 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
             await labels.aclose()
 
 
-async def _announce_ready(listening: asyncio.Event, discovery: Discovery, settings: Settings) -> None:
+async def _announce_ready(listening: asyncio.Event, front: Front, discovery: Discovery, settings: Settings) -> None:
     """The one line that says the adapter is ready to serve."""
     await listening.wait()
+    await front.app()
     while not discovery.synced:
         await asyncio.sleep(0.05)
     scheme = "http" if settings.insecure else "https"

@@ -75,22 +75,22 @@ async def _serve_insecure(settings: Settings, app, on_listening: Callable[[], No
         raise OSError(f"could not listen on {settings.listen_host}:{settings.listen_port}")
 
 
-async def _serve_secure(settings: Settings, app, on_listening: Callable[[], None]) -> None:
+async def _serve_secure(settings: Settings, app, on_listening: Callable[[], None], registry: Any = None) -> None:
     from adapter.security.serve import SecurityConfigError, serve_secure
 
-    metrics = getattr(app.state, "metrics", None)
     try:
         await serve_secure(
-            settings, app, on_listening, registry=getattr(metrics, "registry", None), access_log=False,
+            settings, app, on_listening, registry=registry, access_log=False,
             server_header=False, lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=60, ws="none",
         )
     except SecurityConfigError as exc:
         raise SecurityUnavailable(str(exc)) from None
 
 
-async def serve(settings: Settings, app, on_listening: Callable[[], None]) -> None:
-    """Serve `app` until SIGINT/SIGTERM; `on_listening` runs once connections are accepted."""
+async def serve(settings: Settings, app, on_listening: Callable[[], None], registry: Any = None) -> None:
+    """Serve `app` until SIGINT/SIGTERM; `on_listening` runs once connections are accepted.
+    `registry`: where secure serving's own metrics go (the adapter's `/metrics`)."""
     if settings.insecure:
         await _serve_insecure(settings, app, on_listening)
     else:
-        await _serve_secure(settings, app, on_listening)
+        await _serve_secure(settings, app, on_listening, registry)
