@@ -8,6 +8,7 @@ with Python's own import log (`PYTHONPROFILEIMPORTTIME`); its `/metrics` over HT
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from adapter.discovery import Discovery, FirstQuestions
+from adapter.front import Front
 from adapter.naming import BUILTIN_TABLE, Resource, ResourceTable, compile_rules
 from adapter.prometheus import PrometheusClient
 from adapter.rules import parse_rules
@@ -163,3 +165,50 @@ def test_the_adapter_still_answers_openapi_by_path(adapter: AdapterProcess) -> N
     missing = adapter.get("/openapi/v3/apis/nothing.example.com/v1")
     assert missing.status_code == 404 and missing.json()["kind"] == "Status"
     assert httpx.get(adapter.url + "/openapi/v3/apis/custom.metrics.k8s.io").status_code == 404
+
+
+async def _answer(send, text: str) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": text.encode()})
+
+
+async def test_the_front_serves_the_metrics_apis_while_the_app_is_built() -> None:
+    events: list[str] = []
+
+    async def startup() -> None:
+        events.append("startup")
+
+    async def shutdown() -> None:
+        events.append("shutdown")
+
+    async def hot(scope, receive, send) -> None:
+        await _answer(send, f"hot {scope['path']}")
+
+    async def app(scope, receive, send) -> None:
+        await _answer(send, f"app {scope['path']}")
+
+    front = Front(startup, shutdown)
+    front.hot = hot
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=front), base_url="http://adapter") as client:
+        waiting = asyncio.create_task(client.get("/readyz"))
+        # the metrics APIs answer with no app yet; every other path waits for it
+        hot_answer = await client.get("/apis/custom.metrics.k8s.io/v1beta2")
+        assert hot_answer.text == "hot /apis/custom.metrics.k8s.io/v1beta2"
+        assert not waiting.done()
+        front.attach(app)
+        assert (await waiting).text == "app /readyz"
+        assert (await client.get("/apis/custom.metrics.k8s.io")).text == "app /apis/custom.metrics.k8s.io"
+
+    # the lifespan (discovery's loops) runs without the app
+    messages = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return next(messages)
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    await Front(startup, shutdown)({"type": "lifespan"}, receive, send)
+    assert events == ["startup", "shutdown"]
+    assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
