@@ -63,7 +63,7 @@ def prepare() -> None:
     # Python's documented start-up pattern (gc.freeze): no collections while modules, rules and the
     # discovery listing build hundreds of thousands of long-lived objects (~15% of start-up was
     # full collections finding next to nothing); adapter.cli freezes them and turns the collector
-    # on before it serves.
+    # on once its app is built (shortly after it starts serving).
     gc.disable()
     lean_packages()
     import_aiohttp()
