@@ -39,7 +39,7 @@ def kube_source(settings: Settings) -> Source | None:
 
 
 # What serving imports (uvicorn), what a cluster connection does (the kubernetes client's asyncio
-# half), and the FastAPI app (about half of what a start imports: imported once serving).
+# half), and the FastAPI app (about half of what a start imports: serving does not wait for it).
 SERVING = SERVING_MODULES
 KUBE = ("adapter.kube", "kubernetes.aio.config")
 APP = ("adapter.app",)
@@ -76,6 +76,7 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
     metrics = SelfMetrics(process=True)
     prometheus = PrometheusClient(settings, metrics)
     labels = None
+    server_import: asyncio.Future | None = None
     app_import: asyncio.Future | None = None
     relisted: asyncio.Task | None = None
     # The first relist's questions, asked now: Prometheus answers them while the adapter connects
@@ -88,11 +89,11 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
         resources, refresh = BUILTIN_TABLE, None
         source = kube_source(settings)
         if source is None:
-            (app_import,) = _import_in_turn(SERVING)
+            server_import, app_import = _import_in_turn(SERVING, APP)
             vlog(log, 1, "no Kubernetes configuration (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config): "
                  "built-in resource table, and labelSelector with '*' is unavailable")
         else:
-            kube_import, app_import = _import_in_turn(KUBE, SERVING)
+            kube_import, server_import, app_import = _import_in_turn(KUBE, SERVING, APP)
             await kube_import
             from adapter.kube import connect
 
@@ -158,14 +159,14 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
                 return _fail(f"Prometheus is unavailable: {discovery.last_error}")
             log.warning("Prometheus is unavailable, starting anyway (not ready until it answers): %s",
                         discovery.last_error)
-        assert app_import is not None
-        await app_import
+        assert server_import is not None and app_import is not None
+        await server_import
         listening = asyncio.Event()
 
         async def build_app() -> None:
             await listening.wait()
             try:
-                await _import_in_turn(APP)[0]
+                await app_import
                 from adapter.app import create_app
 
                 front.attach(create_app(settings, custom, external, readiness, metrics, resource=resource,

@@ -478,7 +478,7 @@ def bench_startup(prom: PrometheusServer, workdir: Path, runs: int, baseline: st
     rules.write_text(data.discovery_rules("10k"))
     # the backfilled series are minutes old: listed within --metrics-max-age, as in bench_discovery
     return _starts_beside(baseline, workdir, ["--prometheus-url", prom.url, "--config", str(rules),
-                                              "--metrics-max-age", "1h"], runs)
+                                              "--metrics-max-age", "1h"], runs, until_ready=True)
 
 
 def bench_startup_connected(prom: PrometheusServer, workdir: Path, runs: int, baseline: str | None = None) -> dict:
@@ -519,8 +519,11 @@ def _starts_beside(baseline: str | None, workdir: Path, args: list[str], runs: i
         return _time_starts(args, runs, until_ready)["this"]
     with _worktree(baseline, workdir / "baseline") as checkout:
         both = _time_starts(args, runs, until_ready, {"this": ROOT, "baseline": checkout})
-    return {**both["this"], "baseline": {"revision": baseline, **both["baseline"]},
-            "ratio": round(both["this"]["median_s"] / both["baseline"]["median_s"], 2)}
+    out = {**both["this"], "baseline": {"revision": baseline, **both["baseline"]},
+           "ratio": round(both["this"]["median_s"] / both["baseline"]["median_s"], 2)}
+    if until_ready:
+        out["ready_ratio"] = round(both["this"]["ready_median_s"] / both["baseline"]["ready_median_s"], 2)
+    return out
 
 
 @contextlib.contextmanager
@@ -667,8 +670,8 @@ def startup_rows(st: dict, sc: dict) -> list[tuple[str, str, str, bool | None]]:
     """The two start-up rows (also printed by `--only startup,startup_connected`)."""
     out: list[tuple[str, str, str, bool | None]] = []
     out.append(("start-up: process start to discovery of 10k series listed",
-                f"{st['median_s']:.2f} s median (best {st['best_s']:.2f} s, {st['runs']} runs){_beside(st)}",
-                _startup_goal(), _startup_met(st)))
+                f"{st['median_s']:.2f} s median (best {st['best_s']:.2f} s, {st['runs']} runs; to ready "
+                f"{st['ready_median_s']:.2f} s){_beside(st)}", _startup_goal(), _startup_met(st)))
     out.append((f"start-up connected to a cluster (KubeSim over --kubeconfig, metrics.k8s.io's caches listing "
                 f"{sc['pods']} pods): process start to discovery of 10k series listed",
                 f"{sc['median_s']:.2f} s median (best {sc['best_s']:.2f} s, {sc['runs']} runs; to ready "
@@ -683,17 +686,21 @@ def _beside(figure: dict) -> str:
     if b is None:
         return ""
     ready = f", to ready {b['ready_median_s']:.2f} s" if "ready_median_s" in b else ""
+    ready_ratio = f" (to ready {figure['ready_ratio']:.2f}x)" if "ready_ratio" in figure else ""
     return (f"; build {b['revision']} started in turn in the same run: {b['median_s']:.2f} s{ready} "
-            f"(CPU {b['cpu_median_s']:.2f} s), so {figure['ratio']:.2f}x; load average {figure['load_average']}")
+            f"(CPU {b['cpu_median_s']:.2f} s), so {figure['ratio']:.2f}x{ready_ratio}; "
+            f"load average {figure['load_average']}")
 
 
 def _startup_goal() -> str:
-    return f"<= {STARTUP_GOAL_RATIO}x build {BASELINE_BUILD}'s in the same run (issue 28)"
+    return f"<= {STARTUP_GOAL_RATIO}x build {BASELINE_BUILD}'s in the same run, listed and ready (issue 28)"
 
 
 def _startup_met(figure: dict) -> bool | None:
     """None (not judged) without the baseline beside it: a time alone depends on the machine."""
-    return figure["ratio"] <= STARTUP_GOAL_RATIO if "ratio" in figure else None
+    if "ratio" not in figure:
+        return None
+    return max(figure["ratio"], figure.get("ready_ratio", 0.0)) <= STARTUP_GOAL_RATIO
 
 
 def markdown(r: dict) -> str:
