@@ -8,7 +8,6 @@ Responses are serialized with orjson; every error, including unexpected ones, le
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -17,9 +16,9 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapter.metricroutes import MetricRoutes, log_failure
+from adapter.metricroutes import MetricRoutes, RequestMetrics, log_failure
 from adapter.openapi import group_versions, openapi_v2, openapi_v3_document, openapi_v3_index
 from adapter.provider import CustomMetricsProvider, ExternalMetricsProvider
 from adapter.selfmetrics import CONTENT_TYPE_LATEST, SelfMetrics
@@ -48,31 +47,6 @@ class JSONBytes(Response):
 
 def _status_response(exc: StatusError) -> JSONBytes:
     return JSONBytes(exc.to_status(), status_code=exc.code)
-
-
-class _RequestMetrics:
-    """Pure ASGI middleware: counts and times requests by route template and status code."""
-
-    def __init__(self, app: ASGIApp, metrics: SelfMetrics) -> None:
-        self.app, self.metrics = app, metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        started, code = time.perf_counter(), 500
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal code
-            if message["type"] == "http.response.start":
-                code = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_wrapper)
-        finally:
-            route = scope.get("route")
-            path = getattr(route, "path", None) or "other"
-            self.metrics.request(path, code, time.perf_counter() - started)
 
 
 class _App(FastAPI):
@@ -105,8 +79,10 @@ def create_app(
     on_startup: Callable[[], Awaitable[None]] | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
     resource: ResourceMetricsProvider | None = None,
+    hot: ASGIApp | None = None,
 ) -> FastAPI:
-    """The ASGI app; `custom`/`external`/`resource` None disables that API group."""
+    """The ASGI app; `custom`/`external`/`resource` None disables that API group. `hot`: the
+    metrics API groups' paths as served already (adapter.front), else built here."""
     metrics = metrics or SelfMetrics()
 
     @asynccontextmanager
@@ -237,12 +213,12 @@ def create_app(
         async def external_group() -> Response:
             return JSONBytes(external_doc)
 
-    app.add_middleware(_RequestMetrics, metrics=metrics)
+    app.add_middleware(RequestMetrics, metrics=metrics)
     # below the group documents: raw ASGI (adapter.metricroutes), ahead of FastAPI's middleware stack
-    app.hot = _RequestMetrics(MetricRoutes(app.fallback, custom, external), metrics)
+    app.hot = hot if hot is not None else RequestMetrics(MetricRoutes(app.fallback, custom, external), metrics)
     if resource is not None:
         from adapter.resourceroutes import ResourceRoutes  # only with metrics.k8s.io served
 
-        app.resource = _RequestMetrics(ResourceRoutes(app.fallback, resource), metrics)
+        app.resource = RequestMetrics(ResourceRoutes(app.fallback, resource), metrics)
         app.claims_resource = ResourceRoutes.claims
     return app

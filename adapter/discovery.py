@@ -39,9 +39,10 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from adapter import rulecheck
-from adapter.naming import CompiledRule, CompiledRules, Resource, ResourceTable, compile_rules
+from adapter.naming import CompiledRule, CompiledRules, Resource, ResourceConverter, ResourceTable, compile_rules
 from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusQueryError, PrometheusUnavailable
 from adapter.rules import Forecast, RuleError, RulesConfig, parse_rules
 from promscaler.apidiscovery import parse_resource_list, preferred_group_versions
@@ -174,6 +175,87 @@ def build_catalogue(rules: CompiledRules, series_by_query: Mapping[str, Sequence
     return Catalogue(custom, external, count)
 
 
+def effective_max_age(max_age: float | None, relist_interval: float) -> float:
+    """`--metrics-max-age`, by default the relist interval (prometheus-adapter's)."""
+    return max_age if max_age is not None else relist_interval
+
+
+async def fresh_names(prometheus: PrometheusClient, query: str, start: float | None, max_age: float) -> list[str]:
+    """Names with a sample within `--metrics-max-age`. The label endpoints answer from the index
+    (every series of the blocks overlapping the window, start/end notwithstanding: a stopped
+    series stays there for up to ~2h), so freshness is asked as one small query whose answer
+    has one element per name (`last_over_time` reads the last samples, within the window)."""
+    if not max_age:
+        return _strings(await prometheus.label_values("__name__", query, start), "label values")
+    window = f"{max(1, round(max_age * 1000))}ms"
+    samples = await prometheus.query(f"group by (__name__) (last_over_time({query}[{window}]))")
+    names = [s.labels.get("__name__") or "" for s in samples]
+    if not all(names):
+        raise _NotAggregatable("the backend drops __name__ from last_over_time")
+    return names
+
+
+def _drop(task: asyncio.Task) -> None:
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved: no "never retrieved" warning for an answer nobody took
+    task.cancel()
+
+
+def resource_labels(labels: Sequence[str], converters: Sequence[ResourceConverter]) -> list[str]:
+    """The labels of a seriesQuery's series that name a resource under some rule of that query."""
+    return [label for label in labels if label != "__name__"
+            and any(c.resource_for_label(label) is not None for c in converters)]
+
+
+def carrying(query: str, label: str) -> str:
+    """The selector of `query`'s series that carry `label`."""
+    selector = with_matcher(query, f'{label}!=""')
+    if selector is None:
+        raise _NotAggregatable("not a plain series selector")
+    return selector
+
+
+class FirstQuestions:
+    """The first relist's questions, asked when the adapter starts: each seriesQuery's fresh names
+    and label names, and which names carry each label that names a resource, so that Prometheus
+    answers them while the adapter connects to the cluster, compiles its rules and imports its
+    server. Which labels name resources is read from `guess`, the rules compiled against the
+    built-in table: the first relist takes the answers for the labels the cluster's table
+    confirms and asks for the others itself; `cancel` drops what no relist took."""
+
+    def __init__(self, prometheus: PrometheusClient, guess: CompiledRules, max_age: float | None,
+                 relist_interval: float) -> None:
+        max_age = effective_max_age(max_age, relist_interval)
+        start = time.time() - max_age if max_age else None
+        self._tasks: dict[tuple[str, str], asyncio.Task] = {}
+        for query in dict.fromkeys(r.series_query for r in guess.all):
+            if with_matcher(query, 'x=""') is None:
+                continue  # not a plain selector: listed exactly, not aggregated
+            self._tasks[(query, "names")] = asyncio.create_task(fresh_names(prometheus, query, start, max_age))
+            labels = self._tasks[(query, "labels")] = asyncio.create_task(prometheus.labels(query, start))
+            converters = [r.converter for r in guess.rules if r.series_query == query]
+            self._tasks[(query, "carrying")] = asyncio.create_task(
+                self._carrying(prometheus, query, labels, converters, start))
+
+    @staticmethod
+    async def _carrying(prometheus: PrometheusClient, query: str, labels: asyncio.Task,
+                        converters: list[ResourceConverter], start: float | None) -> dict[str, asyncio.Task]:
+        found = _strings(await labels, "labels")
+        return {label: asyncio.create_task(prometheus.label_values("__name__", carrying(query, label), start))
+                for label in resource_labels(found, converters)}
+
+    def take(self, query: str, question: str) -> asyncio.Task | None:
+        return self._tasks.pop((query, question), None)
+
+    def cancel(self) -> None:
+        for key, task in self._tasks.items():
+            if key[1] == "carrying" and task.done() and not task.cancelled() and task.exception() is None:
+                for asked in task.result().values():
+                    _drop(asked)
+            _drop(task)
+        self._tasks.clear()
+
+
 class Discovery:
     """Owns the rules and the catalogue; `start()` runs the relist and rules-file loops."""
 
@@ -181,8 +263,10 @@ class Discovery:
                  max_age: float | None = None, rules_path: str | None = None, check_interval: float = 5.0,
                  metrics=None, aggregate: bool = False,
                  refresh_resources: Callable[[ResourceTable], Awaitable[ResourceTable]] | None = None,
-                 also_reload: Callable[[RulesConfig, ResourceTable], Callable[[], None]] | None = None) -> None:
+                 also_reload: Callable[[RulesConfig, ResourceTable], Callable[[], None]] | None = None,
+                 first: FirstQuestions | None = None) -> None:
         self.rules = rules
+        self._first = first  # questions asked at start-up, answered for the first relist
         # the rest of a reloaded file (resourceRules): compiles it (RuleError: the file is invalid
         # as a whole) and returns what takes it into effect with the new rules
         self.also_reload = also_reload
@@ -191,7 +275,7 @@ class Discovery:
         self.aggregate = aggregate  # let Prometheus group series by name and resource labels
         self.prometheus = prometheus
         self.relist_interval = relist_interval
-        self.max_age = max_age if max_age is not None else relist_interval
+        self.max_age = effective_max_age(max_age, relist_interval)
         self.rules_path = Path(rules_path) if rules_path else None
         self.check_interval = check_interval
         self.metrics = metrics
@@ -215,6 +299,9 @@ class Discovery:
         queries = list(dict.fromkeys(r.series_query for r in rules.all))
         start = time.time() - self.max_age if self.max_age else None
         results = await asyncio.gather(*(self._timed_list(q, rules, start) for q in queries), return_exceptions=True)
+        if self._first is not None:  # the start-up's questions serve the first relist only
+            self._first.cancel()
+            self._first = None
         reached, errors = True, []
         for query, result in zip(queries, results, strict=True):
             if isinstance(result, BaseException):
@@ -334,40 +421,43 @@ class Discovery:
 
     async def _aggregated(self, query: str, rules: CompiledRules, start: float | None) -> list[dict[str, str]]:
         converters = [r.converter for r in rules.rules if r.series_query == query]
-        def carrying_label(label: str) -> str:
-            selector = with_matcher(query, f'{label}!=""')
-            if selector is None:
-                raise _NotAggregatable("not a plain series selector")
-            return selector
+        carrying(query, "x")  # a plain selector, or nothing to aggregate
 
-        carrying_label("x")  # a plain selector, or nothing to aggregate
-        names, labels = await asyncio.gather(self._fresh_names(query, start), self.prometheus.labels(query, start))
-        labels = _strings(labels, "labels")
-        resource_labels = [label for label in labels if label != "__name__"
-                           and any(c.resource_for_label(label) is not None for c in converters)]
-        carrying = await asyncio.gather(*(
-            self.prometheus.label_values("__name__", carrying_label(label), start)
-            for label in resource_labels))
+        async def names_carrying() -> tuple[list[str], list[Any]]:
+            # Which names carry each resource label needs only the label list: asked while the
+            # freshness query (the slowest, it reads samples) still runs, not after it.
+            labels = _strings(await self._asked(query, "labels", lambda: self.prometheus.labels(query, start)),
+                              "labels")
+            found = resource_labels(labels, converters)
+            chain = self._first.take(query, "carrying") if self._first is not None else None
+            asked: dict[str, asyncio.Task] = await chain if chain is not None else {}
+
+            def ask(label: str) -> Awaitable[list[str]]:
+                task = asked.pop(label, None)
+                return task if task is not None else self.prometheus.label_values("__name__", carrying(query, label),
+                                                                                 start)
+            try:
+                return found, await asyncio.gather(*(ask(label) for label in found))
+            finally:
+                for task in asked.values():  # guessed labels that name no resource in the cluster's table
+                    _drop(task)
+
+        names, (found, carried) = await asyncio.gather(
+            self._asked(query, "names", lambda: self._fresh_names(query, start)), names_carrying())
         present: dict[str, dict[str, str]] = {name: {"__name__": name} for name in sorted(names)}
-        for label, with_label in zip(resource_labels, carrying, strict=True):
+        for label, with_label in zip(found, carried, strict=True):
             for name in _strings(with_label, "label values"):
                 if name in present:
                     present[name][label] = ""
         return list(present.values())
 
+    async def _asked(self, query: str, question: str, ask: Callable[[], Awaitable[Any]]) -> Any:
+        """The answer FirstQuestions got at start-up, else asked now."""
+        task = self._first.take(query, question) if self._first is not None else None
+        return await (task if task is not None else ask())
+
     async def _fresh_names(self, query: str, start: float | None) -> list[str]:
-        """Names with a sample within `--metrics-max-age`. The label endpoints answer from the index
-        (every series of the blocks overlapping the window, start/end notwithstanding: a stopped
-        series stays there for up to ~2h), so freshness is asked as one small query whose answer
-        has one element per name (`last_over_time` reads the last samples, within the window)."""
-        if not self.max_age:
-            return _strings(await self.prometheus.label_values("__name__", query, start), "label values")
-        window = f"{max(1, round(self.max_age * 1000))}ms"
-        samples = await self.prometheus.query(f"group by (__name__) (last_over_time({query}[{window}]))")
-        names = [s.labels.get("__name__") or "" for s in samples]
-        if not all(names):
-            raise _NotAggregatable("the backend drops __name__ from last_over_time")
-        return names
+        return await fresh_names(self.prometheus, query, start, self.max_age)
 
     async def _relist_loop(self) -> None:
         retry = 1.0

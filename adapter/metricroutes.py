@@ -14,9 +14,10 @@ version of the watched objects: many autoscalers polling the same metric cost on
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import parse_qsl
 
 import orjson
@@ -29,7 +30,10 @@ from promscaler.quantity import format_quantity
 from promscaler.selectors import Selector, SelectorError, parse_selector, to_label_selector
 from promscaler.status import BadRequest, MethodNotAllowed, NotFound, StatusError, status_body
 
-__all__ = ["MetricRoutes"]
+if TYPE_CHECKING:
+    from adapter.selfmetrics import SelfMetrics
+
+__all__ = ["MetricRoutes", "RequestMetrics"]
 
 log = logging.getLogger("adapter.app")
 _JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -238,3 +242,26 @@ class MetricRoutes:
         return body, min((v.fresh_until for v in values), default=0.0)
 
 
+class RequestMetrics:
+    """Pure ASGI middleware: counts and times requests by route template and status code."""
+
+    def __init__(self, app: Any, metrics: SelfMetrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started, code = time.perf_counter(), 500
+
+        async def send_wrapper(message: Any) -> None:
+            nonlocal code
+            if message["type"] == "http.response.start":
+                code = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = scope.get("route")
+            path = getattr(route, "path", None) or "other"
+            self.metrics.request(path, code, time.perf_counter() - started)

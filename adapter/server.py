@@ -8,13 +8,17 @@ and the `on_listening` callback, and must call `on_listening()` once it accepts 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
-
-import uvicorn
+from typing import Any
 
 from adapter.settings import Settings
 
-__all__ = ["SecurityUnavailable", "check_security", "serve"]
+__all__ = ["SERVING_MODULES", "SecurityUnavailable", "check_security", "serve"]
+
+# What plain-HTTP serving imports: uvicorn (imported here only when serving starts: adapter.cli
+# imports these on a worker thread while it waits for Prometheus), its httptools protocol and lifespan.
+SERVING_MODULES = ("uvicorn", "uvicorn.protocols.http.httptools_impl", "uvicorn.lifespan.on")
 
 
 class SecurityUnavailable(RuntimeError):
@@ -32,19 +36,28 @@ def check_security(settings: Settings) -> None:
             raise SecurityUnavailable(str(exc)) from None
 
 
-class _Server(uvicorn.Server):
-    """uvicorn whose SIGTERM/SIGINT ends `serve()` after a graceful shutdown instead of re-raising
-    the signal, so the process cleans up and exits 0."""
+@functools.cache
+def _server_class() -> Any:
+    import uvicorn
 
-    def handle_exit(self, sig, frame) -> None:
-        super().handle_exit(sig, frame)
-        self._captured_signals.clear()
+    class _Server(uvicorn.Server):
+        """uvicorn whose SIGTERM/SIGINT ends `serve()` after a graceful shutdown instead of re-raising
+        the signal, so the process cleans up and exits 0."""
+
+        def handle_exit(self, sig, frame) -> None:
+            super().handle_exit(sig, frame)
+            self._captured_signals.clear()
+
+    return _Server
 
 
 async def _serve_insecure(settings: Settings, app, on_listening: Callable[[], None]) -> None:
-    server = _Server(uvicorn.Config(
+    import uvicorn
+
+    server = _server_class()(uvicorn.Config(
         app, host=settings.listen_host, port=settings.listen_port, log_level="warning", access_log=False,
         server_header=False, lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=60,
+        http="httptools", ws="none",  # no websocket routes: nothing to import for them
         proxy_headers=False,  # nothing reads the client address: skip the X-Forwarded-* pass per request
     ))
 
@@ -62,22 +75,22 @@ async def _serve_insecure(settings: Settings, app, on_listening: Callable[[], No
         raise OSError(f"could not listen on {settings.listen_host}:{settings.listen_port}")
 
 
-async def _serve_secure(settings: Settings, app, on_listening: Callable[[], None]) -> None:
+async def _serve_secure(settings: Settings, app, on_listening: Callable[[], None], registry: Any = None) -> None:
     from adapter.security.serve import SecurityConfigError, serve_secure
 
-    metrics = getattr(app.state, "metrics", None)
     try:
         await serve_secure(
-            settings, app, on_listening, registry=getattr(metrics, "registry", None), access_log=False,
-            server_header=False, lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=60,
+            settings, app, on_listening, registry=registry, access_log=False,
+            server_header=False, lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=60, ws="none",
         )
     except SecurityConfigError as exc:
         raise SecurityUnavailable(str(exc)) from None
 
 
-async def serve(settings: Settings, app, on_listening: Callable[[], None]) -> None:
-    """Serve `app` until SIGINT/SIGTERM; `on_listening` runs once connections are accepted."""
+async def serve(settings: Settings, app, on_listening: Callable[[], None], registry: Any = None) -> None:
+    """Serve `app` until SIGINT/SIGTERM; `on_listening` runs once connections are accepted.
+    `registry`: where secure serving's own metrics go (the adapter's `/metrics`)."""
     if settings.insecure:
         await _serve_insecure(settings, app, on_listening)
     else:
-        await _serve_secure(settings, app, on_listening)
+        await _serve_secure(settings, app, on_listening, registry)

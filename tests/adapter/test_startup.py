@@ -1,21 +1,35 @@
-"""How the adapter starts (issue 23): connected to a cluster it imports the kubernetes client's
-asyncio half and nothing of the rest, and its collector, off while it starts, runs once it serves.
+"""How the adapter starts (issues 23 and 28): connected to a cluster it imports the kubernetes
+client's asyncio half and nothing of the rest, aiohttp without its CA loading, no websocket
+protocol; the first relist's questions are asked at start and its answers taken by the first
+relist; the collector, off while it starts, runs once it serves.
 
 Real parts: KubeSim over `--kubeconfig`, the session's real Prometheus, the adapter as a subprocess
 with Python's own import log (`PYTHONPROFILEIMPORTTIME`); its `/metrics` over HTTP."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from adapter.discovery import Discovery, FirstQuestions
+from adapter.front import Front
+from adapter.naming import BUILTIN_TABLE, Resource, ResourceTable, compile_rules
+from adapter.prometheus import PrometheusClient
+from adapter.rules import parse_rules
+from adapter.selfmetrics import SelfMetrics
+from adapter.settings import parse_settings
 from kubesim.apiserver import KubeSim
 from kubesim.prometheus import PrometheusServer
 from kubesim.resourceseries import DEFAULT_RESOURCE_RULES
-from tests.support import wait_for
+from tests.support import eventually, wait_for
 
 from .conftest import RULES, AdapterProcess
 
@@ -23,7 +37,9 @@ from .conftest import RULES, AdapterProcess
 # (adapter/__main__.py: lean_packages), and what FastAPI imports for a parameter it models.
 UNUSED = {"kubernetes.config", "kubernetes.dynamic", "kubernetes.stream", "kubernetes.leaderelection",
           "kubernetes.aio.dynamic", "kubernetes.aio.leaderelection", "requests", "urllib3", "jsonschema",
-          "pydantic.v1"}
+          "pydantic.v1",
+          # what uvicorn's websocket protocol looks for: the adapter serves no websocket (ws="none")
+          "websockets", "wsproto"}
 
 
 def imported_modules(log: str) -> set[str]:
@@ -48,6 +64,79 @@ def test_a_connected_start_imports_only_the_clients_asyncio_half(prometheus: Pro
             imported = imported_modules(a.stderr())
     assert {"kubernetes.aio.client.api_client", "kubernetes.aio.config.kube_config", "fastapi"} <= imported
     assert imported & UNUSED == set()
+
+
+def test_the_launcher_imports_aiohttp_without_loading_cas_it_never_uses() -> None:
+    # aiohttp's two import-time default contexts hold no CA (~90 ms of CPU saved); the variable
+    # is put back, so a context built afterwards (the Prometheus client's, over https) loads them.
+    code = """
+import json, os, ssl
+import adapter.__main__ as entry
+entry.prepare()
+import aiohttp.connector as c
+from adapter.prometheus import PrometheusClient
+from adapter.settings import parse_settings
+p = PrometheusClient(parse_settings(["--prometheus-url", "https://prometheus.example:9090"]))
+cas = lambda ctx: ctx.cert_store_stats()["x509_ca"]
+print(json.dumps({"aiohttp": [cas(c._SSL_CONTEXT_VERIFIED), cas(c._SSL_CONTEXT_UNVERIFIED)], "client": cas(p._ssl),
+                  "env": os.environ.get("SSL_CERT_FILE"), "system": cas(ssl.create_default_context())}))
+"""
+    env = {**os.environ, "SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt"}
+    out = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                    check=True, cwd=Path(__file__).parents[2]).stdout)
+    assert out["aiohttp"] == [0, 0]
+    assert out["env"] == "/etc/ssl/certs/ca-certificates.crt"
+    assert out["client"] == out["system"] > 0
+
+
+# The label `queue` names a resource only in the cluster below (a CRD); `namespace` and `pod` in both.
+FIRST_RULES = """
+rules:
+- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+- seriesQuery: 'queue_messages_ready'
+  resources: {template: "<<.Resource>>"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+QUEUES = Resource("example.com", "queues", "queue", "Queue", True, "v1")
+
+
+def asked(metrics: SelfMetrics) -> dict[str, float]:
+    """Prometheus API calls so far, by endpoint (the client's own count of what it sent)."""
+    return {s.labels["endpoint"]: s.value for f in metrics.registry.collect() for s in f.samples
+            if s.name == "promscaler_adapter_prometheus_query_duration_seconds_count"}
+
+
+async def test_the_first_relist_takes_the_answers_asked_at_start(prometheus: PrometheusServer) -> None:
+    config = parse_rules(FIRST_RULES)
+    cluster = ResourceTable([*BUILTIN_TABLE.resources, QUEUES], "API discovery")
+    settings = parse_settings(["--prometheus-url", prometheus.url])
+    metrics = SelfMetrics()
+    client = PrometheusClient(settings, metrics)
+    plain = PrometheusClient(settings)
+    try:
+        # asked before the cluster's table is known: which labels name resources guessed from the built-in one
+        first = FirstQuestions(client, compile_rules(config), None, 60)
+        # names and labels of both queries, and who carries namespace and pod ('queue' is not guessed)
+        await eventually(lambda: sum(asked(metrics).values()) == 2 + 2 + 3, timeout=10)
+        before = asked(metrics)
+        discovery = Discovery(compile_rules(config, cluster), client, relist_interval=60, aggregate=True,
+                              metrics=metrics, first=first)
+        assert await discovery.relist()
+        during = {k: v - before.get(k, 0) for k, v in asked(metrics).items() if v != before.get(k, 0)}
+        # the relist asked only who carries `queue`, which only the cluster's table names (and
+        # checked the metricsQuery of each rule: format_query)
+        assert during == {"label/__name__/values": 1, "format_query": 2}
+        # the same catalogue as a relist that asks everything itself
+        again = Discovery(compile_rules(config, cluster), plain, relist_interval=60, aggregate=True)
+        assert await again.relist()
+        assert discovery.catalogue.custom.keys() == again.catalogue.custom.keys()
+        assert {("queues.example.com", "queue_messages_ready"), ("namespaces", "queue_messages_ready"),
+                ("pods", "http_requests_total")} <= discovery.catalogue.custom.keys()
+    finally:
+        await client.aclose()
+        await plain.aclose()
 
 
 def gc_collections(metrics_text: str) -> float:
@@ -76,3 +165,50 @@ def test_the_adapter_still_answers_openapi_by_path(adapter: AdapterProcess) -> N
     missing = adapter.get("/openapi/v3/apis/nothing.example.com/v1")
     assert missing.status_code == 404 and missing.json()["kind"] == "Status"
     assert httpx.get(adapter.url + "/openapi/v3/apis/custom.metrics.k8s.io").status_code == 404
+
+
+async def _answer(send, text: str) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": text.encode()})
+
+
+async def test_the_front_serves_the_metrics_apis_while_the_app_is_built() -> None:
+    events: list[str] = []
+
+    async def startup() -> None:
+        events.append("startup")
+
+    async def shutdown() -> None:
+        events.append("shutdown")
+
+    async def hot(scope, receive, send) -> None:
+        await _answer(send, f"hot {scope['path']}")
+
+    async def app(scope, receive, send) -> None:
+        await _answer(send, f"app {scope['path']}")
+
+    front = Front(startup, shutdown)
+    front.hot = hot
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=front), base_url="http://adapter") as client:
+        waiting = asyncio.create_task(client.get("/readyz"))
+        # the metrics APIs answer with no app yet; every other path waits for it
+        hot_answer = await client.get("/apis/custom.metrics.k8s.io/v1beta2")
+        assert hot_answer.text == "hot /apis/custom.metrics.k8s.io/v1beta2"
+        assert not waiting.done()
+        front.attach(app)
+        assert (await waiting).text == "app /readyz"
+        assert (await client.get("/apis/custom.metrics.k8s.io")).text == "app /apis/custom.metrics.k8s.io"
+
+    # the lifespan (discovery's loops) runs without the app
+    messages = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return next(messages)
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    await Front(startup, shutdown)({"type": "lifespan"}, receive, send)
+    assert events == ["startup", "shutdown"]
+    assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
