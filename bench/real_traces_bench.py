@@ -70,7 +70,8 @@ SERIES = 'http_requests_total{namespace!="",pod!=""}'
 # one rule per season set, the first (season 1d) the one tune starts from; the metric is the first's
 NAMES = {"1d": "http_requests_forecast", "7d": "http_requests_forecast_7d", "7d,1d": "http_requests_forecast_7d1d"}
 RULES = {"rules": [{**counter_rate_rule(SERIES, "2m"),
-                    "forecast": {"method": "seasonal", "seasons": seasons, "horizon": "5m", "name": NAMES[key]}}
+                    "forecast": {"method": "seasonal", "seasons": seasons, "horizon": "5m", "name": NAMES[key],
+                                 "fallback": "present"}}
                    for key, seasons in SEASONS.items()]}
 FORECAST_NAMES = {key: r["forecast"]["name"] for key, r in zip(SEASONS, RULES["rules"], strict=True)}
 
