@@ -227,7 +227,7 @@ def plot(path: Path, results: dict[str, Any], plots: dict[str, Any]) -> None:
         bars.set_xticks(x, names, fontsize=8, rotation=15)
         bars.set_ylabel("replica-hours / oracle's")
         bars.set_ylim(0, max(hours) * 1.25)
-        bars.set_title("weeks 3-4: replica-hours over the oracle's, minutes under-provisioned", fontsize=10)
+        bars.set_title("weeks 3-4: replica-hours / oracle's\n(minutes under-provisioned on the bars)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
