@@ -8,7 +8,7 @@ import contextlib
 
 import aiohttp
 
-from autoscaler.controller.informers import Informer, PodIndex
+from autoscaler.controller.informers import CachedPod, Informer, PodIndex, cached_pod
 from promscaler.kubeapi import Kube, load_configuration
 from promscaler.selectors import parse_selector
 
@@ -120,7 +120,7 @@ async def test_pod_index_selects_by_labels_within_namespace(sim):
     sim.apply(deployment("web", 3))
     sim.apply(deployment("api", 2))
     sim.apply(deployment("web", 1, ns="other"))
-    async with informer(sim, path="/api/v1/pods") as (inf, _):
+    async with informer(sim, path="/api/v1/pods", project=cached_pod) as (inf, _):
         index = PodIndex(inf)
         for obj in list(inf.store.values()):  # the index subscribes after the initial list here
             index._on_event("ADDED", None, obj)
@@ -129,3 +129,27 @@ async def test_pod_index_selects_by_labels_within_namespace(sim):
         assert len(index.select("other", parse_selector("app=web"))) == 1
         sim.apply(deployment("web", 1))
         await eventually(lambda: len(index.select(NS, parse_selector("app=web"))) == 1)
+
+
+async def test_lists_page_by_page_and_keeps_projections(sim):
+    """LIST with `limit`/`continue` (client-go's reflector pages of 500; 2 here), every page's pods
+    kept as CachedPods, and the watch resumed from the list's resourceVersion."""
+    sim.apply(deployment("web", 3))
+    sim.apply(deployment("api", 2))
+    await eventually(lambda: len(sim.list("v1", "Pod", NS)) == 5)
+    pages: list[dict] = []
+    async with informer(sim, path="/api/v1/pods", project=cached_pod, page_size=2) as (inf, _):
+        get = inf.kube.get
+        # count the pages of a relist: the first list happened before this wrapper, so relist again
+        async def counted(path, query=None):
+            body = await get(path, query)
+            if path == "/api/v1/pods":
+                pages.append({"query": dict(query or ()), "items": len(body.get("items") or ())})
+            return body
+        inf.kube.get = counted  # type: ignore[method-assign]
+        await inf._list()
+        assert [p["items"] for p in pages] == [2, 2, 1]
+        assert all(p["query"]["limit"] == 2 for p in pages) and "continue" in pages[1]["query"]
+        assert len(inf.store) == 5 and all(isinstance(p, CachedPod) for p in inf.store.values())
+        sim.apply(deployment("web", 1))
+        await eventually(lambda: len(inf.store) == 3)
