@@ -18,6 +18,14 @@ Measured:
     .venv/bin/python bench/controller_bench.py [--autoscalers 1000] [--period 15] [--rounds 2]
 
 Writes bench/results/controller.json and prints the numbers next to the goal.
+
+`--memory` (issue 28: 10,000 autoscalers over 20,000 pods in one replica, peak RSS <= 250 MB)
+runs the controller as its own process (`promscaler-autoscaler run`) against the sandbox: its
+peak RSS (VmHWM), its CPU, and the achieved period as the metrics upstream sees each
+autoscaler's reads. `--controller-root` runs an older checkout's controller in the same sandbox
+(a `git archive` of a commit); `--tracemalloc` prints where the bytes are, by file and line:
+
+    .venv/bin/python bench/controller_bench.py --memory --autoscalers 10000 --period 60 --workers 50 --rounds 3
 """
 
 from __future__ import annotations
