@@ -153,3 +153,39 @@ async def test_lists_page_by_page_and_keeps_projections(sim):
         assert len(inf.store) == 5 and all(isinstance(p, CachedPod) for p in inf.store.values())
         sim.apply(deployment("web", 1))
         await eventually(lambda: len(inf.store) == 3)
+
+
+async def test_the_controllers_caches_hold_projections_listed_page_by_page(sim):
+    """The controller's pod cache holds what decisions read, not pod objects; its autoscaler cache
+    drops the metadata nothing reads (labels, kubectl's last-applied annotation); its LISTs carry
+    `limit` (a 20,000-pod LIST is never one body)."""
+    from autoscaler.controller.controller import Controller, Settings
+
+    sim.apply(deployment("web", 2))
+    obj = autoscaler("a", "web", [pods_metric("m", "1")])
+    obj["metadata"]["labels"] = {"team": "shop"}
+    obj["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "{}" * 500}
+    sim.apply(obj)
+    await eventually(lambda: len(sim.list("v1", "Pod", NS)) == 2)
+    kube = Kube(await load_configuration(sim.kubeconfig_path))
+    try:
+        controller = Controller(kube, Settings(leader_elect=False, http_port=None))
+        queries: list[dict] = []
+        get = kube.get
+
+        async def recorded(path, query=None):
+            queries.append(dict(query or ()))
+            return await get(path, query)
+
+        kube.get = recorded  # type: ignore[method-assign]
+        await controller.pod_informer._list()
+        await controller.informers["HorizontalAutoscaler"]._list()
+        assert queries and all("limit" in q for q in queries)
+        pods = list(controller.pod_informer.store.values())
+        assert len(pods) == 2 and not any(isinstance(p, dict) for p in pods)
+        assert [p.info.name for p in pods] == sorted(p["metadata"]["name"] for p in sim.list("v1", "Pod", NS))
+        kept = controller.informers["HorizontalAutoscaler"].get((NS, "a"))
+        assert "labels" not in kept["metadata"] and "annotations" not in kept["metadata"]
+        assert kept["spec"]["maxReplicas"] == 10 and kept["metadata"]["name"] == "a"
+    finally:
+        await kube.close()
