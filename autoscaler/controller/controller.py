@@ -26,7 +26,7 @@ from promscaler.logs import vlog
 from .apihealth import ApiHealth, describe, is_outage
 from .events import EventRecorder
 from .http import Telemetry, create_app
-from .informers import Informer, PodIndex, cached_pod, key_of, slim_autoscaler
+from .informers import CachedAutoscaler, Informer, PodIndex, as_object, cached_autoscaler, cached_pod, key_of
 from .leader import LeaderElector
 from .metrics import MetricsClient
 from .queue import ShutDown, WorkQueue
@@ -109,13 +109,13 @@ class Controller:
         self.informers: dict[str, Informer] = {
             CR: Informer(kube, _path("promscaler.io/v1alpha1", "horizontalautoscalers", s.namespace),
                          name="horizontalautoscalers", watch_timeout=s.watch_timeout, health=self.health,
-                         project=slim_autoscaler,
+                         project=cached_autoscaler,
                          absent=CRD_ABSENT if s.reconcile_native_hpas else CRD_ABSENT_ONLY),
         }
         if s.reconcile_native_hpas:
             self.informers[HPA] = Informer(kube, _path("autoscaling/v2", "horizontalpodautoscalers", s.namespace),
                                            name="horizontalpodautoscalers", watch_timeout=s.watch_timeout,
-                                           health=self.health, project=slim_autoscaler)
+                                           health=self.health, project=cached_autoscaler)
         self.pod_informer = Informer(kube, _path("v1", "pods", s.namespace), name="pods", watch_timeout=s.watch_timeout,
                                      project=cached_pod, health=self.health)
         self.pods = PodIndex(self.pod_informer)
@@ -146,8 +146,9 @@ class Controller:
 
     # --- wiring ------------------------------------------------------------------------------
 
-    def _handler(self, kind: str) -> Callable[[str, Obj | None, Obj | None], None]:
-        def on_event(event: str, old: Obj | None, new: Obj | None) -> None:
+    def _handler(self, kind: str) -> Callable[[str, CachedAutoscaler | None, CachedAutoscaler | None], None]:
+        def on_event(event: str, cached_old: CachedAutoscaler | None, cached_new: CachedAutoscaler | None) -> None:
+            old, new = as_object(cached_old), as_object(cached_new)
             ns, name = key_of(new or old or {})
             key = (kind, ns, name)
             if self.shadow is not None and kind == HPA:

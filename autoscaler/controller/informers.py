@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import orjson
 
 from autoscaler import objects
 from autoscaler.decision.controls import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION
@@ -107,6 +108,25 @@ def slim_autoscaler(obj: Obj) -> Obj:
         if k in obj:
             out[k] = obj[k]
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class CachedAutoscaler:
+    """An autoscaler in the cache: its slim object as compact JSON (about 1 KB, against about
+    4 KB as dicts), decoded when an event or a sync reads it (a few microseconds)."""
+
+    body: bytes
+
+    def object(self) -> Obj:
+        return orjson.loads(self.body)
+
+
+def cached_autoscaler(obj: Obj) -> CachedAutoscaler:
+    return CachedAutoscaler(orjson.dumps(slim_autoscaler(obj)))
+
+
+def as_object(cached: CachedAutoscaler | None) -> Obj | None:
+    return cached.object() if cached is not None else None
 
 
 class Informer:

@@ -184,7 +184,9 @@ async def test_the_controllers_caches_hold_projections_listed_page_by_page(sim):
         pods = list(controller.pod_informer.store.values())
         assert len(pods) == 2 and not any(isinstance(p, dict) for p in pods)
         assert [p.info.name for p in pods] == sorted(p["metadata"]["name"] for p in sim.list("v1", "Pod", NS))
-        kept = controller.informers["HorizontalAutoscaler"].get((NS, "a"))
+        cached = controller.informers["HorizontalAutoscaler"].get((NS, "a"))
+        assert not isinstance(cached, dict)
+        kept = cached.object()
         assert "labels" not in kept["metadata"] and "annotations" not in kept["metadata"]
         assert kept["spec"]["maxReplicas"] == 10 and kept["metadata"]["name"] == "a"
     finally:

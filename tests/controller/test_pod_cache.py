@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from autoscaler import objects
-from autoscaler.controller.informers import CachedPod, cached_pod, slim_autoscaler
+from autoscaler.controller.informers import CachedPod, cached_autoscaler, cached_pod, slim_autoscaler
 from autoscaler.decision import ControllerConfig, DecisionInput, PodReading, PodSample, decide
 from autoscaler.decision.replicas import group_pods
 from promscaler.times import format_time
@@ -116,7 +116,7 @@ def test_an_autoscaler_is_kept_without_what_nothing_reads():
                      "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]},
         "spec": {"maxReplicas": 5}, "status": {"currentReplicas": 2},
     }
-    assert slim_autoscaler(obj) == {
+    assert cached_autoscaler(obj).object() == slim_autoscaler(obj) == {
         "apiVersion": "promscaler.io/v1alpha1", "kind": "HorizontalAutoscaler",
         "metadata": {"name": "web", "namespace": "shop", "uid": "u1", "resourceVersion": "7", "generation": 3,
                      "annotations": {"promscaler.io/paused-replicas": "2"}},
