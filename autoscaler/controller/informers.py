@@ -122,7 +122,8 @@ class CachedAutoscaler:
 
 
 def cached_autoscaler(obj: Obj) -> CachedAutoscaler:
-    return CachedAutoscaler(orjson.dumps(slim_autoscaler(obj)))
+    # copied to a bytes of its own size: orjson's result keeps its 4 KB write buffer allocated
+    return CachedAutoscaler(bytes(memoryview(orjson.dumps(slim_autoscaler(obj)))))
 
 
 def as_object(cached: CachedAutoscaler | None) -> Obj | None:
