@@ -28,12 +28,20 @@ and the failover time is how long its autoscalers waited for their next sync by 
     .venv/bin/python bench/controller_bench.py --autoscalers 3000 --replicas 1,2,3
 
 Writes bench/results/controller-replicas.json.
+`--memory` (issue 28: 10,000 autoscalers over 20,000 pods in one replica, peak RSS <= 250 MB)
+runs the controller as its own process (`promscaler-autoscaler run`) against the sandbox: its
+peak RSS (VmHWM), its CPU, and the achieved period as the metrics upstream sees each
+autoscaler's reads. `--controller-root` runs an older checkout's controller in the same sandbox
+(a `git archive` of a commit); `--tracemalloc` prints where the bytes are, by file and line:
+
+    .venv/bin/python bench/controller_bench.py --memory --autoscalers 10000 --period 60 --workers 50 --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import logging
 import os
@@ -69,6 +77,7 @@ def serve(count: int) -> None:
     sim = KubeSim(ready_delay=0.0).start()
     sim.apply(yaml.safe_load((ROOT / "apiservice/horizontalautoscaler-crd.yaml").read_text()))
     pods_by_selector: dict[tuple[str, str], list[str]] = {}
+    asked: dict[tuple[str, str], list[float]] = {}  # when each autoscaler's metric was read (--memory's period)
 
     app = FastAPI()
 
@@ -79,6 +88,7 @@ def serve(count: int) -> None:
     @app.get("/apis/custom.metrics.k8s.io/{version}/namespaces/{ns}/pods/{name}/{metric}")
     async def pods_metric(version: str, ns: str, name: str, metric: str, request: Request) -> dict:
         selector = request.query_params.get("labelSelector", "")
+        asked.setdefault((ns, selector), []).append(time.time())
         names = pods_by_selector.get((ns, selector))
         if names is None:  # steady state: pods do not change, so compute once
             names = pods_by_selector[(ns, selector)] = [
@@ -144,9 +154,21 @@ def serve(count: int) -> None:
     while len(sim.list("v1", "Pod")) < 2 * count and time.monotonic() < deadline:
         time.sleep(0.2)
     print(json.dumps({"kubeconfig": sim.kubeconfig_path, "pods": len(sim.list("v1", "Pod"))}), flush=True)
-    sys.stdin.read()  # until the parent closes it
+    for line in sys.stdin:  # until the parent closes it; `--memory` asks for the periods seen since a time
+        if line.startswith("periods "):
+            print(json.dumps(_periods(asked, float(line.split()[1]), time.time())), flush=True)
     server.should_exit = True
     sim.stop()
+
+
+def _periods(asked: dict[tuple[str, str], list[float]], since: float, now: float) -> dict:
+    """The intervals between two reads of one autoscaler's metric that end after `since`, and how
+    many autoscalers were read at all: the achieved period as the metrics upstream sees it."""
+    reads = list(asked.values())  # one C call: the server's thread may add an autoscaler meanwhile
+    intervals = [b - a for times in reads for a, b in itertools.pairwise(times) if b > since]
+    waiting = [now - times[-1] for times in reads]  # an autoscaler not re-read has waited this long
+    return {"autoscalers": len(reads), "intervals": len(intervals), "p50": _pct(intervals, 0.5),
+            "p99": _pct(intervals, 0.99), "max": max([*intervals, *waiting], default=float("nan"))}
 
 
 def _cpu_of(pid: int) -> float:
@@ -374,6 +396,112 @@ def replica_run(kubeconfig: str, count: int, n: int, period: float, rounds: int,
             except subprocess.TimeoutExpired:
                 p.kill()
 
+# `--memory`: the controller as its own process (`promscaler-autoscaler run`), so its RSS is its own.
+# Under `--tracemalloc`, SIGUSR1 makes it dump a tracemalloc snapshot to the path in argv[1].
+_CONTROLLER = """
+import signal, sys, tracemalloc
+if sys.argv[1]:
+    tracemalloc.start(12)
+    signal.signal(signal.SIGUSR1, lambda *_: tracemalloc.take_snapshot().dump(sys.argv[1]))
+from autoscaler.__main__ import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _status_kb(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (peak RSS) of a process, in kB."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            out[name] = int(value.split()[0])
+    return out
+
+
+def _ask(child: subprocess.Popen, line: str) -> dict:
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write(line + "\n")
+    child.stdin.flush()
+    return json.loads(child.stdout.readline())
+
+
+def _breakdown(path: Path, top: int = 25) -> dict:
+    """Where the traced bytes are: by file and by line, the largest first."""
+    import tracemalloc
+
+    snapshot = tracemalloc.Snapshot.load(str(path))
+    total = sum(s.size for s in snapshot.statistics("filename"))
+
+    def rows(group: str) -> list[dict]:
+        return [{"where": str(s.traceback[0]).replace(str(ROOT) + "/", ""), "mb": round(s.size / 1e6, 1),
+                 "blocks": s.count} for s in snapshot.statistics(group)[:top]]
+
+    # the allocation's innermost frame in the controller's own code: orjson builds every cached
+    # object inside kubeapi.py, so this names which cache (informers.py, metrics.py, ...) asked
+    sites: dict[str, list[int]] = {}
+    for stat in snapshot.statistics("traceback"):
+        own = [str(f) for f in stat.traceback if "/autoscaler/" in f.filename]
+        where = (own[-1] if own else str(stat.traceback[-1])).replace(str(ROOT) + "/", "")
+        site = sites.setdefault(where, [0, 0])
+        site[0] += stat.size
+        site[1] += stat.count
+    by_site = [{"where": w, "mb": round(size / 1e6, 1), "blocks": n}
+               for w, (size, n) in sorted(sites.items(), key=lambda kv: -kv[1][0])[:top]]
+    return {"traced_mb": round(total / 1e6, 1), "by_file": rows("filename"), "by_line": rows("lineno"),
+            "by_controller_line": by_site}
+
+
+def measure_memory(child: subprocess.Popen, kubeconfig: str, count: int, period: float, rounds: int,
+                   workers: int, root: Path, trace: bool) -> dict:
+    """One controller process over the sandbox: first pass, then `rounds` periods: its peak RSS
+    (VmHWM), CPU, and the achieved period as the metrics upstream saw each autoscaler's reads."""
+    import tempfile
+
+    snapshot = Path(tempfile.mkdtemp()) / "controller.tracemalloc"
+    argv = ["run", "--kubeconfig", kubeconfig, f"--horizontal-pod-autoscaler-sync-period={period:g}s",
+            f"--concurrent-horizontal-pod-autoscaler-syncs={workers}", "--leader-elect=false", "--http-port=-1"]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    controller = subprocess.Popen([sys.executable, "-c", _CONTROLLER, str(snapshot) if trace else "", *argv],
+                                  cwd=root, env=env)
+    try:
+        t0 = time.monotonic()
+        while _ask(child, f"periods {time.time()}")["autoscalers"] < count:
+            if controller.poll() is not None:
+                raise RuntimeError(f"controller exited with {controller.returncode}")
+            time.sleep(1.0)
+        first_pass_s = time.monotonic() - t0
+        since, cpu1, wall1 = time.time(), _cpu_of(controller.pid), time.monotonic()
+        time.sleep(rounds * period)
+        cpu2, wall2 = _cpu_of(controller.pid), time.monotonic()
+        periods = _ask(child, f"periods {since}")
+        memory = _status_kb(controller.pid)
+        breakdown = None
+        if trace:
+            os.kill(controller.pid, signal.SIGUSR1)
+            deadline = time.monotonic() + 300
+            size = -1
+            while time.monotonic() < deadline:  # written when the file stops growing
+                time.sleep(2.0)
+                now = snapshot.stat().st_size if snapshot.exists() else -1
+                if now > 0 and now == size:
+                    break
+                size = now
+            breakdown = _breakdown(snapshot)
+    finally:
+        controller.terminate()
+        controller.wait(timeout=60)
+    return {
+        "autoscalers": count, "pods": 2 * count, "sync_period_s": period, "workers": workers,
+        "controller_code": str(root), "tracemalloc": trace,
+        "first_pass_s": round(first_pass_s, 1), "steady_window_s": round(wall2 - wall1, 1),
+        "achieved_period_p50_s": round(periods["p50"], 2), "achieved_period_p99_s": round(periods["p99"], 2),
+        "achieved_period_max_s": round(periods["max"], 2), "steady_cores": round((cpu2 - cpu1) / (wall2 - wall1), 3),
+        "steady_syncs": periods["intervals"],
+        "cpu_ms_per_sync": round(1000 * (cpu2 - cpu1) / periods["intervals"], 2) if periods["intervals"] else None,
+        "peak_rss_mb": round(memory["VmHWM"] / 1024, 1), "rss_mb": round(memory["VmRSS"] / 1024, 1),
+        "breakdown": breakdown,
+    }
+
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -386,6 +514,12 @@ def main() -> int:
     p.add_argument("--kube-api-qps", type=float, default=None, help="default: the controller's default")
     p.add_argument("--kube-api-burst", type=int, default=None, help="default: the controller's default")
     p.add_argument("--replicas", help="comma-separated replica counts to compare (e.g. 1,2,3): see above")
+    p.add_argument("--memory", action="store_true", help="the controller as its own process "
+                   "(`promscaler-autoscaler run`): its peak RSS, CPU and achieved period")
+    p.add_argument("--controller-root", type=Path, default=ROOT,
+                   help="--memory: run the controller from this checkout (e.g. a worktree of an older commit)")
+    p.add_argument("--tracemalloc", action="store_true",
+                   help="--memory: trace allocations and print where the bytes are after the rounds (slower)")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--replica", type=int, help=argparse.SUPPRESS)
     p.add_argument("--kubeconfig", help=argparse.SUPPRESS)
@@ -412,6 +546,10 @@ def main() -> int:
         workers = Settings.workers if args.workers is None else args.workers
         if args.replicas:
             return replicas_report(info["kubeconfig"], args, workers, child.pid)
+        if args.memory:
+            return _report_memory(measure_memory(child, info["kubeconfig"], args.autoscalers, args.period,
+                                                 args.rounds, workers, args.controller_root.resolve(),
+                                                 args.tracemalloc))
         result = asyncio.run(measure(info["kubeconfig"], args.autoscalers, args.period, args.rounds, qps, burst,
                                      workers, child.pid, args.warmup))
     finally:
@@ -471,6 +609,32 @@ def replicas_report(kubeconfig: str, args: argparse.Namespace, workers: int, san
     out.write_text(json.dumps({"runs": runs, "host_cpus": os.cpu_count(),
                                "load_average": os.getloadavg()}, indent=2) + "\n")
     print(f"written to {out.relative_to(ROOT)}")
+
+def _report_memory(r: dict) -> int:
+    r["host_cpus"], r["load_average"] = os.cpu_count(), os.getloadavg()
+    tag = "-tracemalloc" if r["tracemalloc"] else ""
+    out = ROOT / "bench/results" / f"controller-memory-{r['autoscalers']}{tag}.json"
+    if r["controller_code"] != str(ROOT):
+        out = out.with_name(out.stem + f"-{Path(r['controller_code']).name}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(r, indent=2) + "\n")
+    print(f"{r['autoscalers']} autoscalers, {r['pods']} pods, one controller process ({r['controller_code']}), "
+          f"{r['workers']} workers, period {r['sync_period_s']:g} s{' (under tracemalloc)' if tag else ''}")
+    print(f"  peak RSS {r['peak_rss_mb']:.0f} MB (now {r['rss_mb']:.0f} MB)   goal: <= 250 MB")
+    print(f"  achieved period p50 {r['achieved_period_p50_s']:.1f} s, p99 {r['achieved_period_p99_s']:.1f} s, "
+          f"max {r['achieved_period_max_s']:.1f} s; CPU {r['steady_cores']:.3f} cores over "
+          f"{r['steady_window_s']:.0f} s ({r['cpu_ms_per_sync']} ms per sync)")
+    print(f"  first pass {r['first_pass_s']:.0f} s; load {r['load_average'][0]:.1f}")
+    if r["breakdown"]:
+        b = r["breakdown"]
+        print(f"  traced: {b['traced_mb']:.1f} MB; by file:")
+        for row in b["by_file"][:12]:
+            print(f"    {row['mb']:7.1f} MB {row['blocks']:9d} blocks  {row['where']}")
+        for group in ("by_line", "by_controller_line"):
+            print(f"  {group.replace('_', ' ')}:")
+            for row in b[group]:
+                print(f"    {row['mb']:7.1f} MB {row['blocks']:9d} blocks  {row['where']}")
+    print(f"  written to {out.relative_to(ROOT)}")
     return 0
 
 

@@ -21,16 +21,15 @@ from dataclasses import dataclass, field
 
 import uvicorn
 
-from autoscaler import objects
 from autoscaler.decision.controls import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION
-from autoscaler.decision.model import ControllerConfig, PodInfo
+from autoscaler.decision.model import ControllerConfig
 from promscaler.kubeapi import Kube, Obj
 from promscaler.logs import vlog
 
 from .apihealth import ApiHealth, describe, is_outage
 from .events import EventRecorder
 from .http import Telemetry, create_app
-from .informers import Informer, PodIndex, key_of
+from .informers import CachedAutoscaler, Informer, PodIndex, as_object, cached_autoscaler, cached_pod, key_of
 from .leader import LeaderElector
 from .metrics import MetricsClient
 from .queue import ShutDown, WorkQueue
@@ -117,14 +116,15 @@ class Controller:
         self.informers: dict[str, Informer] = {
             CR: Informer(kube, _path("promscaler.io/v1alpha1", "horizontalautoscalers", s.namespace),
                          name="horizontalautoscalers", watch_timeout=s.watch_timeout, health=self.health,
+                         project=cached_autoscaler,
                          absent=CRD_ABSENT if s.reconcile_native_hpas else CRD_ABSENT_ONLY),
         }
         if s.reconcile_native_hpas:
             self.informers[HPA] = Informer(kube, _path("autoscaling/v2", "horizontalpodautoscalers", s.namespace),
                                            name="horizontalpodautoscalers", watch_timeout=s.watch_timeout,
-                                           health=self.health)
+                                           health=self.health, project=cached_autoscaler)
         self.pod_informer = Informer(kube, _path("v1", "pods", s.namespace), name="pods", watch_timeout=s.watch_timeout,
-                                     transform=objects.pod_info, health=self.health)
+                                     project=cached_pod, health=self.health)
         self.pods = PodIndex(self.pod_informer)
         discovery = Discovery(kube)
         self.shadow: ShadowBook | None = None
@@ -132,7 +132,7 @@ class Controller:
             self.shadow = ShadowBook(self.telemetry.registry, sync_period=s.sync_period,
                                      on_compared=self.telemetry.shadow)
         self.reconciler = Reconciler(
-            kube=kube, informers=self.informers, pods=self.pods, pod_infos=self._pod_info,
+            kube=kube, informers=self.informers, pods=self.pods, pod_infos=self.pods.info,
             scales=ScaleClient(kube, discovery), metrics=MetricsClient(kube, discovery), events=EventRecorder(kube),
             observer=self.telemetry, config=s.config, dry_run=s.dry_run, shadow_book=self.shadow)
         for kind, informer in self.informers.items():
@@ -165,11 +165,9 @@ class Controller:
 
     # --- wiring ------------------------------------------------------------------------------
 
-    def _pod_info(self, key: tuple[str, str]) -> PodInfo | None:
-        return self.pod_informer.derived.get(key)
-
-    def _handler(self, kind: str) -> Callable[[str, Obj | None, Obj | None], None]:
-        def on_event(event: str, old: Obj | None, new: Obj | None) -> None:
+    def _handler(self, kind: str) -> Callable[[str, CachedAutoscaler | None, CachedAutoscaler | None], None]:
+        def on_event(event: str, cached_old: CachedAutoscaler | None, cached_new: CachedAutoscaler | None) -> None:
+            old, new = as_object(cached_old), as_object(cached_new)
             ns, name = key_of(new or old or {})
             key = (kind, ns, name)
             if self.shadow is not None and kind == HPA:

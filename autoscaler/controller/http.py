@@ -7,12 +7,15 @@ process. In dry-run, every native HPA's decision is exported next to the cluster
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from promscaler.buildinfo import register_build_info
 from promscaler.quantity import QuantityError, parse_quantity
@@ -56,6 +59,74 @@ def metric_series(spec: Obj, status: Obj) -> list[tuple[str, str, float | None, 
     return out
 
 
+@dataclass(slots=True)
+class _Row:
+    """One autoscaler's series: None leaves a series out."""
+
+    current: float | None = None
+    desired: float | None = None
+    min: float | None = None
+    max: float | None = None
+    metrics: tuple[tuple[str, str, float | None, float | None], ...] = ()  # name, target type, target, current
+    conditions: tuple[tuple[str, str], ...] = ()  # type, status in lower case
+    limited: tuple[tuple[str, float], ...] = ()   # ScalingLimited's reason, 1 when True
+    last_scale: float | None = None
+
+
+class AutoscalerSeries(Collector):
+    """The per-autoscaler series (kube-state-metrics' names and labels), from one row each."""
+
+    def __init__(self) -> None:
+        self.rows: dict[WorkKey, _Row] = {}
+
+    def row(self, key: WorkKey) -> _Row:
+        row = self.rows.get(key)
+        if row is None:
+            row = self.rows[key] = _Row()
+        return row
+
+    def collect(self) -> Iterator[Metric]:
+        def family(name: str, doc: str, *labels: str) -> GaugeMetricFamily:
+            return GaugeMetricFamily(_KSM + name, doc, labels=[*_AS, *labels])
+
+        fam = {
+            "min": family("spec_min_replicas", "Lower limit for the number of replicas."),
+            "max": family("spec_max_replicas", "Upper limit for the number of replicas."),
+            "current": family("status_current_replicas", "Current number of replicas of the scale target."),
+            "desired": family("status_desired_replicas", "Desired number of replicas (this controller's decision)."),
+        }
+        target = family("spec_target_metric", "The metric target the autoscaler aims at.",
+                        "metric_name", "metric_target_type")
+        value = family("status_target_metric", "The current value of the metric, as last read.",
+                       "metric_name", "metric_target_type")
+        condition = family("status_condition", "The autoscaler's conditions (1 for the current status).",
+                           "condition", "status")
+        limited = family("status_scaling_limited",
+                         "1 while the desired replicas are limited (by min/max or a scaling policy), by reason.",
+                         "reason")
+        last_scale = family("status_last_scale_time_seconds", "When the target was last scaled (Unix time).")
+        for key, row in list(self.rows.items()):
+            labels = list(key)
+            for name, gauge in fam.items():
+                number = getattr(row, name)
+                if number is not None:
+                    gauge.add_metric(labels, number)
+            for name, ttype, goal, current in row.metrics:
+                if goal is not None:
+                    target.add_metric([*labels, name, ttype], goal)
+                if current is not None:
+                    value.add_metric([*labels, name, ttype], current)
+            for ctype, status in row.conditions:
+                for state in ("true", "false", "unknown"):
+                    condition.add_metric([*labels, ctype, state], 1.0 if status == state else 0.0)
+            for reason, on in row.limited:
+                limited.add_metric([*labels, reason], on)
+            if row.last_scale is not None:
+                last_scale.add_metric(labels, row.last_scale)
+        yield from (fam["current"], fam["desired"], fam["min"], fam["max"], target, value, condition, limited,
+                    last_scale)
+
+
 class Telemetry:
     """The controller's Prometheus metrics; implements reconcile.Observer and queue.QueueMetrics."""
 
@@ -71,24 +142,11 @@ class Telemetry:
         self.reconciles = Counter("promscaler_autoscaler_reconciles", "Autoscaler syncs.", ["kind"], registry=r)
         self.errors = Counter("promscaler_autoscaler_reconcile_errors", "Autoscaler syncs that failed, by reason.",
                               ["kind", "reason"], registry=r)
-        # Per autoscaler, named after kube-state-metrics' HPA series (kube_horizontalpodautoscaler_*).
-        self.current = Gauge(_KSM + "status_current_replicas", "Current number of replicas of the scale target.",
-                             _AS, registry=r)
-        self.desired = Gauge(_KSM + "status_desired_replicas",
-                             "Desired number of replicas (this controller's decision).", _AS, registry=r)
-        self.min = Gauge(_KSM + "spec_min_replicas", "Lower limit for the number of replicas.", _AS, registry=r)
-        self.max = Gauge(_KSM + "spec_max_replicas", "Upper limit for the number of replicas.", _AS, registry=r)
-        self.target = Gauge(_KSM + "spec_target_metric", "The metric target the autoscaler aims at.",
-                            [*_AS, "metric_name", "metric_target_type"], registry=r)
-        self.value = Gauge(_KSM + "status_target_metric", "The current value of the metric, as last read.",
-                           [*_AS, "metric_name", "metric_target_type"], registry=r)
-        self.condition = Gauge(_KSM + "status_condition", "The autoscaler's conditions (1 for the current status).",
-                               [*_AS, "condition", "status"], registry=r)
-        self.limited = Gauge(_KSM + "status_scaling_limited",
-                             "1 while the desired replicas are limited (by min/max or a scaling policy), by reason.",
-                             [*_AS, "reason"], registry=r)
-        self.last_scale = Gauge(_KSM + "status_last_scale_time_seconds", "When the target was last scaled (Unix time).",
-                                _AS, registry=r)
+        # Per autoscaler, named after kube-state-metrics' HPA series (kube_horizontalpodautoscaler_*):
+        # one compact row each, turned into samples at scrape time (a labelled child per series
+        # would cost ~10 KB per autoscaler)
+        self.autoscalers = AutoscalerSeries()
+        r.register(self.autoscalers)
         shadow_registry = r if shadow else None
         self.shadow_desired = Gauge(
             "promscaler_autoscaler_shadow_desired_replicas",
@@ -138,7 +196,6 @@ class Telemetry:
         self.work_duration = Histogram("workqueue_work_duration_seconds",
                                        "How long in seconds processing an item from workqueue takes.", q,
                                        buckets=buckets, registry=r).labels(QUEUE)
-        self._series: dict[WorkKey, list[tuple[Gauge, tuple[str, ...]]]] = {}
 
     # --- queue.QueueMetrics -------------------------------------------------------------------
 
@@ -166,36 +223,24 @@ class Telemetry:
             self.errors.labels(key[0], error.split(":", 1)[0]).inc()
 
     def replicas(self, key: WorkKey, current: int, desired: int) -> None:
-        self.current.labels(*key).set(current)
-        self.desired.labels(*key).set(desired)
+        row = self.autoscalers.row(key)
+        row.current, row.desired = float(current), float(desired)
 
     def status(self, key: WorkKey, spec: Obj, status: Obj) -> None:
         """Spec limits, metric targets and readings, conditions and last scale time of one autoscaler,
         from what the controller writes into its status."""
-        self._drop(key)
-        series: list[tuple[Gauge, tuple[str, ...]]] = []
-
-        def put(gauge: Gauge, labels: tuple[str, ...], value: float | None) -> None:
-            if value is not None:
-                gauge.labels(*labels).set(value)
-                series.append((gauge, labels))
-
-        put(self.min, key, float(spec.get("minReplicas", 1)))
-        put(self.max, key, _number(spec.get("maxReplicas")))
-        put(self.current, key, _number(status.get("currentReplicas")))
-        put(self.desired, key, _number(status.get("desiredReplicas")))
-        for name, ttype, target, current in metric_series(spec, status):
-            put(self.target, (*key, name, ttype), target)
-            put(self.value, (*key, name, ttype), current)
+        row = self.autoscalers.row(key)
+        row.min, row.max = float(spec.get("minReplicas", 1)), _number(spec.get("maxReplicas"))
+        row.current, row.desired = _number(status.get("currentReplicas")), _number(status.get("desiredReplicas"))
+        row.metrics = tuple(metric_series(spec, status))
+        conditions, limited = [], []
         for cond in status.get("conditions") or ():
-            for value in ("true", "false", "unknown"):
-                put(self.condition, (*key, cond.get("type", ""), value),
-                    1.0 if str(cond.get("status", "")).lower() == value else 0.0)
+            conditions.append((str(cond.get("type", "")), str(cond.get("status", "")).lower()))
             if cond.get("type") == "ScalingLimited":
-                put(self.limited, (*key, cond.get("reason", "")), 1.0 if cond.get("status") == "True" else 0.0)
-        if status.get("lastScaleTime"):
-            put(self.last_scale, key, parse_time(status["lastScaleTime"]).timestamp())
-        self._series[key] = series
+                limited.append((str(cond.get("reason", "")), 1.0 if cond.get("status") == "True" else 0.0))
+        row.conditions, row.limited = tuple(conditions), tuple(limited)
+        stamp = status.get("lastScaleTime")
+        row.last_scale = parse_time(stamp).timestamp() if stamp else None
         self._controls(key, str(status.get("control") or ""))
 
     def _controls(self, key: WorkKey, control: str) -> None:
@@ -216,11 +261,6 @@ class Telemetry:
         self.in_fallback.set(len(self._fallback_keys))
         self.paused.set(len(self._paused_keys))
 
-    def _drop(self, key: WorkKey) -> None:
-        for gauge, labels in self._series.pop(key, []):
-            with contextlib.suppress(KeyError):
-                gauge.remove(*labels)
-
     def shadow(self, key: WorkKey, ours: int, cluster: int | None) -> None:
         _, ns, name = key
         self.shadow_desired.labels(ns, name, "promscaler").set(ours)
@@ -229,11 +269,8 @@ class Telemetry:
             self.shadow_disagree.labels(ns, name).set(1 if cluster != ours else 0)
 
     def forget(self, key: WorkKey) -> None:
-        self._drop(key)
+        self.autoscalers.rows.pop(key, None)
         self._controls(key, "")
-        for gauge in (self.current, self.desired):
-            with contextlib.suppress(KeyError):
-                gauge.remove(*key)
         for labels in ((key[1], key[2], "promscaler"), (key[1], key[2], "cluster")):
             with contextlib.suppress(KeyError):
                 self.shadow_desired.remove(*labels)

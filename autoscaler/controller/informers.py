@@ -10,11 +10,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Iterable
+import sys
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import orjson
 
+from autoscaler import objects
+from autoscaler.decision.controls import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION
+from autoscaler.decision.model import PodInfo
 from promscaler.kubeapi import ApiError, Kube, Obj, query
 from promscaler.selectors import Operator, Selector
 
@@ -24,7 +31,8 @@ from .stopping import sleep_or_stop
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # (namespace, name)
-Handler = Callable[[str, Obj | None, Obj | None], None]  # (event type, old, new)
+Handler = Callable[[str, Any, Any], None]  # (event type, old, new): projections, None when absent
+PAGE = 500  # items per LIST page (client-go's reflector lists 500 at a time)
 
 
 def key_of(obj: Obj) -> Key:
@@ -32,23 +40,116 @@ def key_of(obj: Obj) -> Key:
     return (meta.get("namespace") or "", meta.get("name") or "")
 
 
+class _Shared(dict[str, Any]):
+    """A dict that can be shared (weakly referenced by the interner): never mutated once made."""
+
+    __slots__ = ("__weakref__",)
+
+
+_shared: weakref.WeakValueDictionary[Any, _Shared] = weakref.WeakValueDictionary()
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return frozenset((k, _frozen(v)) for k, v in value.items())
+    return value
+
+
+def shared(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    """One dict for equal mappings of strings (and of mappings of strings to numbers): the
+    labels and requests of the pods of one template are held once, not once per pod."""
+    frozen = _frozen(mapping)
+    kept = _shared.get(frozen)
+    if kept is None:
+        kept = _shared[frozen] = _Shared({sys.intern(k): shared(v) if isinstance(v, Mapping) else
+                                          (sys.intern(v) if isinstance(v, str) else v) for k, v in mapping.items()})
+    return kept
+
+
+@dataclass(frozen=True, slots=True)
+class CachedPod:
+    """What the controller keeps of a pod: its namespace and labels (to select it) and its
+    PodInfo (what the replica calculator reads: phase, deletion, readiness, start, requests)."""
+
+    namespace: str
+    labels: Mapping[str, str]
+    info: PodInfo
+
+
+def cached_pod(pod: Obj) -> CachedPod:
+    """A pod's projection; raises ObjectError when a field the decision reads is malformed."""
+    info = objects.pod_info(pod)
+    info = PodInfo(name=info.name, phase=sys.intern(info.phase), deleted=info.deleted, ready=info.ready,
+                   ready_transition=info.ready_transition, start_time=info.start_time,
+                   requests=shared(info.requests), ready_condition=info.ready_condition,
+                   pod_requests=shared(info.pod_requests) if info.pod_requests is not None else None)
+    namespace = (pod.get("metadata") or {}).get("namespace") or ""
+    return CachedPod(sys.intern(namespace), shared(objects.pod_labels(pod)), info)
+
+
+_KEPT_META = ("name", "namespace", "uid", "resourceVersion", "generation")
+_KEPT_ANNOTATIONS = (PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION)
+
+
+def slim_autoscaler(obj: Obj) -> Obj:
+    """An autoscaler (HorizontalAutoscaler or HPA) as the controller reads it: spec, status and
+    the metadata that names it, guards status writes (resourceVersion), tells a spec change
+    (generation) and pauses it (the pause annotations); labels, managedFields and the
+    last-applied annotation, which nothing reads, are dropped."""
+    meta = obj.get("metadata") or {}
+    slim_meta: Obj = {k: meta[k] for k in _KEPT_META if k in meta}
+    annotations = meta.get("annotations") or {}
+    kept = {k: annotations[k] for k in _KEPT_ANNOTATIONS if k in annotations}
+    if kept:
+        slim_meta["annotations"] = kept
+    out: Obj = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    out["metadata"] = slim_meta
+    for k in ("spec", "status"):
+        if k in obj:
+            out[k] = obj[k]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class CachedAutoscaler:
+    """An autoscaler in the cache: its slim object as compact JSON (about 1 KB, against about
+    4 KB as dicts), decoded when an event or a sync reads it (a few microseconds)."""
+
+    body: bytes
+
+    def object(self) -> Obj:
+        return orjson.loads(self.body)
+
+
+def cached_autoscaler(obj: Obj) -> CachedAutoscaler:
+    # copied to a bytes of its own size: orjson's result keeps its 4 KB write buffer allocated
+    return CachedAutoscaler(bytes(memoryview(orjson.dumps(slim_autoscaler(obj)))))
+
+
+def as_object(cached: CachedAutoscaler | None) -> Obj | None:
+    return cached.object() if cached is not None else None
+
+
 class Informer:
     """A cache of one resource kind (in one namespace or all), kept current by a watch."""
 
     def __init__(self, kube: Kube, path: str, *, name: str, label_selector: str | None = None,
-                 watch_timeout: float = 300.0, transform: Callable[[Obj], Any] | None = None,
-                 health: ApiHealth | None = None, absent: str | None = None, absent_poll: float = 10.0) -> None:
-        """`health`: outages are reported there (one warning for all) and waited out. `absent`: the
-        resource is optional (a CRD): a 404 counts as synced and empty, is logged once with this
-        message, and the list is retried every `absent_poll` seconds until the resource appears."""
+                 watch_timeout: float = 300.0, project: Callable[[Obj], Any] | None = None,
+                 health: ApiHealth | None = None, absent: str | None = None, absent_poll: float = 10.0,
+                 page_size: int = PAGE) -> None:
+        """`project`: what the cache keeps of each object (default: the object); an object it
+        cannot read is left out (logged). `health`: outages are reported there (one warning for
+        all) and waited out. `absent`: the resource is optional (a CRD): a 404 counts as synced
+        and empty, is logged once with this message, and the list is retried every `absent_poll`
+        seconds until the resource appears."""
         self.kube = kube
         self.path = path
         self.name = name
         self.label_selector = label_selector
         self.watch_timeout = watch_timeout
-        self.transform = transform
-        self.store: dict[Key, Obj] = {}
-        self.derived: dict[Key, Any] = {}  # transform(obj), computed once per change
+        self.project = project
+        self.page_size = page_size
+        self.store: dict[Key, Any] = {}  # project(obj) per object, built once per change
         self.synced = asyncio.Event()
         self.resource_version = ""
         self.handlers: list[Handler] = []
@@ -62,46 +163,63 @@ class Informer:
     def add_handler(self, handler: Handler) -> None:
         self.handlers.append(handler)
 
-    def get(self, key: Key) -> Obj | None:
+    def get(self, key: Key) -> Any:
         return self.store.get(key)
 
-    def _emit(self, kind: str, old: Obj | None, new: Obj | None) -> None:
+    def _emit(self, kind: str, old: Any, new: Any) -> None:
         for handler in self.handlers:
             try:
                 handler(kind, old, new)
             except Exception:  # a handler bug must not kill the watch
                 log.exception("informer handler failed", extra={"informer": self.name})
 
-    def _put(self, obj: Obj) -> None:
-        key = key_of(obj)
-        old = self.store.get(key)
-        self.store[key] = obj
-        if self.transform is not None:
-            try:
-                self.derived[key] = self.transform(obj)
-            except Exception as exc:  # a malformed object is skipped, not fatal to the watch
-                self.derived.pop(key, None)
-                log.warning("cannot read %s %s/%s: %s", self.name, key[0], key[1], exc)
-        self._emit("ADDED" if old is None else "MODIFIED", old, obj)
+    def _projection(self, key: Key, obj: Obj) -> Any:
+        """What the cache keeps of `obj`; None when it cannot be read (logged)."""
+        if self.project is None:
+            return obj
+        try:
+            return self.project(obj)
+        except Exception as exc:  # a malformed object is skipped, not fatal to the watch
+            log.warning("cannot read %s %s/%s: %s", self.name, key[0], key[1], exc)
+            return None
 
-    def _remove(self, obj: Obj) -> None:
-        key = key_of(obj)
+    def _put(self, key: Key, new: Any) -> None:
+        if new is None:
+            self._remove(key)
+            return
+        old = self.store.get(key)
+        self.store[key] = new
+        self._emit("ADDED" if old is None else "MODIFIED", old, new)
+
+    def _remove(self, key: Key) -> None:
         old = self.store.pop(key, None)
-        self.derived.pop(key, None)
         if old is not None:
             self._emit("DELETED", old, None)
 
     async def _list(self) -> None:
-        body = await self.kube.get(self.path, query(labelSelector=self.label_selector))
-        items = body.get("items") or []
-        fresh = {key_of(item): item for item in items}
+        """LIST page by page, projecting each page's items, then replace the cache (as client-go's
+        Replace: one event per object). The first page's resourceVersion is where the watch
+        resumes: a server that pages a live store (not a snapshot) replays what changed since."""
+        fresh: dict[Key, Any] = {}
+        token, version = None, None
+        while True:
+            body = await self.kube.get(self.path, query(labelSelector=self.label_selector,
+                                                        limit=self.page_size or None, **{"continue": token}))
+            for item in body.get("items") or ():
+                key = key_of(item)
+                fresh[key] = self._projection(key, item)
+            meta = body.get("metadata") or {}
+            if version is None:
+                version = meta.get("resourceVersion", "")
+            token = meta.get("continue")
+            del body
+            if not token:
+                break
         for key in [k for k in self.store if k not in fresh]:
-            self._remove(self.store[key])
-        for key, item in fresh.items():
-            old = self.store.get(key)
-            if old is None or _rv(old) != _rv(item):
-                self._put(item)
-        self.resource_version = (body.get("metadata") or {}).get("resourceVersion", "")
+            self._remove(key)
+        for key, new in fresh.items():
+            self._put(key, new)
+        self.resource_version = version or ""
         if self.missing:
             self.missing = False
             log.info("%s are served now: watching them", self.name, extra={"informer": self.name})
@@ -114,9 +232,10 @@ class Informer:
             kind, obj = event.get("type"), event.get("object") or {}
             rv = (obj.get("metadata") or {}).get("resourceVersion")
             if kind in ("ADDED", "MODIFIED"):
-                self._put(obj)
+                key = key_of(obj)
+                self._put(key, self._projection(key, obj))
             elif kind == "DELETED":
-                self._remove(obj)
+                self._remove(key_of(obj))
             if rv:
                 self.resource_version = rv
 
@@ -183,7 +302,7 @@ class Informer:
             self.missing = True
             log.info(self.absent, extra={"informer": self.name})
         for key in list(self.store):
-            self._remove(self.store[key])
+            self._remove(key)
         self.synced.set()
 
     async def _wait_up(self, stop: asyncio.Event) -> bool:
@@ -199,12 +318,9 @@ class Informer:
         return stop.is_set()
 
 
-def _rv(obj: Obj) -> str:
-    return (obj.get("metadata") or {}).get("resourceVersion", "")
-
-
 class PodIndex:
-    """Pods by namespace and by `label=value`, so a selector touches only its candidates."""
+    """Pods (an informer of CachedPods) by namespace and by `label=value`, so a selector touches
+    only its candidates."""
 
     def __init__(self, informer: Informer) -> None:
         self.informer = informer
@@ -212,19 +328,16 @@ class PodIndex:
         self.by_label: dict[tuple[str, str, str], set[Key]] = {}
         informer.add_handler(self._on_event)
 
-    def _labels(self, obj: Obj) -> dict[str, str]:
-        return (obj.get("metadata") or {}).get("labels") or {}
-
-    def _on_event(self, kind: str, old: Obj | None, new: Obj | None) -> None:
+    def _on_event(self, kind: str, old: CachedPod | None, new: CachedPod | None) -> None:
         if old is not None:
-            key = key_of(old)
+            key = (old.namespace, old.info.name)
             self.by_ns.get(key[0], set()).discard(key)
-            for label, value in self._labels(old).items():
+            for label, value in old.labels.items():
                 self.by_label.get((key[0], label, value), set()).discard(key)
         if new is not None:
-            key = key_of(new)
+            key = (new.namespace, new.info.name)
             self.by_ns.setdefault(key[0], set()).add(key)
-            for label, value in self._labels(new).items():
+            for label, value in new.labels.items():
                 self.by_label.setdefault((key[0], label, value), set()).add(key)
 
     def select(self, namespace: str, selector: Selector) -> list[Key]:
@@ -237,6 +350,10 @@ class PodIndex:
         if candidates is None:
             candidates = self.by_ns.get(namespace, set())
         store = self.informer.store
-        out = [k for k in candidates if k in store and selector.matches(self._labels(store[k]))]
+        out = [k for k in candidates if k in store and selector.matches(store[k].labels)]
         out.sort()
         return out
+
+    def info(self, key: Key) -> PodInfo | None:
+        pod = self.informer.store.get(key)
+        return pod.info if pod is not None else None

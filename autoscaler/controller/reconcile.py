@@ -28,7 +28,7 @@ from promscaler.logs import RepeatLimiter
 from promscaler.selectors import SelectorError, parse_selector
 
 from .events import EventRecorder
-from .informers import Informer, PodIndex
+from .informers import Informer, PodIndex, as_object
 from .metrics import MetricsClient
 from .scale import ScaleClient, ScaleError
 from .shadow import ShadowBook
@@ -136,7 +136,7 @@ class Reconciler:
 
     async def _sync(self, key: WorkKey) -> Decision | None:
         kind, ns, name = key
-        obj = self.informers[kind].get((ns, name))
+        obj = as_object(self.informers[kind].get((ns, name)))
         if obj is None:
             self.forget(key)
             return None

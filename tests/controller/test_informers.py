@@ -8,7 +8,7 @@ import contextlib
 
 import aiohttp
 
-from autoscaler.controller.informers import Informer, PodIndex
+from autoscaler.controller.informers import CachedPod, Informer, PodIndex, cached_pod
 from promscaler.kubeapi import Kube, load_configuration
 from promscaler.selectors import parse_selector
 
@@ -120,7 +120,7 @@ async def test_pod_index_selects_by_labels_within_namespace(sim):
     sim.apply(deployment("web", 3))
     sim.apply(deployment("api", 2))
     sim.apply(deployment("web", 1, ns="other"))
-    async with informer(sim, path="/api/v1/pods") as (inf, _):
+    async with informer(sim, path="/api/v1/pods", project=cached_pod) as (inf, _):
         index = PodIndex(inf)
         for obj in list(inf.store.values()):  # the index subscribes after the initial list here
             index._on_event("ADDED", None, obj)
@@ -129,3 +129,65 @@ async def test_pod_index_selects_by_labels_within_namespace(sim):
         assert len(index.select("other", parse_selector("app=web"))) == 1
         sim.apply(deployment("web", 1))
         await eventually(lambda: len(index.select(NS, parse_selector("app=web"))) == 1)
+
+
+async def test_lists_page_by_page_and_keeps_projections(sim):
+    """LIST with `limit`/`continue` (client-go's reflector pages of 500; 2 here), every page's pods
+    kept as CachedPods, and the watch resumed from the list's resourceVersion."""
+    sim.apply(deployment("web", 3))
+    sim.apply(deployment("api", 2))
+    await eventually(lambda: len(sim.list("v1", "Pod", NS)) == 5)
+    pages: list[dict] = []
+    async with informer(sim, path="/api/v1/pods", project=cached_pod, page_size=2) as (inf, _):
+        get = inf.kube.get
+        # count the pages of a relist: the first list happened before this wrapper, so relist again
+        async def counted(path, query=None):
+            body = await get(path, query)
+            if path == "/api/v1/pods":
+                pages.append({"query": dict(query or ()), "items": len(body.get("items") or ())})
+            return body
+        inf.kube.get = counted  # type: ignore[method-assign]
+        await inf._list()
+        assert [p["items"] for p in pages] == [2, 2, 1]
+        assert all(p["query"]["limit"] == 2 for p in pages) and "continue" in pages[1]["query"]
+        assert len(inf.store) == 5 and all(isinstance(p, CachedPod) for p in inf.store.values())
+        sim.apply(deployment("web", 1))
+        await eventually(lambda: len(inf.store) == 3)
+
+
+async def test_the_controllers_caches_hold_projections_listed_page_by_page(sim):
+    """The controller's pod cache holds what decisions read, not pod objects; its autoscaler cache
+    drops the metadata nothing reads (labels, kubectl's last-applied annotation); its LISTs carry
+    `limit` (a 20,000-pod LIST is never one body)."""
+    from autoscaler.controller.controller import Controller, Settings
+
+    sim.apply(deployment("web", 2))
+    obj = autoscaler("a", "web", [pods_metric("m", "1")])
+    obj["metadata"]["labels"] = {"team": "shop"}
+    obj["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "{}" * 500}
+    sim.apply(obj)
+    await eventually(lambda: len(sim.list("v1", "Pod", NS)) == 2)
+    kube = Kube(await load_configuration(sim.kubeconfig_path))
+    try:
+        controller = Controller(kube, Settings(leader_elect=False, http_port=None))
+        queries: list[dict] = []
+        get = kube.get
+
+        async def recorded(path, query=None):
+            queries.append(dict(query or ()))
+            return await get(path, query)
+
+        kube.get = recorded  # type: ignore[method-assign]
+        await controller.pod_informer._list()
+        await controller.informers["HorizontalAutoscaler"]._list()
+        assert queries and all("limit" in q for q in queries)
+        pods = list(controller.pod_informer.store.values())
+        assert len(pods) == 2 and not any(isinstance(p, dict) for p in pods)
+        assert [p.info.name for p in pods] == sorted(p["metadata"]["name"] for p in sim.list("v1", "Pod", NS))
+        cached = controller.informers["HorizontalAutoscaler"].get((NS, "a"))
+        assert not isinstance(cached, dict)
+        kept = cached.object()
+        assert "labels" not in kept["metadata"] and "annotations" not in kept["metadata"]
+        assert kept["spec"]["maxReplicas"] == 10 and kept["metadata"]["name"] == "a"
+    finally:
+        await kube.close()
