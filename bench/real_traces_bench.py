@@ -33,7 +33,6 @@ Writes bench/results/real-traces.json and docs/forecast-and-tune-real-traces.png
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -52,10 +51,12 @@ from bench.tune_bench import (
     CONSERVATIVE,
     NS,
     REFERENCE,
+    arguments,
     backtest,
     figures,
     history,
     replays,
+    save,
     spec,
     tune_and_check,
 )
@@ -228,16 +229,11 @@ def plot(path: Path, results: dict[str, Any], plots: dict[str, Any]) -> None:
         bars.set_ylabel("replica-hours / oracle's")
         bars.set_ylim(0, max(hours) * 1.25)
         bars.set_title("weeks 3-4: replica-hours / oracle's\n(minutes under-provisioned on the bars)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    save(fig, path)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    root = Path(__file__).resolve().parents[1]
-    ap.add_argument("--out", default=str(root / "bench" / "results" / "real-traces.json"))
-    ap.add_argument("--png", default=str(root / "docs" / "forecast-and-tune-real-traces.png"))
+    ap = arguments(__doc__, "real-traces.json", "forecast-and-tune-real-traces.png")
     ap.add_argument("--traces", nargs="+", default=["bank_calls", "elecdemand"], choices=["bank_calls", "elecdemand"])
     args = ap.parse_args()
     results: dict[str, Any] = {}

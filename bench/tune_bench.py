@@ -249,17 +249,28 @@ def plot(path: Path, url: str, files: dict[str, tuple[Path, Path]], week2: int, 
     ax2.set_title("(b) week 2: the conservative spec and tune's recommendation (chosen on week 1)", fontsize=10)
     ax2.legend(fontsize=8)
     ax2.set_ylabel("replicas")
+    save(fig, path)
+
+
+def save(fig: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(doc: str, results: str, png: str) -> argparse.ArgumentParser:
+    """The flags of the forecast benches: where the figures (bench/results/) and the plot (docs/) go."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     root = Path(__file__).resolve().parents[1]
-    ap.add_argument("--out", default=str(root / "bench" / "results" / "tune.json"))
-    ap.add_argument("--png", default=str(root / "docs" / "forecast-and-tune-benchmark.png"))
-    args = ap.parse_args()
+    ap.add_argument("--out", default=str(root / "bench" / "results" / results))
+    ap.add_argument("--png", default=str(root / "docs" / png))
+    return ap
+
+
+def main() -> int:
+    args = arguments(__doc__, "tune.json", "forecast-and-tune-benchmark.png").parse_args()
     # two whole weeks ending at the last midnight (UTC) before now - 1 h, starting on a Monday
     now = int(time.time()) - 3600
     end = now - now % 86400
