@@ -8,14 +8,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 # Debian packages, each only when its binary is missing: Prometheus (prometheus, promtool) and
-# VictoriaMetrics (victoria-metrics), the backends the tests start on loopback; Chromium (chromium,
-# chromedriver), the browser the report tests drive headless; npm, which installs the charting library
+# VictoriaMetrics (victoria-metrics), the backends the tests start on loopback; Chromium, the browser
+# the report tests drive headless (Playwright, pointed at it); npm, which installs the charting library
 # the HTML reports inline (below).
 missing=()
 { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
 command -v victoria-metrics >/dev/null 2>&1 || missing+=(victoria-metrics)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ "${#missing[@]}" -gt 0 ]; then
   SUDO=""
