@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from adapter.metricroutes import Route
+from adapter.metricroutes import Route, send_json
 from promscaler.status import MethodNotAllowed
 
 __all__ = ["Health", "Readiness"]
@@ -22,12 +22,13 @@ __all__ = ["Health", "Readiness"]
 log = logging.getLogger("adapter.app")
 # The readiness checks, in order: (name, None when it passes, else why it fails).
 Readiness = Callable[[], Awaitable[list[tuple[str, str | None]]]]
-_TEXT = (b"content-type", b"text/plain; charset=utf-8")
 
 
-async def _send(send: Any, code: int, body: bytes, content_type: tuple[bytes, bytes] = _TEXT) -> None:
+async def _send_text(send: Any, code: int, text: str) -> None:
+    body = text.encode()
     await send({"type": "http.response.start", "status": code,
-                "headers": [content_type, (b"content-length", str(len(body)).encode())]})
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -51,14 +52,14 @@ class Health:
         scope["route"] = self.PATHS[path]  # the request metrics' route label, as the app's routes gave
         if scope["method"] != "GET":
             status = MethodNotAllowed(f"method {scope['method']} is not supported on {path}").to_status()
-            return await _send(send, 405, orjson.dumps(status), (b"content-type", b"application/json"))
+            return await send_json(send, 405, orjson.dumps(status))
         verbose = any(k == "verbose" for k, _ in parse_qsl(scope["query_string"].decode("latin-1"),
                                                           keep_blank_values=True))
         if path == "/readyz":
             code, text = await self.ready(verbose, self.insecure or scope.get("user") is not None)
         else:
             code, text = 200, f"[+]ping ok\n{path.lstrip('/')} check passed\n" if verbose else "ok"
-        await _send(send, code, text.encode())
+        await _send_text(send, code, text)
 
     async def ready(self, verbose: bool, authorized: bool) -> tuple[int, str]:
         checks = await self.readiness() if self.readiness else [("prometheus", None)]
