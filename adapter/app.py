@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from fastapi import FastAPI, Request
-from fastapi.responses import PlainTextResponse, Response
+from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from adapter.health import Health, Readiness
 from adapter.metricroutes import MetricRoutes, RequestMetrics, log_failure
 from adapter.openapi import group_versions, openapi_v2, openapi_v3_document, openapi_v3_index
 from adapter.provider import CustomMetricsProvider, ExternalMetricsProvider
@@ -32,8 +34,6 @@ if TYPE_CHECKING:  # imported when metrics.k8s.io is served (it needs the watch 
 __all__ = ["JSONBytes", "Readiness", "create_app"]
 
 log = logging.getLogger("adapter.app")
-# The readiness checks, in order: (name, None when it passes, else why it fails).
-Readiness = Callable[[], Awaitable[list[tuple[str, str | None]]]]
 
 
 class JSONBytes(Response):
@@ -80,9 +80,11 @@ def create_app(
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
     resource: ResourceMetricsProvider | None = None,
     hot: ASGIApp | None = None,
+    health: Health | None = None,
 ) -> FastAPI:
-    """The ASGI app; `custom`/`external`/`resource` None disables that API group. `hot`: the
-    metrics API groups' paths as served already (adapter.front), else built here."""
+    """The ASGI app; `custom`/`external`/`resource` None disables that API group. `hot` and
+    `health`: the metrics API groups' paths and the probes as served already (adapter.front),
+    else built here (`health` from `readiness`)."""
     metrics = metrics or SelfMetrics()
 
     @asynccontextmanager
@@ -125,37 +127,11 @@ def create_app(
     app.add_exception_handler(Exception, _unexpected)
 
     # -- health and self ------------------------------------------------------------------------
-    @get("/healthz")
-    @get("/livez")
-    async def healthz(request: Request) -> Response:
-        if "verbose" in request.query_params:
-            return PlainTextResponse(f"[+]ping ok\n{request.url.path.lstrip('/')} check passed\n")
-        return PlainTextResponse("ok")
-
-    withheld = {"last": ""}
-
-    @get("/readyz")
-    async def readyz(request: Request) -> Response:
-        checks = await readiness() if readiness else [("prometheus", None)]
-        failed = [f"{name}: {why}" for name, why in checks if why is not None]
-        verbose = "verbose" in request.query_params
-        if not failed:
-            withheld["last"] = ""
-            if not verbose:
-                return PlainTextResponse("ok")
-            return PlainTextResponse("[+]ping ok\n" + "".join(f"[+]{name} ok\n" for name, _ in checks)
-                                     + "readyz check passed\n")
-        why = "; ".join(failed)
-        if why != withheld["last"]:  # the detail goes to the log (once per new reason)...
-            withheld["last"] = why
-            log.warning("readyz check failed: %s", why)
-        # ...and to callers authorized for /readyz who ask for it (insecure serving: everyone), as
-        # Kubernetes' healthz withholds a failed check's reason from the others
-        authorized = settings.insecure or request.scope.get("user") is not None
-        lines = "".join(f"[+]{name} ok\n" if reason is None else
-                        f"[-]{name} failed: {reason if verbose and authorized else 'reason withheld'}\n"
-                        for name, reason in checks)
-        return PlainTextResponse(f"[+]ping ok\n{lines}readyz check failed\n", status_code=503)
+    # raw ASGI (adapter.health), routed here too for the front's requests that reach the app
+    # (a trailing slash: the router's redirect), and for an app served without the front
+    probes = health if health is not None else Health(readiness, settings.insecure)
+    for path in Health.PATHS:
+        app.router.routes.append(Route(path, probes))
 
     @get("/metrics")
     async def self_metrics() -> Response:

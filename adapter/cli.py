@@ -12,6 +12,7 @@ import sys
 
 from adapter.discovery import Discovery, FirstQuestions, ResourceDiscoveryError, fetch_resource_table
 from adapter.front import Front
+from adapter.health import Health
 from adapter.metricroutes import MetricRoutes, RequestMetrics
 from adapter.naming import BUILTIN_TABLE, CompiledRules, compile_rules
 from adapter.prometheus import PrometheusClient
@@ -150,10 +151,12 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
         async def shutdown() -> None:
             await discovery.stop()
 
-        # Discovery's documents and the metric values are served as soon as discovery has listed
-        # (adapter.front); the FastAPI app, for everything else, is imported and built meanwhile.
+        # Discovery's documents, the metric values and the probes are served as soon as discovery
+        # has listed (adapter.front); the FastAPI app, for everything else, is imported and built meanwhile.
         front = Front(startup, shutdown)
         front.hot = RequestMetrics(MetricRoutes(front.fallback, custom, external), metrics)
+        health = Health(readiness, settings.insecure)
+        front.health = RequestMetrics(health, metrics)
         if not await relisted:
             if settings.fail_on_prometheus_unavailable:
                 return _fail(f"Prometheus is unavailable: {discovery.last_error}")
@@ -170,7 +173,7 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
                 from adapter.app import create_app
 
                 front.attach(create_app(settings, custom, external, readiness, metrics, resource=resource,
-                                        hot=front.hot))
+                                        hot=front.hot, health=health))
             except Exception as exc:  # then every request but the metrics APIs' fails, said once here
                 log.error("cannot build the app: %s", exc, exc_info=exc)
                 front.fail(exc)
@@ -182,7 +185,7 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
             gc.enable()
 
         builder = asyncio.create_task(build_app())
-        announce = asyncio.create_task(_announce_ready(listening, front, discovery, settings))
+        announce = asyncio.create_task(_announce_ready(listening, discovery, settings))
         try:
             await serve(settings, front, listening.set, metrics.registry)
         except (OSError, SecurityUnavailable) as exc:
@@ -206,10 +209,9 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
             await labels.aclose()
 
 
-async def _announce_ready(listening: asyncio.Event, front: Front, discovery: Discovery, settings: Settings) -> None:
-    """The one line that says the adapter is ready to serve."""
+async def _announce_ready(listening: asyncio.Event, discovery: Discovery, settings: Settings) -> None:
+    """The one line that says the adapter is ready to serve (as `/readyz` does: the app may still be building)."""
     await listening.wait()
-    await front.app()
     while not discovery.synced:
         await asyncio.sleep(0.05)
     scheme = "http" if settings.insecure else "https"

@@ -33,13 +33,13 @@ from promscaler.status import BadRequest, MethodNotAllowed, NotFound, StatusErro
 if TYPE_CHECKING:
     from adapter.selfmetrics import SelfMetrics
 
-__all__ = ["MetricRoutes", "RequestMetrics"]
+__all__ = ["MetricRoutes", "RequestMetrics", "Route"]
 
 log = logging.getLogger("adapter.app")
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
-class _Route:
+class Route:
     """What the request-metrics middleware reads from `scope["route"]`: the path template."""
 
     def __init__(self, path: str) -> None:
@@ -121,8 +121,8 @@ class MetricRoutes:
 
     CUSTOM = f"/apis/{wire.CUSTOM_GROUP}/"
     EXTERNAL = f"/apis/{wire.EXTERNAL_GROUP}/"
-    _ROUTES: ClassVar[dict[tuple[str, bool], _Route]] = {
-        (g, values): _Route(f"/apis/{g}/{{version}}" + ("/{rest:path}" if values else ""))
+    _ROUTES: ClassVar[dict[tuple[str, bool], Route]] = {
+        (g, values): Route(f"/apis/{g}/{{version}}" + ("/{rest:path}" if values else ""))
         for g in (wire.CUSTOM_GROUP, wire.EXTERNAL_GROUP) for values in (False, True)}
 
     def __init__(self, app, custom: CustomMetricsProvider | None, external: ExternalMetricsProvider | None,

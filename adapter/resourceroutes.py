@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from adapter.metricroutes import error_answer, query_selector, send_json, timestamp
+from adapter.metricroutes import Route, error_answer, query_selector, send_json, timestamp
 from adapter.resourcemetrics import ResourceMetricsProvider
 from adapter.ttlcache import TTLCache
 from promscaler import wire
@@ -33,11 +33,6 @@ from promscaler.times import go_duration
 __all__ = ["ResourceRoutes"]
 
 _GROUP = f"/apis/{wire.RESOURCE_GROUP}"
-
-
-class _Route:
-    def __init__(self, path: str) -> None:
-        self.path = path
 
 
 def _cpu(milli: int) -> str:
@@ -62,7 +57,7 @@ def _not_found(path: str) -> NotFound:
 class ResourceRoutes:
     """ASGI middleware answering `/apis/metrics.k8s.io[/...]`; other paths go on to `app`."""
 
-    _ROUTES: ClassVar[dict[str, _Route]] = {k: _Route(p) for k, p in (
+    _ROUTES: ClassVar[dict[str, Route]] = {k: Route(p) for k, p in (
         ("group", _GROUP), ("version", _GROUP + "/{version}"), ("pods", _GROUP + "/{version}/pods"),
         ("nspods", _GROUP + "/{version}/namespaces/{namespace}/pods"),
         ("pod", _GROUP + "/{version}/namespaces/{namespace}/pods/{name}"),

@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from adapter.discovery import Discovery, FirstQuestions
 from adapter.front import Front
+from adapter.health import Health
 from adapter.naming import BUILTIN_TABLE, Resource, ResourceTable, compile_rules
 from adapter.prometheus import PrometheusClient
 from adapter.rules import parse_rules
@@ -190,13 +191,13 @@ async def test_the_front_serves_the_metrics_apis_while_the_app_is_built() -> Non
     front = Front(startup, shutdown)
     front.hot = hot
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=front), base_url="http://adapter") as client:
-        waiting = asyncio.create_task(client.get("/readyz"))
+        waiting = asyncio.create_task(client.get("/openapi/v2"))
         # the metrics APIs answer with no app yet; every other path waits for it
         hot_answer = await client.get("/apis/custom.metrics.k8s.io/v1beta2")
         assert hot_answer.text == "hot /apis/custom.metrics.k8s.io/v1beta2"
         assert not waiting.done()
         front.attach(app)
-        assert (await waiting).text == "app /readyz"
+        assert (await waiting).text == "app /openapi/v2"
         assert (await client.get("/apis/custom.metrics.k8s.io")).text == "app /apis/custom.metrics.k8s.io"
 
     # the lifespan (discovery's loops) runs without the app
@@ -212,3 +213,33 @@ async def test_the_front_serves_the_metrics_apis_while_the_app_is_built() -> Non
     await Front(startup, shutdown)({"type": "lifespan"}, receive, send)
     assert events == ["startup", "shutdown"]
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+async def test_the_front_answers_the_probes_before_the_app_is_attached() -> None:
+    # Ready means discovery has listed, not that FastAPI is imported: /readyz, /healthz and /livez
+    # answer (Kubernetes' healthz format) while no app is attached, and other paths still wait for it.
+    checks: list[tuple[str, str | None]] = [("prometheus", "discovery has not succeeded yet: waiting")]
+
+    async def readiness() -> list[tuple[str, str | None]]:
+        return checks
+
+    async def nothing() -> None:
+        pass
+
+    front = Front(nothing, nothing)
+    front.health = Health(readiness, insecure=True)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=front), base_url="http://adapter") as client:
+        waiting = asyncio.create_task(client.get("/metrics"))
+        not_ready = await asyncio.wait_for(client.get("/readyz?verbose"), 5)
+        assert (not_ready.status_code, not_ready.text) == (
+            503, "[+]ping ok\n[-]prometheus failed: discovery has not succeeded yet: waiting\nreadyz check failed\n")
+        checks[0] = ("prometheus", None)
+        ready = await asyncio.wait_for(client.get("/readyz"), 5)
+        assert (ready.status_code, ready.text) == (200, "ok")
+        live = await asyncio.wait_for(client.get("/livez?verbose"), 5)
+        assert (live.status_code, live.text) == (200, "[+]ping ok\nlivez check passed\n")
+        refused = await asyncio.wait_for(client.post("/healthz"), 5)
+        assert refused.status_code == 405 and refused.json()["reason"] == "MethodNotAllowed"
+        assert not waiting.done()
+        front.attach(lambda scope, receive, send: _answer(send, f"app {scope['path']}"))
+        assert (await waiting).text == "app /metrics"
