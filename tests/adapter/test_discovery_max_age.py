@@ -58,11 +58,23 @@ def _start_victoriametrics(now: int) -> VictoriaMetricsServer:
         raise
 
 
+def _one_block(now: int) -> str:
+    """promtool's shortest block range (2h x 3^k, aligned to the epoch) with no block boundary
+    between the series' first and last samples, so the stopped series shares a block with the fresh
+    ones at any time of day (with 2h blocks, a boundary in the last 5 minutes, just after every even
+    hour, put them in different blocks)."""
+    hours = 2
+    while (now - 1200) // (hours * 3600) != (now + 1800) // (hours * 3600):
+        hours *= 3
+    return f"{hours}h"
+
+
 @pytest.fixture(scope="module", params=["prometheus", "victoriametrics"])
 def prom(request) -> Iterator[PrometheusServer | VictoriaMetricsServer]:
     """Each backend, its index holding the stopped series (VictoriaMetrics' index works by the day)."""
     now = int(time.time())
-    server = start_backfilled(_openmetrics(now)) if request.param == "prometheus" else _start_victoriametrics(now)
+    server = (start_backfilled(_openmetrics(now), _one_block(now)) if request.param == "prometheus"
+              else _start_victoriametrics(now))
     yield server
     server.close()
 
