@@ -12,7 +12,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 import httpx
 
@@ -82,7 +82,38 @@ class TempDirServer:
         self.close()
 
 
-class AdapterProcess:
+class _LoggedProcess:
+    """A child process of the project whose stderr goes to a log file, removed when it stops."""
+
+    proc: subprocess.Popen
+    log_path: str
+    args: list[str]
+    stop_timeout: float = 10.0
+
+    def _start(self, prefix: str, cwd: str | Path, env: Mapping[str, str] | None, **popen: Any) -> None:
+        with tempfile.NamedTemporaryFile("w+", prefix=prefix, suffix=".log", delete=False) as log:
+            self.log_path = log.name
+            self.proc = subprocess.Popen(self.args, cwd=cwd, stderr=log,
+                                         env=None if env is None else {**os.environ, **env}, **popen)
+
+    def stderr(self) -> str:
+        return Path(self.log_path).read_text()
+
+    def stop(self) -> None:
+        stop_process(self.proc, timeout=self.stop_timeout)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        if os.path.exists(self.log_path):
+            os.unlink(self.log_path)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class AdapterProcess(_LoggedProcess):
     """`python -m adapter ARGS` on a free port: plain HTTP (`--insecure --port`) by default,
     or TLS (`--secure-port`, bound to 127.0.0.1) with `secure=True`. Its stderr goes to a log file;
     `env` adds to the environment it inherits."""
@@ -95,10 +126,7 @@ class AdapterProcess:
         serving = (["--secure-port", str(self.port), "--bind-address", "127.0.0.1"] if secure
                    else ["--insecure", "--port", str(self.port)])
         self.args = [sys.executable, "-m", "adapter", *serving, *args]
-        with tempfile.NamedTemporaryFile("w+", prefix="adapter-", suffix=".log", delete=False) as log:
-            self.log_path = log.name
-            self.proc = subprocess.Popen(self.args, cwd=cwd, stdout=subprocess.PIPE, stderr=log, text=True,
-                                         env=None if env is None else {**os.environ, **env})
+        self._start("adapter-", cwd, env, stdout=subprocess.PIPE, text=True)
 
     def wait_ready(self, timeout: float = 30.0) -> AdapterProcess:
         """Wait for the one line the adapter prints when it serves."""
@@ -117,29 +145,15 @@ class AdapterProcess:
         wait_answering(self.proc, self.url + "/healthz", self.stderr, "adapter", timeout)
         return self
 
-    def stderr(self) -> str:
-        return Path(self.log_path).read_text()
-
     def get(self, path: str, **kw) -> httpx.Response:
         return httpx.get(self.url + path, timeout=15, **kw)
 
-    def stop(self) -> None:
-        stop_process(self.proc)
-        if self.proc.stdout:
-            self.proc.stdout.close()
-        if os.path.exists(self.log_path):
-            os.unlink(self.log_path)
 
-    def __enter__(self) -> AdapterProcess:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-
-class ControllerProcess:
+class ControllerProcess(_LoggedProcess):
     """`python -m autoscaler run --kubeconfig KUBECONFIG ARGS` with /healthz, /readyz and /metrics on
     a free loopback port; its stderr (the JSON log) goes to a log file."""
+
+    stop_timeout = 30.0
 
     def __init__(self, kubeconfig: str | Path, *args: str, cwd: str | Path = ROOT,
                  env: Mapping[str, str] | None = None) -> None:
@@ -147,10 +161,7 @@ class ControllerProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.args = [sys.executable, "-m", "autoscaler", "run", "--kubeconfig", str(kubeconfig),
                      "--http-address", "127.0.0.1", "--http-port", str(self.port), *args]
-        with tempfile.NamedTemporaryFile("w+", prefix="controller-", suffix=".log", delete=False) as log:
-            self.log_path = log.name
-            self.proc = subprocess.Popen(self.args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=log,
-                                         env=None if env is None else {**os.environ, **env})
+        self._start("controller-", cwd, env, stdout=subprocess.DEVNULL)
 
     def wait_ready(self, timeout: float = 60.0) -> ControllerProcess:
         """Wait until /readyz answers 200 (its caches are listed)."""
@@ -160,21 +171,7 @@ class ControllerProcess:
     def metrics(self) -> str:
         return httpx.get(self.url + "/metrics", timeout=10).text
 
-    def stderr(self) -> str:
-        return Path(self.log_path).read_text()
-
     def kill(self) -> None:
         """SIGKILL: no graceful stop, no Lease released."""
         self.proc.kill()
         self.proc.wait()
-
-    def stop(self) -> None:
-        stop_process(self.proc, timeout=30)
-        if os.path.exists(self.log_path):
-            os.unlink(self.log_path)
-
-    def __enter__(self) -> ControllerProcess:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
