@@ -8,8 +8,7 @@ Responses are serialized with orjson; every error, including unexpected ones, le
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -76,8 +75,6 @@ def create_app(
     external: ExternalMetricsProvider | None = None,
     readiness: Readiness | None = None,
     metrics: SelfMetrics | None = None,
-    on_startup: Callable[[], Awaitable[None]] | None = None,
-    on_shutdown: Callable[[], Awaitable[None]] | None = None,
     resource: ResourceMetricsProvider | None = None,
     hot: ASGIApp | None = None,
     health: Health | None = None,
@@ -87,19 +84,9 @@ def create_app(
     else built here (`health` from `readiness`)."""
     metrics = metrics or SelfMetrics()
 
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        if on_startup:
-            await on_startup()
-        try:
-            yield
-        finally:
-            if on_shutdown:
-                await on_shutdown()
-
-    # the aggregator reads /openapi/v2 and /openapi/v3 (adapter.openapi), not FastAPI's own document
-    app = _App(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.settings, app.state.metrics = settings, metrics
+    # the aggregator reads /openapi/v2 and /openapi/v3 (adapter.openapi), not FastAPI's own
+    # document; the lifespan (discovery's loops) is adapter.front's
+    app = _App(docs_url=None, redoc_url=None, openapi_url=None)
     get = app.get
 
     # -- errors --------------------------------------------------------------------------------

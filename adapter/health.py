@@ -25,11 +25,7 @@ Readiness = Callable[[], Awaitable[list[tuple[str, str | None]]]]
 
 
 async def _send_text(send: Any, code: int, text: str) -> None:
-    body = text.encode()
-    await send({"type": "http.response.start", "status": code,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, code, text.encode(), b"text/plain; charset=utf-8")
 
 
 class Health:

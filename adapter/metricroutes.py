@@ -109,10 +109,12 @@ def error_answer(scope: Any, exc: Exception) -> tuple[int, bytes]:
                                          f"internal error serving {path}: {type(exc).__name__}"))
 
 
-async def send_json(send: Any, code: int, body: bytes) -> None:
-    """A whole JSON answer over raw ASGI (the metrics routes bypass FastAPI on the hot path)."""
+async def send_json(send: Any, code: int, body: bytes, content_type: bytes | None = None) -> None:
+    """A whole JSON answer over raw ASGI (the metrics routes bypass FastAPI on the hot path);
+    `content_type` for another kind of body (the probes' text)."""
+    headers = _JSON_HEADERS if content_type is None else [(b"content-type", content_type)]
     await send({"type": "http.response.start", "status": code,
-                "headers": [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]})
+                "headers": [*headers, (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 
 

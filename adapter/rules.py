@@ -94,12 +94,6 @@ class Forecast:
         """The longest season (seasonal), 0 for linear."""
         return self.seasons[0] if self.seasons else 0.0
 
-    @property
-    def history(self) -> float:
-        """Seconds of history before a moment that its forecast reads with its longest season:
-        the season plus the level window (seasonal), the window (linear)."""
-        return self.season + self.level_window if self.method == "seasonal" else self.window
-
 
 @dataclass(frozen=True)
 class DiscoveryRule:

@@ -217,7 +217,7 @@ class Controller:
         active, view = self.members.active(), self.members.view()
         me = self.settings.identity
         owned = {(kind, ns, name) for kind, informer in self.informers.items() for ns, name in informer.store
-                 if active and owner(view, ns, name) == me}
+                 if owner(view, ns, name) == me} if active else set()
         gained, lost = owned - self.owned, self.owned - owned
         for key in lost:
             self.queue.cancel(key)

@@ -197,8 +197,8 @@ class Informer:
             self._emit("DELETED", old, None)
 
     async def _list(self) -> None:
-        """LIST page by page, projecting each page's items, then replace the cache (as client-go's
-        Replace: one event per object). The first page's resourceVersion is where the watch
+        """LIST page by page, projecting each page's items, then replace the cache: an event per
+        object that is new, changed or gone. The first page's resourceVersion is where the watch
         resumes: a server that pages a live store (not a snapshot) replays what changed since."""
         fresh: dict[Key, Any] = {}
         token, version = None, None
@@ -218,7 +218,8 @@ class Informer:
         for key in [k for k in self.store if k not in fresh]:
             self._remove(key)
         for key, new in fresh.items():
-            self._put(key, new)
+            if self.store.get(key) != new:  # unchanged objects send no event (projections compare by value)
+                self._put(key, new)
         self.resource_version = version or ""
         if self.missing:
             self.missing = False

@@ -246,10 +246,10 @@ class Membership:
                                                 body={**self._lease, "metadata": meta,
                                                       "spec": {**self._lease.get("spec", {}), **spec}})
         except ApiError as exc:
-            if exc.status in (404, 409) and self.uid is not None:  # expelled (deleted by a peer): rejoin anew
+            if (exc.not_found or exc.conflict) and self.uid is not None:  # expelled (deleted by a peer): rejoin anew
                 log.warning("lost membership of shard group %s: %s", self.group, exc.message or exc.reason)
                 self.uid, self._lease, self._published = None, None, {}
-            elif exc.status == 409:  # a Lease of that name exists: a past incarnation; peers expel it when expired
+            elif exc.conflict:  # a Lease of that name exists: a past incarnation; peers expel it when expired
                 log.info("lease %s exists; waiting for it to expire", self.name)
             else:
                 log.warning("could not write lease %s: %s", self.name, exc.message or exc.reason)

@@ -558,9 +558,7 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None) ->
             spec = parse_spec(hpa.get("spec"), "hpa.spec")
             paused = parse_pause(hpa.get("kind"), meta.get("annotations"))
     except SpecError as exc:
-        if keda:
-            raise _err(f"hpa.{exc.path}", exc.reason) from None
-        if exc.path.startswith("metadata."):
+        if keda or exc.path.startswith("metadata."):
             raise _err(f"hpa.{exc.path}", exc.reason) from None
         raise ScenarioError(str(exc)) from None
     status = _map(hpa, "status", "hpa.status")

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from adapter.discovery import build_catalogue
-from adapter.forecast import forecast_query, lookback, workload_pattern
+from adapter.forecast import forecast_query, history_needed, lookback, workload_pattern
 from adapter.naming import compile_rules
 from adapter.prometheus import PrometheusClient
 from adapter.rulecheck import check_queries
@@ -296,11 +296,14 @@ def test_forecast_block_fields_and_names():
     assert seasonal.forecast_name("http_requests_total") == "http_requests_ahead"
     assert linear.rule.forecast == Forecast("externalRules[0].forecast", "linear", 600, window=3600)
     assert linear.forecast_name("queue") == "queue_forecast"  # the default name
-    assert seasonal.rule.forecast.history == 86400 + 7200 and linear.rule.forecast.history == 3600
+    # the history a forecast reads: season + level window (or the window) + the query's own range
+    q = "sum(rate(http_requests_total[2m]))"
+    assert history_needed(seasonal.rule.forecast, q) == 86400 + 7200 + 120
+    assert linear.rule.forecast is not None and history_needed(linear.rule.forecast, "sum(queue)") == 3600
     doc["rules"][0]["forecast"] = {"method": "seasonal", "horizon": "5m", "seasons": ["1d", "7d"]}
     f = compile_rules(parse_rules(yaml.safe_dump(doc))).rules[0].rule.forecast
     assert f is not None and f.seasons == (604800, 86400) and f.season == 604800  # longest first
-    assert f.history == 604800 + 3600
+    assert history_needed(f, "sum(x)") == 604800 + 3600 and history_needed(f, "sum(x)", 86400) == 86400 + 3600
 
 
 def test_a_file_without_forecast_serves_what_it_did():
