@@ -3,10 +3,11 @@
 A forecast at a moment reads its season plus its level window plus its query's own range of
 history before it (`adapter.forecast.history_needed`, the longest season's). Prometheus
 evaluates the forecast's PromQL at each step of the replay and reads that history itself,
-wherever it lies, so `--from` needs no widening; backtest and tune fetch the query the forecast is made of over that span before `--from`, to say
-how much of it Prometheus has, and report the steps at the start of the window where the
-forecast had no value (there a spec listing it scales up on its other metrics but never down: a
-metric without a value blocks a scale-down, as in Kubernetes).
+wherever it lies, so `--from` needs no widening; backtest and tune fetch the query the forecast
+is made of over that span before `--from`, to say how much of it Prometheus has, and report the
+steps at the start of the window where the forecast had no value (there a spec listing it
+scales up on its other metrics but never down: a metric without a value blocks a scale-down, as
+in Kubernetes).
 """
 
 from __future__ import annotations
