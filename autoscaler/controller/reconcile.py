@@ -150,6 +150,7 @@ class Reconciler:
         prev_status = obj.get("status") or {}
 
         async def fail(reason: str, message: str, condition: Condition, *, retry: bool) -> None:
+            self.warn(key, reason, message)  # logged before the writes, so the log never trails the Events
             if not shadow:
                 await self._event(obj, "Warning", reason, message, now)
                 current = int(prev_status.get("currentReplicas") or 0)
@@ -161,7 +162,6 @@ class Reconciler:
                 # no decision this sync: the controls' state (the fallback's count of failed syncs) stays
                 status.update({k: prev_status[k] for k in ("control", "metricFailures") if k in prev_status})
                 await self._write_status(kind, obj, status)
-            self.warn(key, reason, message)
             if retry:
                 raise SyncError(f"{reason}: {message}")
 
