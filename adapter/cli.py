@@ -40,7 +40,8 @@ def kube_source(settings: Settings) -> Source | None:
 
 
 # What serving imports (uvicorn), what a cluster connection does (the kubernetes client's asyncio
-# half), and the FastAPI app (about half of what a start imports: serving does not wait for it).
+# half), and the FastAPI app (about half of what a start imports: imported once the adapter serves
+# discovery and the metrics, so that its CPU does not delay them).
 SERVING = SERVING_MODULES
 KUBE = ("adapter.kube", "kubernetes.aio.config")
 APP = ("adapter.app",)
@@ -90,11 +91,11 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
         resources, refresh = BUILTIN_TABLE, None
         source = kube_source(settings)
         if source is None:
-            server_import, app_import = _import_in_turn(SERVING, APP)
+            (server_import,) = _import_in_turn(SERVING)
             vlog(log, 1, "no Kubernetes configuration (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config): "
                  "built-in resource table, and labelSelector with '*' is unavailable")
         else:
-            kube_import, server_import, app_import = _import_in_turn(KUBE, SERVING, APP)
+            kube_import, server_import = _import_in_turn(KUBE, SERVING)
             await kube_import
             from adapter.kube import connect
 
@@ -162,12 +163,14 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
                 return _fail(f"Prometheus is unavailable: {discovery.last_error}")
             log.warning("Prometheus is unavailable, starting anyway (not ready until it answers): %s",
                         discovery.last_error)
-        assert server_import is not None and app_import is not None
+        assert server_import is not None
         await server_import
         listening = asyncio.Event()
 
         async def build_app() -> None:
+            nonlocal app_import
             await listening.wait()
+            (app_import,) = _import_in_turn(APP)
             try:
                 await app_import
                 from adapter.app import create_app
