@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["DurationError", "format_duration", "format_time", "go_duration", "parse_duration", "parse_time"]
+__all__ = [
+    "DurationError", "format_duration", "format_time", "go_duration", "micro_time", "parse_duration", "parse_time",
+]
 
 
 class DurationError(ValueError):
@@ -104,6 +106,12 @@ def parse_time(value: str | datetime) -> datetime:
 def format_time(value: datetime) -> str:
     """RFC 3339 in UTC with `Z`, seconds precision, as metav1.Time serializes."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def micro_time(now: datetime | None = None) -> str:
+    """RFC 3339 in UTC with microseconds, as metav1.MicroTime serializes (Lease times, audit
+    timestamps); `now` defaults to the current time."""
+    return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def seconds(td: timedelta) -> float:
