@@ -56,14 +56,15 @@ def parse_duration(value: str | int | float) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """Go-style spelling of whole-second durations (`1m30s`), with `ms` below a second."""
+    """Whole-second durations as Prometheus spells them (`1m30s`, `23h30m`, `1d1h`, `7d`), with
+    `ms` below a second; parse_duration reads them back."""
     if seconds < 1 and seconds != 0:
         return f"{round(seconds * 1000)}ms"
-    s = round(seconds)
-    h, rem = divmod(s, 3600)
+    d, rest = divmod(round(seconds), 86400)
+    h, rem = divmod(rest, 3600)
     m, sec = divmod(rem, 60)
     out = (f"{h}h" if h else "") + (f"{m}m" if m or (h and sec) else "") + (f"{sec}s" if sec or not (h or m) else "")
-    return out
+    return (f"{d}d" if d else "") + (out if rest or not d else "")
 
 
 def go_duration(seconds: float) -> str:

@@ -28,8 +28,9 @@ from autoscaler.commandline import ArgError, Parser
 from autoscaler.decision import SpecError
 from autoscaler.decision.spec import HPASpec
 from promscaler import flags
+from promscaler.times import format_duration
 
-from .before import NoValue, no_value, span
+from .before import NoValue, no_value
 from .cli import Failed, Histories, add_history_flags, read_histories
 from .exposure import Reference, observed_query
 from .fastreplay import Prepared, fast_replay, prepare, supports
@@ -124,7 +125,7 @@ def _season_set(text: str) -> tuple[float, ...]:
 
 
 def _seasons_text(seasons: tuple[float, ...]) -> str:
-    return ",".join(span(s) for s in seasons)
+    return ",".join(format_duration(s) for s in seasons)
 
 
 def settings(season_sets: Sequence[tuple[float, ...]]) -> list[ForecastSetting]:
