@@ -232,7 +232,7 @@ class Informer:
                 self._put(key, self._projection(key, obj))
             elif kind == "DELETED":
                 self._remove(key_of(obj))
-            if rv:
+            if rv:  # a BOOKMARK (Kube.watch allows them) only moves it on: a quiet watch resumes, not relists
                 self.resource_version = rv
 
     async def run(self, stop: asyncio.Event) -> None:
