@@ -174,9 +174,9 @@ class _Search:
 
     @cached_property
     def seasons(self) -> list[str]:
-        """The season sets (as knob values) tried, worked out once: those whose forecast has a value from --from on,
-        the history Prometheus has before it covering the shortest season and its level window
-        (a longer season falls back to a shorter one)."""
+        """The season sets (as knob values) tried, worked out once: those whose forecast has a value
+        from --from on, the history Prometheus has before it covering the shortest season and its
+        level window (a longer season falls back to a shorter one)."""
         if not self.listed_forecast() and not self.plan.added:
             return []
         out = []
