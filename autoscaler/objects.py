@@ -12,6 +12,7 @@ validators) with the field path relative to the object given.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -106,8 +107,9 @@ def pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
     return labels
 
 
-def pod_info(pod: Mapping[str, Any]) -> PodInfo:
-    """A core/v1 Pod -> PodInfo. A missing `status.phase` is read as Running."""
+def pod_info(pod: Mapping[str, Any], share: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None) -> PodInfo:
+    """A core/v1 Pod -> PodInfo. A missing `status.phase` is read as Running. `share` is applied
+    to the request mappings (the pod informer keeps equal ones once, see informers.shared)."""
     meta = _map(pod.get("metadata"), "metadata")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
@@ -135,14 +137,14 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
             break
     return PodInfo(
         name=name,
-        phase=str(status.get("phase") or "Running"),
+        phase=sys.intern(str(status.get("phase") or "Running")),
         deleted=meta.get("deletionTimestamp") is not None,
         ready=ready_status == "True",
         ready_transition=transition,
         start_time=_time(status.get("startTime"), "status.startTime"),
-        requests=requests,
+        requests=share(requests) if share is not None else requests,
         ready_condition=ready_status,
-        pod_requests=pod_level,
+        pod_requests=share(pod_level) if share is not None and pod_level is not None else pod_level,
     )
 
 

@@ -9,7 +9,6 @@ import base64
 import contextlib
 import math
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -26,6 +25,7 @@ from kubesim.views import VERSION_INFO, openapi_document, openapi_index, table
 from promscaler import wire
 from promscaler.selectors import SelectorError
 from promscaler.status import BadRequest, Gone, InternalError, MethodNotAllowed, NotFound, StatusError, Unauthorized
+from promscaler.times import micro_time
 
 if TYPE_CHECKING:
     from kubesim.apiserver import KubeSim
@@ -82,10 +82,6 @@ def _wants_table(request: Request) -> bool:
 
 
 AUDIT_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
-
-
-def audit_time() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 # --- the app -----------------------------------------------------------------------------------
@@ -222,7 +218,7 @@ def create_app(sim: KubeSim) -> FastAPI:
         """`serve`, and with `sim.audit` on, an audit.k8s.io/v1 Event (level Request) per write."""
         if sim.audit is None or request.method == "GET":
             return await serve(request, group, version, rest)
-        received = audit_time()
+        received = micro_time()
         try:
             response = await serve(request, group, version, rest)
         except StatusError as exc:
@@ -251,7 +247,7 @@ def create_app(sim: KubeSim) -> FastAPI:
                 "userAgent": request.headers.get("user-agent", ""),
                 "objectRef": {k: v for k, v in ref.items() if v is not None},
                 "responseStatus": {"code": code}, "requestObject": body,
-                "requestReceivedTimestamp": received, "stageTimestamp": audit_time()}
+                "requestReceivedTimestamp": received, "stageTimestamp": micro_time()}
 
     async def serve(request: Request, group: str, version: str, rest: str) -> Response:
         t, ns, name, sub = resolve(group, version, rest)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["DurationError", "format_duration", "format_time", "go_duration", "parse_duration", "parse_time"]
+__all__ = [
+    "DurationError", "format_duration", "format_time", "go_duration", "micro_time", "parse_duration", "parse_time",
+]
 
 
 class DurationError(ValueError):
@@ -54,14 +56,15 @@ def parse_duration(value: str | int | float) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """Go-style spelling of whole-second durations (`1m30s`), with `ms` below a second."""
+    """Whole-second durations as Prometheus spells them (`1m30s`, `23h30m`, `1d1h`, `7d`), with
+    `ms` below a second; parse_duration reads them back."""
     if seconds < 1 and seconds != 0:
         return f"{round(seconds * 1000)}ms"
-    s = round(seconds)
-    h, rem = divmod(s, 3600)
+    d, rest = divmod(round(seconds), 86400)
+    h, rem = divmod(rest, 3600)
     m, sec = divmod(rem, 60)
     out = (f"{h}h" if h else "") + (f"{m}m" if m or (h and sec) else "") + (f"{sec}s" if sec or not (h or m) else "")
-    return out
+    return (f"{d}d" if d else "") + (out if rest or not d else "")
 
 
 def go_duration(seconds: float) -> str:
@@ -104,6 +107,12 @@ def parse_time(value: str | datetime) -> datetime:
 def format_time(value: datetime) -> str:
     """RFC 3339 in UTC with `Z`, seconds precision, as metav1.Time serializes."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def micro_time(now: datetime | None = None) -> str:
+    """RFC 3339 in UTC with microseconds, as metav1.MicroTime serializes (Lease times, audit
+    timestamps); `now` defaults to the current time."""
+    return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def seconds(td: timedelta) -> float:

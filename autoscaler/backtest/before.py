@@ -25,13 +25,7 @@ from promscaler.times import format_duration
 from .history import Grid, Series
 from .queries import MetricQuery
 
-__all__ = ["Before", "NoValue", "before_grid", "needed", "no_value", "span"]
-
-
-def span(seconds: float) -> str:
-    """`25m`, `23h30m`, `1d1h`, `7d`."""
-    days, rest = divmod(round(seconds), 86400)
-    return (f"{days}d" if days else "") + (format_duration(rest) if rest or not days else "")
+__all__ = ["Before", "NoValue", "before_grid", "needed", "no_value"]
 
 
 @dataclass(frozen=True)
@@ -78,10 +72,11 @@ class NoValue:
     had: float              # seconds of that history Prometheus had before --from
 
     def text(self) -> str:
-        which = "in the whole window" if self.whole else f"for the first {span(self.seconds)} of the window"
-        why = (f"needs {span(self.needs)} of history, Prometheus had {span(self.had)} before --from"
+        which = "in the whole window" if self.whole else f"for the first {format_duration(self.seconds)} of the window"
+        needs = format_duration(self.needs)
+        why = (f"needs {needs} of history, Prometheus had {format_duration(self.had)} before --from"
                if self.had < self.needs else
-               f"its {span(self.needs)} of history were there: the level one season before was zero or missing")
+               f"its {needs} of history were there: the level one season before was zero or missing")
         return f"{self.metric}: no value {which} ({why})"
 
     def row(self) -> dict[str, object]:

@@ -23,9 +23,9 @@ from autoscaler.commandline import ArgError, Parser, add_controller_flags, contr
 from autoscaler.decision import ControllerConfig
 from promscaler import flags
 from promscaler.quantity import QuantityError, to_milli
-from promscaler.times import DurationError, parse_time
+from promscaler.times import DurationError, format_duration, parse_time
 
-from .before import Before, before_grid, needed, no_value, span
+from .before import Before, before_grid, needed, no_value
 from .exposure import Reference, observed_query, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
 from .html import write_backtest_html
@@ -136,8 +136,8 @@ class Histories:
         out = []
         for b, grid, series in self.before:
             had = min(b.had(series, grid), b.seconds)
-            of = "all of it" if had >= b.seconds else ("none of it" if not had else f"{span(had)} of it")
-            out.append((f"fetched {span(b.seconds)} of history before --from for the forecast of "
+            of = "all of it" if had >= b.seconds else ("none of it" if not had else f"{format_duration(had)} of it")
+            out.append((f"fetched {format_duration(b.seconds)} of history before --from for the forecast of "
                         f"{', '.join(b.metrics)} (Prometheus has {of})",
                         {"metrics": list(b.metrics), "fetchedSeconds": b.seconds, "hadSeconds": had}))
         return out

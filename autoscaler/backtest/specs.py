@@ -36,16 +36,18 @@ class Spec:
     raw: dict[str, Any]
     source: Mapping[str, Any] | None = None           # a ScaledObject's document
     queries: Mapping[str, str] = field(default_factory=dict)   # a ScaledObject's: metric name -> PromQL
+    triggers: tuple[int, ...] = ()   # a ScaledObject's: the trigger of each metric of `raw` (as read once)
 
     def parse(self, raw: dict[str, Any]) -> HPASpec:
-        """The spec of `raw`, an edit of this spec's `raw` (tune's candidates)."""
+        """The spec of `raw`, an edit of this spec's `raw` (tune's candidates): a ScaledObject's
+        is read as KEDA reads the written ScaledObject (its field names in errors)."""
         if self.source is not None:
-            return read_scaled_object(write_scaled_object(self.source, raw)).spec
+            return read_scaled_object(self.written(raw)).spec
         return parse_spec(raw.get("spec"), "spec")
 
     def written(self, raw: dict[str, Any]) -> dict[str, Any]:
         """`raw` as the user's kind of object (a ScaledObject stays one)."""
-        return raw if self.source is None else write_scaled_object(self.source, raw)
+        return raw if self.source is None else write_scaled_object(self.source, raw, self.triggers)
 
 
 def load_specs(path: str) -> list[Spec]:
@@ -70,7 +72,7 @@ def load_specs(path: str) -> list[Spec]:
             if is_scaled_object(doc):
                 so = read_scaled_object(doc)
                 out.append(Spec(f"{short} ({name})", so.hpa["metadata"]["name"], so.namespace, doc["kind"], so.spec,
-                                so.autoscaler, doc, so.queries))
+                                so.autoscaler, doc, so.queries, so.triggers))
                 continue
             spec = parse_spec(doc.get("spec"), "spec")
         except SpecError as exc:

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,8 +29,9 @@ from autoscaler.commandline import ArgError, Parser
 from autoscaler.decision import SpecError
 from autoscaler.decision.spec import HPASpec
 from promscaler import flags
+from promscaler.times import format_duration
 
-from .before import NoValue, no_value, span
+from .before import NoValue, no_value
 from .cli import Failed, Histories, add_history_flags, read_histories
 from .exposure import Reference, observed_query
 from .fastreplay import Prepared, fast_replay, prepare, supports
@@ -124,7 +126,7 @@ def _season_set(text: str) -> tuple[float, ...]:
 
 
 def _seasons_text(seasons: tuple[float, ...]) -> str:
-    return ",".join(span(s) for s in seasons)
+    return ",".join(format_duration(s) for s in seasons)
 
 
 def settings(season_sets: Sequence[tuple[float, ...]]) -> list[ForecastSetting]:
@@ -170,10 +172,11 @@ class _Search:
             return []
         return list(dict.fromkeys(_horizon_text(s.horizon) for s in self.plan.variants if s.horizon is not None))
 
+    @cached_property
     def seasons(self) -> list[str]:
-        """The season sets (as knob values) tried: those whose forecast has a value from --from on,
-        the history Prometheus has before it covering the shortest season and its level window
-        (a longer season falls back to a shorter one)."""
+        """The season sets (as knob values) tried, worked out once: those whose forecast has a value
+        from --from on, the history Prometheus has before it covering the shortest season and its
+        level window (a longer season falls back to a shorter one)."""
         if not self.listed_forecast() and not self.plan.added:
             return []
         out = []
@@ -277,12 +280,12 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     budget = ranked_score(scores, given).seconds_under if share is None else share * choose_seconds
     if plan.added:
         more = forecast_side(choose(scores, budget * MARGIN, given)[0][0], given, reference.target,
-                             search.horizons(), search.seasons())
+                             search.horizons(), search.seasons)
         candidates += more
         scores += evaluate(more, search.on_choose_part, workers)
     leaders = [k for k, _ in choose(scores, budget * MARGIN, given)[:3]]
     more = scale_up_side(leaders, tolerance_up(given_spec, h.config), search.horizons(), search.listed_forecast(),
-                         search.seasons())
+                         search.seasons)
     candidates += more
     scores += evaluate(more, search.on_choose_part, workers)
     ranked = choose(scores, budget * MARGIN, given)
@@ -322,7 +325,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         "candidates": len(candidates),
         "seconds": {"fetch": round(fetched, 2), "search": round(replayed, 2), "total": round(total, 2)},
         "fetchedBefore": [row for _, row in h.fetched_before()],
-        "seasonsTried": search.seasons(),
+        "seasonsTried": search.seasons,
         "given": {"knobs": given.row(), "chosenOn": ranked_score(scores, given).row(), "reportedOn": given_held.row(),
                   "noValue": gaps(given)},
         "best": {"knobs": best_knobs.row(), "chosenOn": ranked[0][1].row(), "reportedOn": best_held.row(),

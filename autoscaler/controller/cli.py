@@ -17,6 +17,7 @@ from promscaler.kubeapi import Kube
 from promscaler.kubeconfig import SERVICE_ACCOUNT_DIR, ConfigNotFound, load_configuration, locate
 
 from .controller import Controller, Settings
+from .leases import check_timings
 
 SA_NAMESPACE = SERVICE_ACCOUNT_DIR / "namespace"
 
@@ -104,9 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    if not (args.leader_elect_lease_duration > args.leader_elect_renew_deadline > args.leader_elect_retry_period > 0):
+    try:
+        check_timings(args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
+                      args.leader_elect_retry_period)
+    except ValueError:  # the same rule, said in the flags' names
         raise ValueError("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, "
-                         "which must exceed --leader-elect-retry-period")
+                         "which must exceed --leader-elect-retry-period") from None
     if args.sharding and args.leader_elect:
         raise ValueError("--sharding and --leader-elect are mutually exclusive: with sharding every replica syncs "
                          "its own share, with leader election one replica syncs everything")

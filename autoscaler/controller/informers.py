@@ -78,13 +78,8 @@ class CachedPod:
 
 def cached_pod(pod: Obj) -> CachedPod:
     """A pod's projection; raises ObjectError when a field the decision reads is malformed."""
-    info = objects.pod_info(pod)
-    info = PodInfo(name=info.name, phase=sys.intern(info.phase), deleted=info.deleted, ready=info.ready,
-                   ready_transition=info.ready_transition, start_time=info.start_time,
-                   requests=shared(info.requests), ready_condition=info.ready_condition,
-                   pod_requests=shared(info.pod_requests) if info.pod_requests is not None else None)
     namespace = (pod.get("metadata") or {}).get("namespace") or ""
-    return CachedPod(sys.intern(namespace), shared(objects.pod_labels(pod)), info)
+    return CachedPod(sys.intern(namespace), shared(objects.pod_labels(pod)), objects.pod_info(pod, share=shared))
 
 
 _KEPT_META = ("name", "namespace", "uid", "resourceVersion", "generation")
@@ -237,7 +232,7 @@ class Informer:
                 self._put(key, self._projection(key, obj))
             elif kind == "DELETED":
                 self._remove(key_of(obj))
-            if rv:
+            if rv:  # a BOOKMARK (Kube.watch allows them) only moves it on: a quiet watch resumes, not relists
                 self.resource_version = rv
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -21,25 +21,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 from promscaler.kubeapi import ApiError, Kube, Obj
+from promscaler.times import micro_time
 
-from .apihealth import ApiHealth, is_outage
+from .apihealth import ApiHealth
+from .leases import check_timings, duration_seconds, held_for, leases_path, new_lease, past_deadline, report_failure
 from .stopping import sleep_or_stop
 
 log = logging.getLogger(__name__)
-
-
-def micro_time(now: datetime | None = None) -> str:
-    return (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
     def __init__(self, kube: Kube, *, namespace: str, name: str, identity: str, lease_duration: float = 15.0,
                  renew_deadline: float = 10.0, retry_period: float = 2.0,
                  on_change: Callable[[bool], None] | None = None, health: ApiHealth | None = None) -> None:
-        if not (lease_duration > renew_deadline > retry_period > 0):
-            raise ValueError("need lease-duration > renew-deadline > retry-period > 0")
+        check_timings(lease_duration, renew_deadline, retry_period)
         self.kube = kube
-        self.path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        self.path = leases_path(namespace)
         self.namespace, self.name, self.identity = namespace, name, identity
         self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
         self.on_change = on_change
@@ -78,7 +75,7 @@ class LeaderElector:
                     break
                 if await self._try():
                     last_renew = time.monotonic()
-                elif time.monotonic() - last_renew > self.renew_deadline:
+                elif past_deadline(last_renew, self.renew_deadline):
                     self._set(False)
         finally:
             if self.is_leader:
@@ -95,8 +92,7 @@ class LeaderElector:
                 log.warning("error retrieving lease %s/%s: %s", self.namespace, self.name, exc)
                 return False
             spec = self._spec(now, now, 0)
-            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
+            body = new_lease({"name": self.name, "namespace": self.namespace}, spec)
             try:
                 await self.kube.request("POST", self.path, body=body)
             except ApiError as exc2:
@@ -110,8 +106,8 @@ class LeaderElector:
         spec = lease.get("spec") or {}
         self._observe(spec)
         holder = spec.get("holderIdentity") or ""
-        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-        if holder and holder != self.identity and self._observed_at + duration > time.monotonic():
+        expires = self._observed_at + held_for(spec, self.lease_duration)
+        if holder and holder != self.identity and expires > time.monotonic():
             return False
         transitions = int(spec.get("leaseTransitions") or 0)
         if holder == self.identity:
@@ -131,17 +127,12 @@ class LeaderElector:
         return True
 
     def _network_error(self, what: str, exc: Exception) -> None:
-        """An outage is reported once, by the shared ApiHealth; anything else is this elector's warning."""
-        if self.health is not None and is_outage(exc):
-            self.health.failed(exc)
-            log.debug("%s %s/%s: %s", what, self.namespace, self.name, exc)
-        else:
-            log.warning("%s %s/%s: %s", what, self.namespace, self.name, exc)
+        report_failure(log, self.health, f"{what} {self.namespace}/{self.name}", exc)
 
     def _spec(self, now: datetime, acquire: datetime | str, transitions: int) -> Obj:
         return {
             "holderIdentity": self.identity,
-            "leaseDurationSeconds": max(1, round(self.lease_duration)),
+            "leaseDurationSeconds": duration_seconds(self.lease_duration),
             "acquireTime": acquire if isinstance(acquire, str) else micro_time(acquire),
             "renewTime": micro_time(now),
             "leaseTransitions": transitions,

@@ -32,17 +32,17 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from promscaler.kubeapi import ApiError, Kube, Obj
+from promscaler.times import micro_time
 
-from .apihealth import ApiHealth, is_outage
+from .apihealth import ApiHealth
 from .informers import Informer
-from .leader import micro_time
+from .leases import check_timings, duration_seconds, held_for, leases_path, new_lease, past_deadline, report_failure
 from .stopping import sleep_or_stop
 
 log = logging.getLogger(__name__)
 
 GROUP_LABEL = "promscaler.io/shard-group"
 VIEW_ANNOTATION = "promscaler.io/members"
-LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 
 
 def score(member: str, namespace: str, name: str) -> int:
@@ -95,10 +95,9 @@ class Membership:
                  renew_deadline: float, retry_period: float, drain: Callable[[], Awaitable[None]],
                  on_change: Callable[[], None], health: ApiHealth | None = None,
                  watch_timeout: float = 300.0) -> None:
-        if not (lease_duration > renew_deadline > retry_period > 0):
-            raise ValueError("need lease-duration > renew-deadline > retry-period > 0")
+        check_timings(lease_duration, renew_deadline, retry_period)
         self.kube, self.identity, self.group = kube, identity, group
-        self.path = LEASES.format(namespace=namespace)
+        self.path = leases_path(namespace)
         self.name = lease_name(group, identity)
         self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
         self.drain, self.on_change, self.health = drain, on_change, health
@@ -138,7 +137,7 @@ class Membership:
     def active(self) -> bool:
         """May this replica act at all: renewed within the deadline, seen in its own watch, and
         acknowledged by every peer it sees."""
-        if self.uid is None or time.monotonic() - self._renewed_at >= self.renew_deadline:
+        if self.uid is None or past_deadline(self._renewed_at, self.renew_deadline):
             return False
         return self._snapshot()[1]
 
@@ -166,7 +165,7 @@ class Membership:
             return None
         if name == self.name and self.uid is not None and meta.get("uid") == self.uid:
             return None
-        return seen[1] + float((obj.get("spec") or {}).get("leaseDurationSeconds") or self.lease_duration)
+        return seen[1] + held_for(obj.get("spec") or {}, self.lease_duration)
 
     def _notify_if_changed(self) -> None:
         state = (tuple(sorted(self.view().items())), self.active())
@@ -229,14 +228,12 @@ class Membership:
                 view = self._published
         sent, now = time.monotonic(), micro_time()
         annotations = {VIEW_ANNOTATION: json.dumps(view, sort_keys=True, separators=(",", ":"))}
-        spec = {"holderIdentity": self.identity, "leaseDurationSeconds": max(1, round(self.lease_duration)),
+        spec = {"holderIdentity": self.identity, "leaseDurationSeconds": duration_seconds(self.lease_duration),
                 "renewTime": now}
         try:
             if self.uid is None or self._lease is None:
                 meta = {"name": self.name, "labels": {GROUP_LABEL: self.group}, "annotations": annotations}
-                body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
-                        "spec": {**spec, "acquireTime": now}}
-                lease = await self.kube.request("POST", self.path, body=body)
+                lease = await self.kube.request("POST", self.path, body=new_lease(meta, {**spec, "acquireTime": now}))
                 self.uid = str(lease["metadata"]["uid"])
                 log.info("joined the shard group %s as %s", self.group, self.identity)
             else:
@@ -255,10 +252,7 @@ class Membership:
                 log.warning("could not write lease %s: %s", self.name, exc.message or exc.reason)
             return
         except Exception as exc:
-            if self.health is not None and is_outage(exc):
-                self.health.failed(exc)
-            else:
-                log.warning("could not write lease %s: %s", self.name, exc)
+            report_failure(log, self.health, f"could not write lease {self.name}", exc)
             return
         self._lease, self._renewed_at, self._published = lease, sent, view
 
@@ -274,7 +268,7 @@ class Membership:
             expires = self._expires_at(obj)
             if expires is None or now < expires:
                 continue
-            duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+            duration = held_for(spec, self.lease_duration)
             try:
                 await self.kube.request("DELETE", f"{self.path}/{name}", body={
                     "apiVersion": "v1", "kind": "DeleteOptions",
@@ -284,10 +278,7 @@ class Membership:
             except ApiError as exc:
                 log.debug("could not expel %s: %s", name, exc)
             except Exception as exc:
-                if self.health is not None and is_outage(exc):
-                    self.health.failed(exc)
-                else:
-                    log.warning("could not expel %s: %s", name, exc)
+                report_failure(log, self.health, f"could not expel {name}", exc)
         for name in [n for n in self._seen if n not in names]:
             del self._seen[name]
 

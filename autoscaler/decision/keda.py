@@ -318,14 +318,17 @@ def _threshold(target: Mapping[str, Any]) -> str:
     return f"{to_milli(str(text)) / 1000:g}"
 
 
-def write_scaled_object(original: Mapping[str, Any], autoscaler: Mapping[str, Any]) -> dict[str, Any]:
+def write_scaled_object(original: Mapping[str, Any], autoscaler: Mapping[str, Any],
+                        triggers: tuple[int, ...] | None = None) -> dict[str, Any]:
     """`original` with the targets and behavior of `autoscaler` (an edit, by `tune`, of the
-    HorizontalAutoscaler read_scaled_object made of it): the ScaledObject to apply."""
-    so = read_scaled_object(original)
+    HorizontalAutoscaler read_scaled_object made of it): the ScaledObject to apply. `triggers`:
+    `read_scaled_object(original).triggers`, when the caller has read it already."""
+    if triggers is None:
+        triggers = read_scaled_object(original).triggers
     out = copy.deepcopy(dict(original))
     spec = autoscaler["spec"]
-    for j, metric in enumerate(spec["metrics"][:len(so.triggers)]):
-        trigger = out["spec"]["triggers"][so.triggers[j]]
+    for j, metric in enumerate(spec["metrics"][:len(triggers)]):
+        trigger = out["spec"]["triggers"][triggers[j]]
         block = metric.get({"External": "external", "Resource": "resource",
                             "ContainerResource": "containerResource"}[metric["type"]])
         target = block["target"]

@@ -20,11 +20,10 @@ from autoscaler.backtest import html
 from autoscaler.backtest.html import BUCKETS
 from tests.support import chromium_page
 
-from . import data, test_tune
+from . import data, tunedata
 from .test_backtest import LONG_REPLICAS, SHORT_EVENTS, SHORT_REPLICAS, _run
 
 CHARTS = "window.report.charts.map(u => u.data)"
-tune_history = test_tune.history  # test_tune's module fixture, here as `tune_history`
 
 
 def _screenshot_dir(tmp_path: Path) -> Path:
@@ -187,7 +186,7 @@ def time_of(event: dict) -> float:
 
 
 def test_tune_report_in_chromium(tune_history, tmp_path: Path):
-    code, _out, err = test_tune._tune(tune_history, tmp_path)
+    code, _out, err = tunedata.run_tune(tune_history, tmp_path)
     assert code == 0, err
     report = tmp_path / "report"
     tune = json.loads((report / "tune.json").read_text())
@@ -200,12 +199,12 @@ def test_tune_report_in_chromium(tune_history, tmp_path: Path):
         # the recommended spec as worked out by hand in test_tune: 2.5 replica-hours and 15 s (0.25 min)
         # under-provisioned on the held-out part; the given one 20 pods x 40 steps, never under
         assert held[3] == [[0.25], [2.5]]
-        assert held[2] == [[0], [pytest.approx(20 * 40 * test_tune.STEP / 3600, abs=1e-3)]]
+        assert held[2] == [[0], [pytest.approx(20 * 40 * tunedata.STEP / 3600, abs=1e-3)]]
         assert chosen[3][0] == [0.25]  # chosen on: 15 s under-provisioned too
         recommended = yaml.safe_load(page.inner_text("#recommended-yaml"))
         assert recommended["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "10"
         assert recommended["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 0
-        assert yaml.safe_load(page.inner_text("#given-yaml")) == test_tune.GIVEN
+        assert yaml.safe_load(page.inner_text("#given-yaml")) == tunedata.GIVEN
         assert "recommended" in page.inner_text(".verdict")
         page.screenshot(path=str(_screenshot_dir(tmp_path) / "tune-report.png"), full_page=True)
         assert errors == [] and requests == []

@@ -29,69 +29,18 @@ from __future__ import annotations
 
 import io
 import json
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from autoscaler.backtest import tunecli
-from kubesim.adapterrules import gauge_rule
-from kubesim.prometheus import PrometheusServer, start_backfilled
 
-STEP = 15
-LOAD = ([100] * 20 + [200] * 20) * 2
-NS = "shop"
-RULES = {"rules": [gauge_rule('busy_workers{namespace!="",pod!=""}')]}
-GIVEN = {
-    "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-    "metadata": {"name": "web", "namespace": NS},
-    "spec": {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-        "minReplicas": 1, "maxReplicas": 40,
-        "metrics": [{"type": "Pods", "pods": {"metric": {"name": "busy_workers"},
-                                              "target": {"type": "AverageValue", "averageValue": "12"}}}],
-        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 1800,
-                                   "policies": [{"type": "Pods", "value": 1, "periodSeconds": 600}]}},
-    },
-}
+from .tunedata import GIVEN, STEP, run_tune
 
 
-def _openmetrics(start: int) -> str:
-    """The load over 4 pods of web (the load model needs only the total)."""
-    lines = ["# TYPE busy_workers gauge"]
-    for i, total in enumerate(LOAD):
-        for p in range(4):
-            lines.append(f'busy_workers{{namespace="{NS}",pod="web-7c9d8f6b5-x2x7{p}"}} {total / 4} {start + i * STEP}')
-    lines.append("# EOF")
-    return "\n".join(lines) + "\n"
-
-
-@pytest.fixture(scope="module")
-def history() -> Iterator[tuple[PrometheusServer, int]]:
-    start = (int(time.time()) - 7200) // STEP * STEP
-    prom = start_backfilled(_openmetrics(start))
-    yield prom, start
-    prom.close()
-
-
-def _tune(history, tmp_path: Path, *extra: str) -> tuple[int, str, str]:
-    prom, start = history
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(RULES))
-    (tmp_path / "web.yaml").write_text(yaml.safe_dump(GIVEN))
-    out, err = io.StringIO(), io.StringIO()
-    end = start + (len(LOAD) - 1) * STEP
-    code = tunecli.main([str(tmp_path / "web.yaml"), "--prometheus-url", prom.url, "--rules",
-                         str(tmp_path / "rules.yaml"), "--from", str(start), "--to", str(end),
-                         "--startup-delay", "15s", "--initial-replicas", "20", "--reference-target", "10",
-                         "--max-above-target", "5%", "--report", str(tmp_path / "report"), "--workers", "1",
-                         *extra], out, err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def test_tune_recommends_the_spec_worked_out_by_hand(history, tmp_path: Path):
-    code, out, err = _tune(history, tmp_path)
+def test_tune_recommends_the_spec_worked_out_by_hand(tune_history, tmp_path: Path):
+    code, out, err = run_tune(tune_history, tmp_path)
     assert code == 0, err
     report = json.loads((tmp_path / "report" / "tune.json").read_text())
     assert report["best"]["knobs"] == {"target": "10", "tolerance": None, "scaleDownWindowSeconds": 0,
@@ -126,13 +75,13 @@ def test_tune_recommends_the_spec_worked_out_by_hand(history, tmp_path: Path):
     assert (tmp_path / "report" / "tune.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_tune_bad_input_is_one_line(history, tmp_path: Path):
-    code, _, err = _tune(history, tmp_path, "--max-above-target", "150%")
+def test_tune_bad_input_is_one_line(tune_history, tmp_path: Path):
+    code, _, err = run_tune(tune_history, tmp_path, "--max-above-target", "150%")
     assert code == 2 and err.count("\n") == 1 and "--max-above-target" in err
     two = tmp_path / "two.yaml"
     two.write_text(yaml.safe_dump_all([GIVEN, GIVEN]))
     err_buf = io.StringIO()
-    assert tunecli.main([str(two), "--prometheus-url", history[0].url, "--from", "now-1h"], io.StringIO(),
+    assert tunecli.main([str(two), "--prometheus-url", tune_history[0].url, "--from", "now-1h"], io.StringIO(),
                         err_buf) == 2
     assert err_buf.getvalue().count("\n") == 1 and "one autoscaler" in err_buf.getvalue()
 

@@ -116,6 +116,28 @@ async def test_expired_resource_version_relists(sim):
         assert inf.relists == 2
 
 
+async def test_a_quiet_pod_watch_resumes_from_its_bookmarks_instead_of_relisting(sim):
+    """No pod changes while other objects do: the watch's BOOKMARKs (allowWatchBookmarks, as
+    Kubernetes' reflector asks for them) carry the newer resourceVersion, so once the history
+    before it is compacted the informer still resumes instead of relisting."""
+    sim.bookmark_interval = 0.1
+    sim.apply(deployment("web", 2))
+    async with informer(sim, path=f"/api/v1/namespaces/{NS}/pods", project=cached_pod, watch_timeout=1.0) as (inf, _):
+        await eventually(lambda: len(inf.store) == 2 and all(p.info.ready for p in inf.store.values()))
+        listed = int(inf.resource_version)
+        for i in range(3):  # other kinds move the resourceVersion on
+            rv = int(sim.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}", "namespace": NS},
+                                "data": {"i": str(i)}})["metadata"]["resourceVersion"])
+        assert rv > listed
+        watches = inf.rewatches
+        await eventually(lambda: inf.rewatches >= watches + 2)  # a whole watch begun after the changes
+        assert int(inf.resource_version) >= rv  # from a bookmark: no pod event carried it
+        sim.compact()  # the history up to now is gone: resuming from `listed` would be 410 Gone
+        watches = inf.rewatches
+        await eventually(lambda: inf.rewatches >= watches + 2)
+        assert inf.relists == 1
+
+
 async def test_pod_index_selects_by_labels_within_namespace(sim):
     sim.apply(deployment("web", 3))
     sim.apply(deployment("api", 2))

@@ -74,6 +74,14 @@ def test_the_pod_cache_keeps_projections_sharing_labels_and_requests():
     assert cached[0].info.requests == {"app": {"cpu": 500, "memory": 64 * 2**20 * 1000}}
 
 
+def test_pod_level_requests_are_shared_too():
+    pods = [pod(n) for n in ("a", "b")]
+    for p in pods:
+        p["spec"]["resources"] = {"requests": {"cpu": "1"}}  # KEP-2837 pod-level requests
+    a, b = (cached_pod(p).info for p in pods)
+    assert a.pod_requests == {"cpu": 1000} and a.pod_requests is b.pod_requests
+
+
 def test_projections_group_pods_as_kubernetes_does():
     """groupPods: deleted or Failed pods are ignored; Pending pods are unready; a pod without a
     sample is missing; for CPU, a pod without a Ready condition or a start time is unready, and

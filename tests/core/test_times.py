@@ -2,7 +2,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from promscaler.times import DurationError, format_duration, format_time, go_duration, parse_duration, parse_time
+from promscaler.times import (
+    DurationError,
+    format_duration,
+    format_time,
+    go_duration,
+    micro_time,
+    parse_duration,
+    parse_time,
+)
 
 
 @pytest.mark.parametrize(
@@ -20,6 +28,10 @@ def test_parse_duration_rejects(bad):
 
 def test_format_duration():
     assert [format_duration(s) for s in (90, 300, 3600, 0.5, 0, 3661)] == ["1m30s", "5m", "1h", "500ms", "0s", "1h1m1s"]
+    # whole days as Prometheus spells them (backtest's "fetched 1d1h of history", docs/forecast-and-tune.md)
+    assert [format_duration(s) for s in (86400, 90000, 7 * 86400, 86401, 84600)] == ["1d", "1d1h", "7d", "1d1s",
+                                                                                      "23h30m"]
+    assert parse_duration(format_duration(90061)) == 90061
 
 
 def test_times_round_trip():
@@ -47,3 +59,10 @@ def test_times_round_trip():
 def test_go_duration_spells_as_time_duration_string(seconds, spelled):
     # Go: (3 * time.Minute).String() == "3m0s"; metav1.Duration serializes so (metrics.k8s.io window)
     assert go_duration(seconds) == spelled
+
+
+def test_micro_time():
+    # metav1.MicroTime: RFC 3339 with six fractional digits, in UTC
+    when = datetime(2026, 1, 1, 0, 9, 45, 120, tzinfo=UTC)
+    assert micro_time(when) == "2026-01-01T00:09:45.000120Z"
+    assert parse_time(micro_time()) <= datetime.now(UTC)

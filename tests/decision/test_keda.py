@@ -14,7 +14,10 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
 
+from autoscaler.backtest import specs
+from autoscaler.decision import keda
 from autoscaler.decision.controls import KedaScaling
 from autoscaler.decision.fields import SpecError
 from autoscaler.decision.keda import read_scaled_object, write_scaled_object
@@ -204,3 +207,28 @@ def test_a_tuned_autoscaler_is_written_back_as_a_scaled_object() -> None:
     assert out["spec"]["advanced"] == {"horizontalPodAutoscalerConfig": {
         "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}}}
     assert read_scaled_object(out).hpa["spec"]["metrics"][0]["external"]["target"]["averageValue"] == "80"
+
+
+def test_a_tune_candidate_is_read_once(tmp_path, monkeypatch) -> None:
+    """tune parses each candidate: the ScaledObject written for it is read (KEDA's field names in
+    errors); the given one's trigger order is kept from loading, not read again per candidate."""
+    doc = _with(triggers=[{"type": "cpu", "metricType": "Utilization", "metadata": {"value": "60"}},
+                          *PROMETHEUS["spec"]["triggers"]])
+    path = tmp_path / "so.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    (spec,) = specs.load_specs(str(path))
+    tuned = copy.deepcopy(spec.raw)
+    tuned["spec"]["metrics"][0]["external"]["target"]["averageValue"] = "80"  # External sorts first: trigger 1
+    reads: list[Any] = []
+
+    def counted(d: Any) -> Any:
+        reads.append(d)
+        return read_scaled_object(d)
+
+    monkeypatch.setattr(specs, "read_scaled_object", counted)
+    monkeypatch.setattr(keda, "read_scaled_object", counted)
+    parsed = spec.parse(tuned)
+    assert len(reads) == 1
+    assert reads[0]["spec"]["triggers"][1]["metadata"]["threshold"] == "80"
+    assert reads[0]["spec"]["triggers"][0] == doc["spec"]["triggers"][0]
+    assert parsed.metrics[0].target.average_value_milli == 80_000
