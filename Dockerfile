@@ -17,9 +17,10 @@ WORKDIR /src
 RUN python -m venv /opt/promscaler
 # Dependencies first (cached while only the sources change), at the versions constraints.txt pins
 # (the ones the test suite ran with), then the package itself.
+# (promscaler/__init__.py holds the version pyproject.toml reads.)
 COPY pyproject.toml README.md constraints.txt ./
-RUN mkdir -p promscaler && touch promscaler/__init__.py \
-    && /opt/promscaler/bin/pip install -c constraints.txt . \
+COPY promscaler/__init__.py promscaler/
+RUN /opt/promscaler/bin/pip install -c constraints.txt . \
     && /opt/promscaler/bin/pip uninstall -y promscaler
 COPY promscaler/ promscaler/
 COPY adapter/ adapter/

@@ -4,18 +4,14 @@ exposition settings both components share (no `_created` companion series)."""
 from __future__ import annotations
 
 import platform
-from importlib.metadata import PackageNotFoundError, version
 
 from prometheus_client import CollectorRegistry, Gauge, disable_created_metrics
+
+from promscaler import __version__ as VERSION
 
 __all__ = ["VERSION", "register_build_info"]
 
 disable_created_metrics()  # `_created` samples double the series count and no dashboard reads them
-
-try:
-    VERSION = version("promscaler")
-except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-    VERSION = "0.0.0"
 
 
 def register_build_info(registry: CollectorRegistry, component: str) -> Gauge:

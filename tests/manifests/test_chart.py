@@ -5,6 +5,7 @@ well-formed Helm, and the flags the templates pass are flags the adapter knows."
 from __future__ import annotations
 
 import copy
+import importlib.metadata
 import json
 import re
 from collections.abc import Callable
@@ -248,3 +249,13 @@ def test_chart_metadata() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert chart["apiVersion"] == "v2" and chart["name"] == "promscaler"
     assert re.fullmatch(r"\d+\.\d+\.\d+", chart["version"])
+
+
+def test_chart_app_version_is_the_build_the_code_reports() -> None:
+    """One version: the code's (`promscaler.__version__`, which the package metadata and
+    `--version` read) is the image tag the chart deploys by default (appVersion)."""
+    import promscaler
+
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["appVersion"] == promscaler.__version__
+    assert importlib.metadata.version("promscaler") == promscaler.__version__
