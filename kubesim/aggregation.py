@@ -5,6 +5,7 @@ running adapter over one shared `httpx.AsyncClient`. A backend registered for `m
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 import threading
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
+from kubesim import discovery
 from kubesim.cluster import Cluster
 from kubesim.fields import Filter
 from promscaler import wire
@@ -113,6 +115,38 @@ class Aggregator:
             ) from None
         keep = {k: v for k, v in r.headers.items() if k.lower() in ("content-type", "cache-control")}
         return Response(r.content, status_code=r.status_code, headers=keep)
+
+    async def discovery(self, b: Backend) -> list[Obj]:
+        """The backend's versions as APIVersionDiscovery entries, read as kube-aggregator reads them:
+        its `/apis` asking for the aggregated form, else each version's legacy APIResourceList. A
+        version that cannot be read is listed without resources, `Stale`."""
+        client = self._client_for(b)
+        headers = {"X-Remote-User": "system:kube-aggregator", "X-Remote-Group": "system:masters"}
+
+        async def get(path: str, accept: str = "application/json") -> Any:
+            r = await client.get(b.url + path, headers={**headers, "Accept": accept}, timeout=b.timeout)
+            r.raise_for_status()
+            return r.json()
+
+        try:
+            doc = await get("/apis", f"{discovery.AGGREGATED_TYPE},application/json")
+        except httpx.TransportError:  # no answer: nothing else will answer either
+            return [discovery.version_discovery(b.group, v, (), fresh=False) for v in b.versions]
+        except (httpx.HTTPError, ValueError):
+            doc = None
+        if isinstance(doc, dict) and doc.get("kind") == "APIGroupDiscoveryList":
+            served = {v.get("version"): v for item in doc.get("items") or ()
+                      if (item.get("metadata") or {}).get("name") == b.group for v in item.get("versions") or ()}
+            return [served.get(v) or discovery.version_discovery(b.group, v, (), fresh=False) for v in b.versions]
+
+        async def legacy(version: str) -> Obj:
+            try:
+                listed = await get(f"/apis/{b.group}/{version}")
+                return discovery.version_discovery(b.group, version, listed.get("resources") or ())
+            except (httpx.HTTPError, ValueError, AttributeError):
+                return discovery.version_discovery(b.group, version, (), fresh=False)
+
+        return list(await asyncio.gather(*(legacy(v) for v in b.versions)))
 
     async def aclose(self) -> None:
         clients = [c for c in [self._client, *self._tls_clients.values(), *self._stale] if c is not None]

@@ -57,13 +57,17 @@ class KubeSim:
     - `tls`: (certificate file, key file) to serve https, as a real API server does (in-cluster
       clients insist on it);
     - `audit`: keep an audit log of writes in `audit` (audit.k8s.io/v1 Events at level Request:
-      verb, user, objectRef, response code, times), as kube-apiserver's audit policy would.
+      verb, user, objectRef, response code, times), as kube-apiserver's audit policy would;
+    - `aggregated_discovery`: serve apidiscovery.k8s.io/v2 on `/api` and `/apis` to clients that
+      ask for it (kube-apiserver 1.30+); off, a server with the legacy documents only;
+    - `requests`: record each request's method and path in `requests` (e.g. to count discovery calls).
     """
 
     def __init__(self, token: str = "sandbox-token", *, ready_delay: float = 1.0, history: int = 10_000,
                  bookmark_interval: float = 5.0, authenticate: bool = False, strict_namespaces: bool = False,
                  metrics_api: bool = True, metrics_window: str = "30s", port: int = 0,
-                 tls: tuple[str, str] | None = None, audit: bool = False) -> None:
+                 tls: tuple[str, str] | None = None, audit: bool = False, aggregated_discovery: bool = True,
+                 requests: bool = False) -> None:
         self.token = token
         self.cluster = Cluster(history=history, strict_namespaces=strict_namespaces, metrics=metrics_api)
         self.policy = AuthPolicy(tokens={token: dict(ADMIN)})
@@ -73,6 +77,8 @@ class KubeSim:
         self.bookmark_interval = bookmark_interval
         self.authenticate = authenticate
         self.audit: list[Obj] | None = [] if audit else None
+        self.aggregated_discovery = aggregated_discovery
+        self.requests: list[tuple[str, str]] | None = [] if requests else None
         self.app = create_app(self)
         self._port = port
         self._tls = tls

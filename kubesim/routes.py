@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from kubesim import discovery
 from kubesim.cluster import scale_of
 from kubesim.fields import Filter
 from kubesim.protobuf import decode_object
@@ -84,6 +85,18 @@ def _wants_table(request: Request) -> bool:
 AUDIT_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
+class _RequestLog:
+    """ASGI middleware: (method, path) of each request, in arrival order."""
+
+    def __init__(self, app: Any, log: list[tuple[str, str]]) -> None:
+        self.app, self.log = app, log
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            self.log.append((scope["method"], scope["path"]))
+        await self.app(scope, receive, send)
+
+
 # --- the app -----------------------------------------------------------------------------------
 
 def create_app(sim: KubeSim) -> FastAPI:
@@ -96,6 +109,8 @@ def create_app(sim: KubeSim) -> FastAPI:
         await aggregator.aclose()
 
     app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
+    if sim.requests is not None:
+        app.add_middleware(_RequestLog, log=sim.requests)
 
     @app.exception_handler(StatusError)
     async def on_status(request: Request, exc: StatusError) -> Response:
@@ -138,9 +153,23 @@ def create_app(sim: KubeSim) -> FastAPI:
         caller(request)
         return js(openapi_document(cluster.registry, path))
 
+    def aggregated(request: Request) -> bool:
+        return sim.aggregated_discovery and discovery.wants_aggregated(request.headers.get("accept"))
+
+    def aggregated_response(groups: dict[str, list[Obj]]) -> Response:
+        """APIGroupDiscoveryList of group -> its APIVersionDiscovery entries, preferred first."""
+        doc = discovery.group_discovery_list(discovery.group_discovery(g, vs) for g, vs in groups.items())
+        return Response(orjson.dumps(doc), media_type=discovery.AGGREGATED_TYPE, headers={"Vary": "Accept"})
+
+    def local_versions(group: str, versions: list[str]) -> list[Obj]:
+        return [discovery.version_discovery(group, v, (r for t in cluster.registry.in_group_version(group, v)
+                                             for r in t.discovery())) for v in versions]
+
     @app.get("/api")
     async def api_versions(request: Request) -> Response:
         caller(request)
+        if aggregated(request):
+            return aggregated_response({"": local_versions("", ["v1"])})
         return js({"kind": "APIVersions", "versions": ["v1"],
                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": request.url.netloc}]})
 
@@ -153,7 +182,13 @@ def create_app(sim: KubeSim) -> FastAPI:
     @app.get("/apis")
     async def api_groups(request: Request) -> Response:
         caller(request)
-        return js(wire.api_group_list(wire.api_group(g, vs) for g, vs in group_versions().items()))
+        groups = group_versions()
+        if not aggregated(request):
+            return js(wire.api_group_list(wire.api_group(g, vs) for g, vs in groups.items()))
+        backends = list(aggregator.backends.values())
+        remote = dict(zip((b.group for b in backends),
+                          await asyncio.gather(*(aggregator.discovery(b) for b in backends)), strict=True))
+        return aggregated_response({g: remote[g] if g in remote else local_versions(g, vs) for g, vs in groups.items()})
 
     @app.get("/apis/{group}")
     async def api_group(request: Request, group: str) -> Response:
