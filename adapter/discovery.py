@@ -24,7 +24,8 @@ resource labels a name carries still comes from the index: a name that is fresh 
 keeps its other resources listed while their series are in the index.
 
 Connected to a cluster, the resources rules can name come from its API discovery
-(`fetch_resource_table`), refreshed before each relist: templates then see CRDs installed later,
+(`fetch_resource_table`: aggregated discovery, two requests, else the legacy walk), refreshed
+before each relist: templates then see CRDs installed later,
 overrides on the next rules-file reload (they are resolved when the rules are compiled).
 """
 
@@ -39,13 +40,20 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from adapter import rulecheck
 from adapter.naming import CompiledRule, CompiledRules, Resource, ResourceConverter, ResourceTable, compile_rules
 from adapter.prometheus import PrometheusClient, PrometheusError, PrometheusQueryError, PrometheusUnavailable
 from adapter.rules import Forecast, RuleError, RulesConfig, parse_rules
-from promscaler.apidiscovery import parse_resource_list, preferred_group_versions
+from promscaler.apidiscovery import (
+    AGGREGATED_ACCEPT,
+    PreferredVersion,
+    is_aggregated,
+    parse_resource_list,
+    preferred_group_versions,
+    preferred_versions,
+)
 from promscaler.logs import vlog
 from promscaler.wire import CUSTOM_GROUP, EXTERNAL_GROUP
 
@@ -116,35 +124,58 @@ class ResourceDiscoveryError(Exception):
     """The cluster's API discovery could not be read; the message is one line."""
 
 
-GetJSON = Callable[[str], Awaitable[Mapping]]
+class GetJSON(Protocol):
+    """GET a path of the API server asking for `accept`; the decoded JSON object."""
+
+    def __call__(self, path: str, accept: str = ...) -> Awaitable[Mapping]: ...
+
+
 _OWN_GROUPS = (CUSTOM_GROUP, EXTERNAL_GROUP)  # this adapter's metrics APIs: no objects to name
 
 
 async def fetch_resource_table(get_json: GetJSON, previous: ResourceTable | None = None) -> ResourceTable:
-    """The cluster's resources: `/api/v1`, then each group's preferred version from `/apis`, in
-    discovery order (core first: `pods` is the core one). A group version that fails (an
-    aggregated API that is down) keeps its resources from `previous`, or is left out."""
-    async def get(path: str) -> Mapping:
+    """The cluster's resources: the core group's first (`pods` is the core one), then each group's
+    preferred version, in discovery order. Aggregated discovery: `/api` and `/apis`, two requests
+    in parallel, hold them all; a server that answers them the legacy way (no
+    apidiscovery.k8s.io/v2) gets the legacy walk, `/api/v1` and one request per group. A group
+    version that fails (an aggregated API that is down; `Stale` in aggregated discovery) keeps its
+    resources from `previous`, or is left out."""
+    async def get(path: str, accept: str = "application/json") -> Mapping:
         try:
-            return await get_json(path)
+            return await get_json(path, accept=accept)
         except Exception as exc:
             raise ResourceDiscoveryError(f"GET {path}: {exc}") from None
 
-    core, groups = await asyncio.gather(get("/api/v1"), get("/apis"))
-    gvs = [gv for gv in preferred_group_versions(groups) if gv.partition("/")[0] not in _OWN_GROUPS]
-    docs = await asyncio.gather(*(get(f"/apis/{gv}") for gv in gvs), return_exceptions=True)
-    entries = [Resource.from_api(r) for r in parse_resource_list(core, "v1")]
-    for gv, doc in zip(gvs, docs, strict=True):
-        if isinstance(doc, BaseException):
-            if not isinstance(doc, ResourceDiscoveryError):
-                raise doc
-            group = gv.partition("/")[0]
-            kept = [r for r in previous.resources if r.group == group] if previous is not None else []
-            log.warning("API discovery of %s failed (%s); %s", gv, doc,
-                        f"keeping its {len(kept)} known resources" if kept else "its resources are unknown for now")
-            entries.extend(kept)
+    async def walk(gv: str) -> PreferredVersion:
+        group, _, version = gv.rpartition("/")
+        doc = await get(f"/apis/{gv}" if group else "/api/v1")
+        return PreferredVersion(group, version, tuple(parse_resource_list(doc, gv)))
+
+    async def core() -> list[PreferredVersion]:
+        doc = await get("/api", AGGREGATED_ACCEPT)
+        return preferred_versions(doc) if is_aggregated(doc) else [await walk("v1")]
+
+    async def groups() -> list[tuple[str, PreferredVersion | BaseException]]:
+        doc = await get("/apis", AGGREGATED_ACCEPT)
+        if is_aggregated(doc):
+            return [(v.group_version, v) for v in preferred_versions(doc) if v.group not in _OWN_GROUPS]
+        gvs = [gv for gv in preferred_group_versions(doc) if gv.partition("/")[0] not in _OWN_GROUPS]
+        return list(zip(gvs, await asyncio.gather(*(walk(gv) for gv in gvs), return_exceptions=True), strict=True))
+
+    core_versions, group_versions = await asyncio.gather(core(), groups())
+    entries = [Resource.from_api(r) for v in core_versions for r in v.resources]
+    for gv, found in group_versions:
+        if isinstance(found, PreferredVersion) and not found.stale:
+            entries.extend(Resource.from_api(r) for r in found.resources)
             continue
-        entries.extend(Resource.from_api(r) for r in parse_resource_list(doc, gv))
+        if not isinstance(found, ResourceDiscoveryError | PreferredVersion):
+            raise found
+        group = gv.partition("/")[0]
+        kept = [r for r in previous.resources if r.group == group] if previous is not None else []
+        log.warning("API discovery of %s failed (%s); %s", gv, found if isinstance(found, BaseException)
+                    else "Stale in aggregated discovery: its aggregated API did not answer",
+                    f"keeping its {len(kept)} known resources" if kept else "its resources are unknown for now")
+        entries.extend(kept)
     return ResourceTable(entries, "API discovery")
 
 

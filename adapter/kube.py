@@ -133,10 +133,10 @@ class KubeRequestError(Exception):
 
 
 async def request_json(kube: Kube, method: str, path: str, body: Any = None,
-                       timeout: float = 30.0) -> dict[str, Any]:
+                       timeout: float = 30.0, accept: str = "application/json") -> dict[str, Any]:
     """A JSON object from the API server (the reviews, a ConfigMap); an answer of 300 and above
     raises `ApiError`, an answer that is not an object `KubeRequestError`."""
-    doc = await kube.request(method, path, body=body, timeout=timeout)
+    doc = await kube.request(method, path, body=body, timeout=timeout, accept=accept)
     if not isinstance(doc, dict):
         raise KubeRequestError("the answer is not a JSON object")
     return doc
@@ -279,10 +279,10 @@ class LabelCache:
         for r in resources:
             self._informer(r, field_selector)
 
-    async def get_json(self, path: str) -> dict:
+    async def get_json(self, path: str, accept: str = "application/json") -> dict:
         """GET an API path (discovery documents); failures raise `KubeRequestError` in one line."""
         try:
-            return await request_json(self.kube, "GET", path, timeout=10)
+            return await request_json(self.kube, "GET", path, timeout=10, accept=accept)
         except ApiError as exc:
             try:
                 said = orjson.loads(exc.body).get("message") or exc.phrase

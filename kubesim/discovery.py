@@ -42,8 +42,9 @@ def wants_aggregated(accept: str | None) -> bool:
 
 def version_discovery(group: str, version: str, resources: Iterable[Mapping[str, Any]],
                       fresh: bool = True) -> Obj:
-    """APIVersionDiscovery from APIResourceList entries: `x/y` entries become subresource `y` of
-    `x`; an entry's kind without a group and version is of this group version."""
+    """APIVersionDiscovery from APIResourceList entries, converted as kube-aggregator converts a
+    backend's legacy list: `x/y` entries become subresource `y` of `x`; an entry's kind without a
+    group and version is of this group version."""
     top: dict[str, Obj] = {}
     subs: list[tuple[str, str, Mapping[str, Any]]] = []
     for r in resources:
@@ -59,9 +60,11 @@ def version_discovery(group: str, version: str, resources: Iterable[Mapping[str,
                 entry[field] = list(r[legacy])
         top[parent] = entry
     for parent, sub, r in subs:
-        if parent in top:
-            top[parent].setdefault("subresources", []).append(
-                {"subresource": sub, "responseKind": _kind(group, version, r), "verbs": list(r.get("verbs") or ())})
+        if parent not in top:  # as kube-aggregator: a placeholder parent without a kind (custom metrics' `pods/m`)
+            top[parent] = {"resource": parent, "responseKind": {"group": "", "version": "", "kind": ""},
+                           "scope": "Namespaced" if r.get("namespaced") else "Cluster"}
+        top[parent].setdefault("subresources", []).append(
+            {"subresource": sub, "responseKind": _kind(group, version, r), "verbs": list(r.get("verbs") or ())})
     return {"version": version, "resources": list(top.values()), "freshness": "Current" if fresh else "Stale"}
 
 

@@ -1,8 +1,12 @@
 """Kubernetes API discovery documents -> typed resource entries (pure; the callers do the I/O).
 
-`/api/v1` and `/apis/<group>/<version>` answer an APIResourceList; `/apis` an APIGroupList.
-The controller's scale client and the adapter's resource table both read them here, so
-"which resource is this kind, is it namespaced, does it have /scale" has one answer.
+Legacy discovery: `/api/v1` and `/apis/<group>/<version>` answer an APIResourceList; `/apis` an
+APIGroupList. Aggregated discovery (apidiscovery.k8s.io/v2, kube-apiserver 1.30+): `/api` and
+`/apis` asked with `AGGREGATED_ACCEPT` answer an APIGroupDiscoveryList holding every group,
+version and resource; a server without it answers the legacy document instead (told apart by
+the answer's kind, `is_aggregated`). The controller's scale client and the adapter's resource
+table both read them here, so "which resource is this kind, is it namespaced, does it have
+/scale" has one answer.
 """
 
 from __future__ import annotations
@@ -11,7 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["APIResource", "parse_resource_list", "preferred_group_versions"]
+__all__ = ["AGGREGATED_ACCEPT", "APIResource", "PreferredVersion", "is_aggregated", "parse_resource_list",
+           "preferred_group_versions", "preferred_versions"]
+
+# the aggregated form first, else the legacy document (content negotiation, as client-go asks)
+AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,4 +80,51 @@ def preferred_group_versions(doc: Mapping[str, Any]) -> list[str]:
         gv = preferred or next((v for v in versions if v), None)
         if gv:
             out.append(str(gv))
+    return out
+
+
+def is_aggregated(doc: Mapping[str, Any]) -> bool:
+    """An APIGroupDiscoveryList (apidiscovery.k8s.io/v2), as opposed to a legacy document."""
+    return doc.get("kind") == "APIGroupDiscoveryList" and doc.get("apiVersion") == "apidiscovery.k8s.io/v2"
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredVersion:
+    """A group's preferred version from aggregated discovery. `stale`: an aggregated API whose
+    discovery failed; its resources (if any) are not current."""
+
+    group: str
+    version: str
+    resources: tuple[APIResource, ...]
+    stale: bool = False
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+def preferred_versions(doc: Mapping[str, Any]) -> list[PreferredVersion]:
+    """Each group's preferred version (versions are listed in preference order) with its
+    resources, in document order, from an APIGroupDiscoveryList. Resources without a kind
+    (`responseKind`) are skipped, as in `parse_resource_list`."""
+    out = []
+    for item in doc.get("items") or ():
+        if not isinstance(item, Mapping):
+            continue
+        group = str((item.get("metadata") or {}).get("name") or "")
+        versions = [v for v in item.get("versions") or () if isinstance(v, Mapping) and v.get("version")]
+        if not versions:
+            continue
+        version = str(versions[0]["version"])
+        resources = []
+        for r in versions[0].get("resources") or ():
+            name, kind = str(r.get("resource") or ""), str((r.get("responseKind") or {}).get("kind") or "")
+            if not name or not kind:
+                continue
+            subresources = frozenset(str(s.get("subresource")) for s in r.get("subresources") or ()
+                                     if isinstance(s, Mapping) and s.get("subresource"))
+            resources.append(APIResource(group, version, name, str(r.get("singularResource") or "") or kind.lower(),
+                                         kind, r.get("scope") == "Namespaced", subresources,
+                                         tuple(str(v) for v in r.get("verbs") or ())))
+        out.append(PreferredVersion(group, version, tuple(resources), versions[0].get("freshness") == "Stale"))
     return out

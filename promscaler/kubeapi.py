@@ -99,12 +99,13 @@ class Kube:
         await self.api.close()
 
     async def _send(self, method: str, path: str, query: Sequence[tuple[str, Any]] | None,
-                    body: Any, content_type: str, timeout: aiohttp.ClientTimeout) -> Any:
+                    body: Any, content_type: str, timeout: aiohttp.ClientTimeout,
+                    accept: str = "application/json") -> Any:
         if self.limiter is not None:
             await self.limiter.acquire()
         _, url, headers, _, _ = await self.api.param_serialize(
             method, path, query_params=list(query or ()),
-            header_params={"Accept": "application/json", "Content-Type": content_type},
+            header_params={"Accept": accept, "Content-Type": content_type},
             auth_settings=["BearerToken"],
         )
         data = orjson.dumps(body) if body is not None else None
@@ -125,9 +126,11 @@ class Kube:
 
     async def request(self, method: str, path: str, query: Sequence[tuple[str, Any]] | None = None,
                       body: Any = None, content_type: str = "application/json",
-                      timeout: float = 30.0) -> Obj:
-        """One request; the decoded JSON body, or ApiError."""
-        resp = await self._send(method, path, query, body, content_type, aiohttp.ClientTimeout(total=timeout))
+                      timeout: float = 30.0, accept: str = "application/json") -> Obj:
+        """One request; the decoded JSON body, or ApiError. `accept`: the media types asked for
+        (a JSON form: aggregated discovery)."""
+        resp = await self._send(method, path, query, body, content_type, aiohttp.ClientTimeout(total=timeout),
+                                accept)
         async with resp:
             raw = await resp.read()
             if resp.status >= 300:

@@ -314,8 +314,14 @@ METRICS = {"groupVersion": "metrics.k8s.io/v1beta1", "resources": [
     {"name": "pods", "singularName": "", "namespaced": True, "kind": "PodMetrics"}]}
 
 
+LEGACY_API = {"kind": "APIVersions", "versions": ["v1"]}  # `/api` of a server without aggregated discovery
+
+
 def fake_api(docs: dict, calls: list[str] | None = None):
-    async def get_json(path: str) -> dict:
+    """A legacy-discovery server answering `docs` (path -> document); other paths fail."""
+    docs = {"/api": LEGACY_API, **docs}
+
+    async def get_json(path: str, accept: str = "application/json") -> dict:
         if calls is not None:
             calls.append(path)
         if path not in docs:

@@ -8,7 +8,6 @@ import ipaddress
 import json
 import ssl
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -18,16 +17,14 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from kubesim.apiserver import KubeSim
 from kubesim.net import free_port, wait_http
-from promscaler import wire
 
 from ..support import kubectl_ok
+from .conftest import upstream_app
 from .kubesim_objects import pod
 
 # --- auth reviews ----------------------------------------------------------------------------
@@ -122,56 +119,6 @@ def test_pod_metrics(sim: KubeSim, ns: str, api: client.ApiClient) -> None:
 
 
 # --- aggregation -----------------------------------------------------------------------------
-
-
-def upstream_app() -> FastAPI:
-    app = FastAPI()
-
-    @app.get("/apis/custom.metrics.k8s.io/v1beta2")
-    async def discovery() -> dict:
-        return wire.api_resource_list("custom.metrics.k8s.io/v1beta2",
-                                      [wire.api_resource("pods/http_requests", "MetricValueList", True)])
-
-    @app.get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/{name}/{metric}")
-    async def metric(request: Request, ns: str, name: str, metric: str) -> JSONResponse:
-        if metric == "missing":
-            return JSONResponse(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Failure",
-                    "message": f"the server could not find the metric {metric} for pods",
-                    "reason": "NotFound",
-                    "code": 404,
-                },
-                status_code=404,
-            )
-        item = wire.custom_metric_value("v1beta2", wire.object_reference("Pod", name, ns), metric, "500m",
-                                        "2026-01-01T00:00:00Z")
-        return JSONResponse(wire.metric_value_list("v1beta2", [item]) | {"query": str(request.url.query),
-                                                                        "user": request.headers.get("x-remote-user")})
-
-    @app.get("/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods")
-    async def pod_metrics(ns: str) -> dict:
-        return wire.pod_metrics_list([wire.pod_metrics("from-upstream", ns, "2026-01-01T00:00:00Z", "3m0s",
-                                                       {"app": {"cpu": "1m", "memory": "1Ki"}})])
-
-    return app
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[str]:
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(upstream_app(), host="127.0.0.1", port=port, log_level="warning",
-                                          timeout_graceful_shutdown=1))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    wait_http(f"{url}/apis/custom.metrics.k8s.io/v1beta2")
-    yield url
-    server.should_exit = True
-    thread.join(timeout=10)
 
 
 def test_aggregation_proxy(sim: KubeSim, upstream: str, api: client.ApiClient) -> None:
