@@ -17,7 +17,7 @@ from adapter.naming import BUILTIN_TABLE, ResourceTable, compile_rules, normaliz
 from adapter.rules import RuleError, parse_rules
 from kubesim.apiserver import KubeSim
 from kubesim.prometheus import PrometheusServer, start_backfilled
-from promscaler.apidiscovery import parse_resource_list, preferred_group_versions
+from promscaler.apidiscovery import AGGREGATED_ACCEPT, parse_resource_list, preferred_group_versions
 
 from .conftest import AdapterProcess, PromQL, approx, run_adapter
 
@@ -430,5 +430,114 @@ async def test_label_lookups_for_unsupported_core_resources_stay_a_clear_400(sim
         assert await cache.names(rollouts, "web", parse_selector("track=stable")) == {"checkout"}
         assert await cache.names(rollouts, "shop", parse_selector("app=shop")) == {"checkout"}
         assert await cache.names(rollouts, None, parse_selector("app=shop")) == {"checkout", "cart"}
+    finally:
+        await cache.aclose()
+
+
+# -- aggregated discovery (apidiscovery.k8s.io/v2) against KubeSim ---------------------------------
+
+def discovery_gets(sim: KubeSim, since: int = 0) -> list[str]:
+    """The discovery documents asked for since the `since`-th request, from KubeSim's request log."""
+    assert sim.requests is not None
+    return [p for m, p in sim.requests[since:] if m == "GET" and (
+        p in ("/api", "/apis", "/api/v1") or (p.startswith("/apis/") and p.count("/") == 3))]
+
+
+@pytest.fixture
+def logged_sim() -> Iterator[KubeSim]:
+    """A cluster of its own with the Rollout CRD, logging every request."""
+    with KubeSim(requests=True) as s:
+        s.apply(crd("argoproj.io", "rollouts", "Rollout", "v1alpha1"))
+        s.apply(rollout("web", "checkout", app="shop"))
+        yield s
+
+
+async def test_aggregated_discovery_reads_the_legacy_walks_table_in_two_requests(logged_sim):
+    from adapter.kube import LabelCache, client
+    from promscaler.apidiscovery import preferred_versions
+
+    sim = logged_sim
+    cache = LabelCache(client(sim.aio_client_configuration()))
+    try:
+        aggregated = await fetch_resource_table(cache.get_json)
+        assert sorted(discovery_gets(sim)) == ["/api", "/apis"]
+        sim.aggregated_discovery = False  # a server without it answers the legacy documents: the walk
+        seen = len(sim.requests)
+        legacy = await fetch_resource_table(cache.get_json)
+        walked = discovery_gets(sim, seen)
+        groups = (await cache.get_json("/apis"))["groups"]
+        # /api, /api/v1, /apis, then each group's preferred version but the adapter's own APIs
+        assert len(walked) == 3 + len(groups) - sum(g["name"].endswith("custom.metrics.k8s.io") or
+                                                    g["name"] == "external.metrics.k8s.io" for g in groups)
+        assert "/apis/argoproj.io/v1alpha1" in walked and "/apis/apps/v1" in walked
+        assert aggregated.resources == legacy.resources
+        r = aggregated.by_api_name("rollouts.argoproj.io")
+        assert r is not None and (r.kind, r.api_version, r.namespaced) == ("Rollout", "argoproj.io/v1alpha1", True)
+        assert aggregated.normalize("", "pod").api_name == "pods"  # core first
+
+        # the one parser: each group's preferred version reads the same resources, subresources and
+        # verbs as its legacy APIResourceList
+        sim.aggregated_discovery = True
+        found = preferred_versions(await cache.get_json("/apis", accept=AGGREGATED_ACCEPT))
+        sim.aggregated_discovery = False
+        for v in found:
+            assert set(v.resources) == set(parse_resource_list(await cache.get_json(f"/apis/{v.group_version}"),
+                                                               v.group_version)), v.group_version
+        by_name = {(r.group, r.name): r for v in found for r in v.resources}
+        assert by_name[("apps", "deployments")].subresources == {"status", "scale"}
+        assert by_name[("argoproj.io", "rollouts")].subresources == {"scale"}
+    finally:
+        await cache.aclose()
+
+
+@pytest.mark.parametrize("aggregated", [True, False], ids=["aggregated", "legacy"])
+def test_the_adapter_starts_with_two_discovery_requests(logged_sim, prom, rules_file, aggregated):
+    sim = logged_sim
+    sim.aggregated_discovery = aggregated
+    a = AdapterProcess("--prometheus-url", prom.url, "--config", rules_file, "--kubeconfig", sim.kubeconfig_path,
+                       "--metrics-max-age", "1m").wait_ready()
+    try:
+        assert "rollouts.argoproj.io/rollout_requests" in discovered(a, "v1beta2")  # the CRD, through discovery
+        gets = discovery_gets(sim)
+    finally:
+        a.stop()
+    if aggregated:
+        assert sorted(gets) == ["/api", "/apis"]
+    else:
+        assert {"/api", "/apis", "/api/v1", "/apis/argoproj.io/v1alpha1", "/apis/apps/v1"} <= set(gets)
+        assert len(gets) > 10
+
+
+async def test_a_stale_aggregated_api_keeps_its_known_resources(logged_sim):
+    from adapter.kube import LabelCache, client
+
+    from .conftest import StubAPI, serving
+
+    widgets = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "example.com/v1",
+               "resources": [{"name": "widgets", "singularName": "widget", "namespaced": True, "kind": "Widget",
+                              "verbs": ["get", "list"]}]}
+
+    class Backend(StubAPI):  # an aggregated API serving legacy discovery only
+        def reply(self, url):
+            return (200, widgets) if url.path == "/apis/example.com/v1" else (404, {})
+
+    sim = logged_sim
+    cache = LabelCache(client(sim.aio_client_configuration()))
+
+    async def freshness() -> str:
+        doc = await cache.get_json("/apis", accept=AGGREGATED_ACCEPT)
+        return next(i for i in doc["items"] if i["metadata"]["name"] == "example.com")["versions"][0]["freshness"]
+
+    try:
+        with serving(Backend) as backend:
+            sim.set_aggregated_api("example.com", f"http://127.0.0.1:{backend.server_port}", versions=("v1",))
+            table = await fetch_resource_table(cache.get_json)
+            assert sorted(discovery_gets(sim)) == ["/api", "/apis"]
+            assert await freshness() == "Current"
+        assert table.by_api_name("widgets.example.com").kind == "Widget"
+        assert await freshness() == "Stale"  # the backend is gone: kubesim lists the version Stale, without resources
+        kept = await fetch_resource_table(cache.get_json, table)
+        assert kept.resources == table.resources
+        assert (await fetch_resource_table(cache.get_json)).by_api_name("widgets.example.com") is None
     finally:
         await cache.aclose()
