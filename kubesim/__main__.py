@@ -20,11 +20,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ready-delay", type=float, default=1.0, help="seconds from pod start to Ready")
     p.add_argument("--kubeconfig-out", help="also copy the kubeconfig to this path")
     p.add_argument("--adapter", help="URL of a metrics adapter to serve custom and external metrics through")
+    p.add_argument("--no-aggregated-discovery", dest="aggregated_discovery", action="store_false",
+                   help="serve the legacy discovery documents only, as a kube-apiserver before 1.27")
     args = p.parse_args(argv)
     if args.ready_delay < 0:
         p.error("--ready-delay: must not be negative")
 
-    sim = KubeSim(args.token, ready_delay=args.ready_delay, port=args.port)
+    sim = KubeSim(args.token, ready_delay=args.ready_delay, port=args.port,
+                  aggregated_discovery=args.aggregated_discovery)
     try:
         sim.start()
     except (OSError, RuntimeError) as exc:

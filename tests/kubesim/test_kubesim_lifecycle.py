@@ -87,6 +87,21 @@ def test_cli(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "--ready-delay" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_cli_serves_legacy_discovery_only_when_asked() -> None:
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    for flags, kind in (([], "APIGroupDiscoveryList"), (["--no-aggregated-discovery"], "APIGroupList")):
+        proc = subprocess.Popen([sys.executable, "-m", "kubesim", "--ready-delay", "0", *flags],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            line = proc.stdout.readline()
+            assert line.startswith("kubesim serving on "), line + proc.stderr.read()
+            url = line.split()[3].rstrip(";")
+            assert httpx.get(f"{url}/apis", headers={"Accept": accept}).json()["kind"] == kind
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=20) == 0
+
+
 def test_restart_keeps_url_and_state() -> None:
     sim = KubeSim().start()
     try:
