@@ -134,9 +134,10 @@ async def test_the_informers_watch_has_a_read_timeout_past_the_servers_end_and_n
     sent: list[tuple[dict[str, Any], Any]] = []
     send = kube._send
 
-    async def recording(method: str, path: str, q: Any, body: Any, content_type: str, timeout: Any) -> Any:
+    async def recording(method: str, path: str, q: Any, body: Any, content_type: str, timeout: Any,
+                        *accept: str) -> Any:
         sent.append((dict(q or ()), timeout))
-        return await send(method, path, q, body, content_type, timeout)
+        return await send(method, path, q, body, content_type, timeout, *accept)
 
     monkeypatch.setattr(kube, "_send", recording)
     cache = LabelCache(kube, watch_timeout=2)
