@@ -55,9 +55,9 @@ def version_discovery(group: str, version: str, resources: Iterable[Mapping[str,
         entry: Obj = {"resource": parent, "responseKind": _kind(group, version, r),
                       "scope": "Namespaced" if r.get("namespaced") else "Cluster",
                       "singularResource": r.get("singularName") or "", "verbs": list(r.get("verbs") or ())}
-        for legacy, field in (("shortNames", "shortNames"), ("categories", "categories")):
-            if r.get(legacy):
-                entry[field] = list(r[legacy])
+        for field in ("shortNames", "categories"):  # omitted when empty, as kube-apiserver does
+            if r.get(field):
+                entry[field] = list(r[field])
         top[parent] = entry
     for parent, sub, r in subs:
         if parent not in top:  # as kube-aggregator: a placeholder parent without a kind (custom metrics' `pods/m`)
