@@ -98,6 +98,14 @@ def run_kubectl(kubeconfig: str | Path, *args: str, timeout: float = 60.0) -> su
                           timeout=timeout)
 
 
+def discovery_requests(sim: KubeSim, since: int = 0) -> list[str]:
+    """The API discovery documents GET from `sim` since its `since`-th request (`/api`, `/apis`,
+    `/api/v1`, `/apis/<group>/<version>`), from its request log (`KubeSim(requests=True)`)."""
+    assert sim.requests is not None, "KubeSim(requests=True) logs requests"
+    return [p for m, p in sim.requests[since:] if m == "GET" and (
+        p in ("/api", "/apis", "/api/v1") or (p.startswith("/apis/") and p.count("/") == 3))]
+
+
 def kubectl_ok(kubeconfig: str | Path, *args: str, timeout: float = 60.0) -> str:
     """`run_kubectl` that must succeed: its stdout (its stderr is the failure message)."""
     done = run_kubectl(kubeconfig, *args, timeout=timeout)

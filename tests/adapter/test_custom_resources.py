@@ -19,6 +19,7 @@ from kubesim.apiserver import KubeSim
 from kubesim.prometheus import PrometheusServer, start_backfilled
 from promscaler.apidiscovery import AGGREGATED_ACCEPT, parse_resource_list, preferred_group_versions
 
+from ..support import discovery_requests
 from .conftest import AdapterProcess, PromQL, approx, run_adapter
 
 STEP = 15
@@ -436,13 +437,6 @@ async def test_label_lookups_for_unsupported_core_resources_stay_a_clear_400(sim
 
 # -- aggregated discovery (apidiscovery.k8s.io/v2) against KubeSim ---------------------------------
 
-def discovery_gets(sim: KubeSim, since: int = 0) -> list[str]:
-    """The discovery documents asked for since the `since`-th request, from KubeSim's request log."""
-    assert sim.requests is not None
-    return [p for m, p in sim.requests[since:] if m == "GET" and (
-        p in ("/api", "/apis", "/api/v1") or (p.startswith("/apis/") and p.count("/") == 3))]
-
-
 @pytest.fixture
 def logged_sim() -> Iterator[KubeSim]:
     """A cluster of its own with the Rollout CRD, logging every request."""
@@ -460,11 +454,11 @@ async def test_aggregated_discovery_reads_the_legacy_walks_table_in_two_requests
     cache = LabelCache(client(sim.aio_client_configuration()))
     try:
         aggregated = await fetch_resource_table(cache.get_json)
-        assert sorted(discovery_gets(sim)) == ["/api", "/apis"]
+        assert sorted(discovery_requests(sim)) == ["/api", "/apis"]
         sim.aggregated_discovery = False  # a server without it answers the legacy documents: the walk
         seen = len(sim.requests)
         legacy = await fetch_resource_table(cache.get_json)
-        walked = discovery_gets(sim, seen)
+        walked = discovery_requests(sim, seen)
         groups = (await cache.get_json("/apis"))["groups"]
         # /api, /api/v1, /apis, then each group's preferred version but the adapter's own APIs
         assert len(walked) == 3 + len(groups) - sum(g["name"].endswith("custom.metrics.k8s.io") or
@@ -498,7 +492,7 @@ def test_the_adapter_starts_with_two_discovery_requests(logged_sim, prom, rules_
                        "--metrics-max-age", "1m").wait_ready()
     try:
         assert "rollouts.argoproj.io/rollout_requests" in discovered(a, "v1beta2")  # the CRD, through discovery
-        gets = discovery_gets(sim)
+        gets = discovery_requests(sim)
     finally:
         a.stop()
     if aggregated:
@@ -532,7 +526,7 @@ async def test_a_stale_aggregated_api_keeps_its_known_resources(logged_sim):
         with serving(Backend) as backend:
             sim.set_aggregated_api("example.com", f"http://127.0.0.1:{backend.server_port}", versions=("v1",))
             table = await fetch_resource_table(cache.get_json)
-            assert sorted(discovery_gets(sim)) == ["/api", "/apis"]
+            assert sorted(discovery_requests(sim)) == ["/api", "/apis"]
             assert await freshness() == "Current"
         assert table.by_api_name("widgets.example.com").kind == "Widget"
         assert await freshness() == "Stale"  # the backend is gone: kubesim lists the version Stale, without resources

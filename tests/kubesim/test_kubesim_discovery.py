@@ -14,7 +14,7 @@ import pytest
 from kubesim.apiserver import KubeSim
 from kubesim.net import free_port
 
-from ..support import kubectl_ok, run_kubectl
+from ..support import discovery_requests, kubectl_ok, run_kubectl
 
 V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 CLIENT_GO = f"{V2},application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
@@ -86,23 +86,17 @@ def test_the_documents_hold_what_the_legacy_ones_do(sim: KubeSim) -> None:
     assert [s["subresource"] for s in widgets["subresources"]] == ["scale"]
 
 
-def discovery_paths(sim: KubeSim, since: int) -> list[str]:
-    assert sim.requests is not None
-    return [p for m, p in sim.requests[since:] if p in ("/api", "/apis") or (p.count("/") == 3 and p.startswith(
-        "/apis/")) or p == "/api/v1"]
-
-
 def test_kubectl_reads_crds_from_two_requests_and_lists_what_the_legacy_walk_lists(sim: KubeSim,
                                                                                    tmp_path: Path) -> None:
     assert sim.requests is not None
     seen = len(sim.requests)
     aggregated = kubectl_ok(sim.kubeconfig_path, "api-resources", "-o", "wide", "--cache-dir", str(tmp_path / "a"))
-    assert discovery_paths(sim, seen) == ["/api", "/apis"]
+    assert discovery_requests(sim, seen) == ["/api", "/apis"]
     sim.aggregated_discovery = False  # a server without it
     try:
         seen = len(sim.requests)
         legacy = kubectl_ok(sim.kubeconfig_path, "api-resources", "-o", "wide", "--cache-dir", str(tmp_path / "l"))
-        walked = discovery_paths(sim, seen)
+        walked = discovery_requests(sim, seen)
     finally:
         sim.aggregated_discovery = True
     assert "/api/v1" in walked and "/apis/example.com/v1" in walked and "/apis/apps/v1" in walked
