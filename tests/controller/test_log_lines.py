@@ -3,8 +3,11 @@ logged once, then at most once a minute with a count, while every occurrence is 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 
 from .conftest import NS, autoscaler, deployment, eventually, pods_metric, replicas, running, settings
 from .test_reconcile import per_pod
@@ -49,3 +52,35 @@ async def test_scale_line_names_the_autoscaler_and_the_target(sim, fake, caplog)
     lines = [r.getMessage() for r in caplog.records if "scaled" in r.getMessage()]
     assert any(line.startswith("HorizontalAutoscaler default/web scaled Deployment default/web 2 -> 4: ")
                for line in lines), lines
+
+
+
+@contextlib.contextmanager
+def held_events(controller, *reasons: str) -> Iterator[asyncio.Event]:
+    """The controller's Event writes with these reasons wait until the returned event is set: what
+    the log says meanwhile is what a reader sees while a sync's writes are in flight."""
+    release = asyncio.Event()
+    record = controller.reconciler.events.record
+
+    async def held(obj, type_, reason, *args, **kwargs):
+        if reason in reasons:
+            await release.wait()
+        return await record(obj, type_, reason, *args, **kwargs)
+
+    controller.reconciler.events.record = held
+    try:
+        yield release
+    finally:
+        release.set()
+
+
+async def test_a_failed_sync_is_logged_before_its_event_is_written(sim, fake, caplog):
+    caplog.set_level(logging.INFO)
+    sim.apply(autoscaler("orphan", "nonexistent", [pods_metric("http_requests", "500m")]))
+    async with running(sim, settings()) as controller:
+        with held_events(controller, "FailedGetScale") as release:
+            await eventually(lambda: _warnings(caplog))  # while its Event write waits
+            assert _event_count(sim, "orphan", "FailedGetScale") == 0
+            release.set()
+            await eventually(lambda: _event_count(sim, "orphan", "FailedGetScale") >= 1)
+
