@@ -253,6 +253,8 @@ class Reconciler:
             try:
                 await self.scales.update(ns, target, scale, decision.desired_replicas)
             except ScaleError as exc:
+                # logged before the writes, as fail() does, so the log never trails the Events
+                self.warn(key, "FailedRescale", f"{_target(ns, target)} to {decision.desired_replicas}: {exc}")
                 await self._event(
                     obj,
                     "Warning",
@@ -260,7 +262,6 @@ class Reconciler:
                     f"New size: {decision.desired_replicas}; reason: {reason}; error: {exc}",
                     now,
                 )
-                self.warn(key, "FailedRescale", f"{_target(ns, target)} to {decision.desired_replicas}: {exc}")
                 conditions = replace_condition(
                     conditions,
                     Condition(
@@ -276,9 +277,6 @@ class Reconciler:
                     desired_replicas=scale.replicas, current_metrics=decision.current_metrics,
                     conditions=conditions, last_scale_time=None, now=now), decision))
                 raise SyncError(f"FailedRescale: {exc}") from None
-            await self._event(
-                obj, "Normal", "SuccessfulRescale", f"New size: {decision.desired_replicas}; reason: {reason}", now
-            )
             log.info(
                 "%s %s/%s scaled %s %d -> %d: %s",
                 kind,
@@ -297,6 +295,9 @@ class Reconciler:
                     "to": decision.desired_replicas,
                     "reason": reason,
                 },
+            )  # logged before its Event is written, so the log never trails the Events
+            await self._event(
+                obj, "Normal", "SuccessfulRescale", f"New size: {decision.desired_replicas}; reason: {reason}", now
             )
             history = record_scale(history, now, scale.replicas, decision.desired_replicas, spec)
             last_scale = now

@@ -3,10 +3,13 @@ logged once, then at most once a minute with a count, while every occurrence is 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 
-from .conftest import NS, autoscaler, deployment, eventually, pods_metric, replicas, running, settings
+from .conftest import NS, autoscaler, deployment, events, eventually, pods_metric, replicas, running, settings
 from .test_reconcile import per_pod
 
 FAILED = "HorizontalAutoscaler default/orphan: FailedGetScale"
@@ -49,3 +52,74 @@ async def test_scale_line_names_the_autoscaler_and_the_target(sim, fake, caplog)
     lines = [r.getMessage() for r in caplog.records if "scaled" in r.getMessage()]
     assert any(line.startswith("HorizontalAutoscaler default/web scaled Deployment default/web 2 -> 4: ")
                for line in lines), lines
+
+
+
+@contextlib.contextmanager
+def held_events(controller, *reasons: str) -> Iterator[asyncio.Event]:
+    """The controller's Event writes with these reasons wait until the returned event is set: what
+    the log says meanwhile is what a reader sees while a sync's writes are in flight."""
+    release = asyncio.Event()
+    record = controller.reconciler.events.record
+
+    async def held(obj, type_, reason, *args, **kwargs):
+        if reason in reasons:
+            await release.wait()
+        return await record(obj, type_, reason, *args, **kwargs)
+
+    controller.reconciler.events.record = held
+    try:
+        yield release
+    finally:
+        release.set()
+
+
+async def test_a_failed_sync_is_logged_before_its_event_is_written(sim, fake, caplog):
+    caplog.set_level(logging.INFO)
+    sim.apply(autoscaler("orphan", "nonexistent", [pods_metric("http_requests", "500m")]))
+    async with running(sim, settings()) as controller:
+        with held_events(controller, "FailedGetScale") as release:
+            await eventually(lambda: _warnings(caplog))  # while its Event write waits
+            assert _event_count(sim, "orphan", "FailedGetScale") == 0
+            release.set()
+            await eventually(lambda: _event_count(sim, "orphan", "FailedGetScale") >= 1)
+
+
+async def test_a_rescale_is_logged_before_its_event_is_written(sim, fake, caplog, monkeypatch):
+    """A failed rescale's warning (the API server refuses the write: the Deployment changed since
+    the scale was read), and the scale line once it succeeds, are out before their Events."""
+    caplog.set_level(logging.INFO)
+    sim.apply(deployment("web", 2))
+    fake.pods[(NS, "http_requests")] = per_pod(2000)
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
+
+    def lines(text: str) -> list[str]:
+        return [r.getMessage() for r in caplog.records if text in r.getMessage()]
+
+    def reasons(reason: str) -> list[tuple[str, str, str]]:
+        return [e for e in events(sim, "web") if e[1] == reason]
+
+    async with running(sim, settings()) as controller:
+        kube = controller.reconciler.kube
+        original, conflicts = kube.request, [True]
+
+        async def racing(method, path, *args, **kwargs):
+            if method == "PUT" and path.endswith("/scale") and conflicts:
+                touched = sim.get("apps/v1", "Deployment", NS, "web")
+                touched["metadata"].setdefault("annotations", {})["touched"] = "yes"
+                sim.apply(touched)  # someone else wrote it after our read: 409 Conflict
+            return await original(method, path, *args, **kwargs)
+
+        monkeypatch.setattr(kube, "request", racing)
+        with held_events(controller, "SuccessfulRescale") as scaled:
+            with held_events(controller, "FailedRescale") as failed:
+                await eventually(lambda: lines("web: FailedRescale: Deployment default/web to 4: Conflict"))
+                assert not reasons("FailedRescale")
+                conflicts.clear()
+                failed.set()
+            await eventually(lambda: reasons("FailedRescale"))
+            await eventually(lambda: replicas(sim, "web") == 4)
+            await eventually(lambda: lines("HorizontalAutoscaler default/web scaled Deployment default/web 2 -> 4"))
+            assert not reasons("SuccessfulRescale")
+            scaled.set()
+        await eventually(lambda: reasons("SuccessfulRescale"))

@@ -3,8 +3,8 @@ events, stabilization, failing metrics, conflicts and dry-run."""
 
 from __future__ import annotations
 
-import asyncio
 import math
+from datetime import UTC, datetime, timedelta
 
 from autoscaler.decision.model import ControllerConfig
 from promscaler.kubeapi import ApiError
@@ -62,13 +62,15 @@ async def test_scale_down_waits_out_the_stabilization_window(sim, fake):
     fake.pods[(NS, "http_requests")] = "100m"  # far below the 500m target: wants 1
     behavior = {"scaleDown": {"stabilizationWindowSeconds": 2}}
     sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")], behavior=behavior))
-    loop = asyncio.get_running_loop()
-    async with running(sim, settings()):
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]  # the controller's clock, moved by hand: the window is
+    async with running(sim, settings()) as controller:  # measured on it, not on how fast syncs run
+        controller.reconciler.clock = lambda: now[0]
         await eventually(lambda: conditions(sim, "web").get("AbleToScale", ("", ""))[1] == "ScaleDownStabilized")
-        held_from = loop.time()
+        now[0] += timedelta(seconds=1.9)  # within the 2 s from the first sync's recommendation (the current 4)
+        await more_syncs(controller)
         assert replicas(sim, "web") == 4  # recommended 1, held at 4 by the window
+        now[0] += timedelta(seconds=0.2)  # the window has passed
         await eventually(lambda: replicas(sim, "web") == 1)
-        assert loop.time() - held_from > 1.0  # the window (2 s from the first sync) was waited out
     assert [e[2] for e in events(sim, "web") if e[1] == "SuccessfulRescale"] == [
         "New size: 1; reason: All metrics below target"
     ]
