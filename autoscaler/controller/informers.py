@@ -26,7 +26,7 @@ from promscaler.kubeapi import ApiError, Kube, Obj, query
 from promscaler.selectors import Operator, Selector
 
 from .apihealth import ApiHealth, describe, is_outage
-from .stopping import sleep_or_stop
+from .stopping import sleep_or_stop, wait_or_stop
 
 log = logging.getLogger(__name__)
 
@@ -304,14 +304,7 @@ class Informer:
     async def _wait_up(self, stop: asyncio.Event) -> bool:
         """Wait for the shared ApiHealth to see the API server again; True when stopping."""
         assert self.health is not None
-        waiter = asyncio.ensure_future(self.health.wait_up())
-        stopper = asyncio.ensure_future(stop.wait())
-        try:
-            await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-            stopper.cancel()
-        return stop.is_set()
+        return await wait_or_stop(stop, self.health.wait_up())
 
 
 class PodIndex:

@@ -37,7 +37,7 @@ from promscaler.times import micro_time
 from .apihealth import ApiHealth
 from .informers import Informer
 from .leases import check_timings, duration_seconds, held_for, leases_path, new_lease, past_deadline, report_failure
-from .stopping import sleep_or_stop
+from .stopping import wait_or_stop
 
 log = logging.getLogger(__name__)
 
@@ -180,9 +180,8 @@ class Membership:
         informer_stop = asyncio.Event()
         informer = asyncio.create_task(self.leases.run(informer_stop))
         try:
-            while not self.leases.synced.is_set():
-                if await sleep_or_stop(stop, 0.02):
-                    return
+            if await wait_or_stop(stop, self.leases.synced.wait()):
+                return
             next_renew = 0.0
             while not stop.is_set():
                 now = time.monotonic()
@@ -193,16 +192,9 @@ class Membership:
                 await self._expel_expired()
                 self._notify_if_changed()
                 self._wake.clear()
-                waker = asyncio.ensure_future(self._wake.wait())
-                stopper = asyncio.ensure_future(stop.wait())
                 now = time.monotonic()  # wake for the next renewal, or the next peer that may expire
                 expiries = [t for t in map(self._expires_at, self.leases.store.values()) if t is not None and t > now]
-                timeout = max(0.01, min([next_renew, *expiries]) - now)
-                try:
-                    await asyncio.wait({waker, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    waker.cancel()
-                    stopper.cancel()
+                await wait_or_stop(stop, self._wake.wait(), timeout=max(0.01, min([next_renew, *expiries]) - now))
         except Exception:  # a bug here must not go unseen: we stop renewing, so we stop acting
             log.exception("shard membership failed; leaving the group")
         finally:
