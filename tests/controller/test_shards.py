@@ -26,6 +26,7 @@ from kubesim.apiserver import KubeSim
 from kubesim.kubeconfig import write_kubeconfig
 from kubesim.processes import ControllerProcess
 from promscaler.kubeapi import Kube, load_configuration
+from promscaler.times import parse_time
 
 from ..support import wait_for
 from .conftest import NS, ROOT, autoscaler, deployment, eventually, metrics_upstream, pods_metric, settings
@@ -40,10 +41,6 @@ FLAGS = ("--sharding", "--horizontal-pod-autoscaler-sync-period", f"{SYNC_S:g}s"
 WRITES = ("create", "update", "patch")
 
 Write = tuple[str, str, float]  # (autoscaler, replica user, time the API server committed it)
-
-
-def _time(stamp: str) -> float:
-    return datetime.fromisoformat(stamp).timestamp()
 
 
 def writes(sim: KubeSim, since: float = 0.0) -> list[Write]:
@@ -62,7 +59,7 @@ def writes(sim: KubeSim, since: float = 0.0) -> list[Write]:
             name = involved.get("name") or ref["name"].rsplit(".", 1)[0]
         else:
             continue
-        at = _time(e["stageTimestamp"])
+        at = parse_time(e["stageTimestamp"]).timestamp()
         if at >= since:
             out.append((name, user, at))
     return out
@@ -70,7 +67,8 @@ def writes(sim: KubeSim, since: float = 0.0) -> list[Write]:
 
 def lease_writes(sim: KubeSim, verbs: tuple[str, ...]) -> list[tuple[str, str, str, float]]:
     """(verb, user, lease name, time) of successful Lease writes."""
-    return [(e["verb"], e["user"]["username"], e["objectRef"].get("name") or "", _time(e["stageTimestamp"]))
+    return [(e["verb"], e["user"]["username"], e["objectRef"].get("name") or "",
+             parse_time(e["stageTimestamp"]).timestamp())
             for e in list(sim.audit or ()) if e["objectRef"]["resource"] == "leases" and e["verb"] in verbs
             and e["responseStatus"]["code"] < 300]
 
