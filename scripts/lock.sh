@@ -25,8 +25,9 @@ echo "lock: resolving pyproject.toml in a fresh virtual environment ($WORK)" >&2
 "${pip[@]}" install --upgrade pip >/dev/null
 # Only the metadata is needed to resolve (pyproject.toml and the README it names), and a copy keeps
 # the build's egg-info and build/ out of the tree.
-mkdir "$WORK/src"
+mkdir -p "$WORK/src/promscaler"
 cp pyproject.toml README.md "$WORK/src/"
+cp promscaler/__init__.py "$WORK/src/promscaler/"  # the version pyproject.toml reads
 "${pip[@]}" install "$WORK/src[test,demo,bench]"
 "${pip[@]}" install --ignore-requires-python "$HELM_SDKPY"
 
