@@ -336,19 +336,19 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
                 for k, s in table_rows],
         "all": [{"knobs": k.row(), "chosenOn": s.row()} for k, s in scores],
     }
+    given_doc, chosen_doc = plan.spec.written(plan.spec.raw), plan.spec.written(chosen.raw)  # a ScaledObject stays one
     report = Path(args.report)
     try:
         report.mkdir(parents=True, exist_ok=True)
         (report / "tune.json").write_text(json.dumps(_finite(summary), indent=2) + "\n")
-        (report / "recommended.yaml").write_text(_yaml(plan.spec.written(chosen.raw)))
+        (report / "recommended.yaml").write_text(_yaml(chosen_doc))
         if not args.no_png:
             _png(report / "tune.png", scores, given, best_knobs, budget, held, search, reference)
         if not args.no_html:
-            write_tune_html(_finite(summary), _yaml(plan.spec.raw), _yaml(chosen.raw), report / "report.html")
+            write_tune_html(_finite(summary), _yaml(given_doc), _yaml(chosen_doc), report / "report.html")
     except OSError as exc:
         return fail(f"--report {report}: {exc.strerror or exc}", 1)
-    _print(out, summary, table_rows, held, given, scores, plan.spec.written(plan.spec.raw),
-           plan.spec.written(chosen.raw), search, budget, held_budget)
+    _print(out, summary, table_rows, held, given, scores, given_doc, chosen_doc, search, budget, held_budget)
     return 0
 
 
