@@ -180,13 +180,13 @@ class _Search:
         if not self.listed_forecast() and not self.plan.added:
             return []
         out = []
+        rules = {q.forecast.seasons for q in (*self.plan.queries, self.plan.added.get(RULES))
+                 if q is not None and q.forecast is not None}
         for setting in self.plan.variants:
             if setting.horizon is not None or setting.seasons is None:
                 continue
             forecasts = [q for q in (*self.plan.variants[setting], self.plan.added.get(setting))
                          if q is not None and q.forecast is not None and q.forecast.method == "seasonal"]
-            rules = {q.forecast.seasons for q in (*self.plan.queries, self.plan.added.get(RULES))
-                     if q is not None and q.forecast is not None}
             if forecasts and setting.seasons not in rules and all(
                     self.h.had_before(q.base) >= history_needed(q.forecast, q.base, min(q.forecast.seasons))
                     for q in forecasts if q.forecast is not None):
