@@ -230,9 +230,7 @@ def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
         recommendation, to_zero = _keda(inp, sync, controls.keda, recommendation)
         sync.recommendation = recommendation
     elif controls is not None and controls.activates and inp.spec.min_replicas == 0:
-        recommendation, active, why = activate(inp.spec.metrics, inp.readings, current, recommendation)
-        sync.recommendation, sync.activation = recommendation, "active" if active else "inactive"
-        sync.pre.append(why)
+        recommendation, _ = _activate(inp, sync, recommendation)
     if recommendation > current:
         sync.rescale_reason = f"{metrics.label} above target"
     elif recommendation < current:
@@ -241,6 +239,15 @@ def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
     if to_zero:
         sync.desired, sync.rescale = 0, True
         sync.rescale_reason = "every trigger inactive for longer than cooldownPeriod"
+
+
+def _activate(inp: DecisionInput, sync: _Sync, recommendation: int) -> tuple[int, bool]:
+    """The metrics' activation thresholds (controls.activate) applied to the recommendation, and
+    recorded on the sync; whether some metric is active."""
+    recommendation, active, why = activate(inp.spec.metrics, inp.readings, inp.current_replicas, recommendation)
+    sync.recommendation, sync.activation = recommendation, "active" if active else "inactive"
+    sync.pre.append(why)
+    return recommendation, active
 
 
 def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: int) -> tuple[int, bool]:
@@ -257,9 +264,7 @@ def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: in
                         f"{polled.isoformat()}")
         return (0 if current == 0 else max(recommendation, 1)), False
     sync.polled = now
-    recommendation, active, why = activate(inp.spec.metrics, inp.readings, current, recommendation)
-    sync.recommendation, sync.activation = recommendation, "active" if active else "inactive"
-    sync.pre.append(why)
+    recommendation, active = _activate(inp, sync, recommendation)
     last, cooldown = history.last_active, keda.cooldown
     if active:
         sync.last_active = now
