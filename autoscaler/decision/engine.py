@@ -378,12 +378,12 @@ def _set_rescale_conditions(inp: DecisionInput, sync: _Sync) -> None:
 def _decision(inp: DecisionInput, sync: _Sync) -> Decision:
     """The `Decision`; the words for people are formatted only when read."""
     history = inp.history
-    # set only by a sync at which KEDA polled (and found a trigger active)
+    # set only by a sync at which KEDA polled (last_active: and found a trigger active)
     last_active, polled = sync.last_active or history.last_active, sync.polled or history.polled
     if (sync.recommendations is not history.recommendations or sync.failures != history.failures
             or last_active != history.last_active or polled != history.polled):
-        history = History(sync.recommendations, history.scale_up_events, history.scale_down_events, sync.failures,
-                          last_active, polled)
+        history = replace(history, recommendations=sync.recommendations, failures=sync.failures,
+                          last_active=last_active, polled=polled)
     outcomes = sync.outcomes
     controls = _in_force(inp, sync)
     conditions = C.ordered(sync.conditions)
