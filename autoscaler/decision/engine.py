@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from promscaler.times import format_time
+
 from . import conditions as C
 from .clock import before, delta
 from .controls import KedaScaling, activate
@@ -261,7 +263,7 @@ def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: in
     polled = history.polled
     if polled is not None and now - polled < delta(keda.polling_interval):
         sync.pre.append(f"activation not checked: KEDA polls every {keda.polling_interval}s, last at "
-                        f"{polled.isoformat()}")
+                        f"{format_time(polled)}")
         return (0 if current == 0 else max(recommendation, 1)), False
     sync.polled = now
     recommendation, active = _activate(inp, sync, recommendation)
@@ -275,7 +277,7 @@ def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: in
     if current == 0:
         return recommendation, False
     if last is None or now - last > delta(cooldown):
-        since = "no trigger was active yet" if last is None else f"no trigger active since {last.isoformat()}"
+        since = "no trigger was active yet" if last is None else f"no trigger active since {format_time(last)}"
         sync.pre.append(f"activation cooldown over: {since}, more than cooldownPeriod {cooldown}s ago: "
                         "scale to zero")
         return max(recommendation, 1), True
