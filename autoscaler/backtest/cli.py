@@ -6,6 +6,7 @@ Exit status: 0 replayed, 1 Prometheus or a metric's history failed, 2 bad input 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import re
 import sys
@@ -29,7 +30,7 @@ from .before import Before, before_grid, needed, no_value
 from .exposure import Reference, observed_query, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
 from .html import write_backtest_html
-from .plan import ForecastSetting, Plan, make_plans, series_queries
+from .plan import ForecastSetting, Plan, make_plans
 from .queries import QueryError
 from .replay import _target_value, replay, tolerance_up
 from .report import Outcome, summarize, table, write_png, write_summary
@@ -215,8 +216,8 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
     fetcher = Fetcher(args.prometheus_url)
     started = time.perf_counter()
     try:
-        names = {q: fetcher.series_names(q) for q in series_queries(cfg)}
-        plans = make_plans(specs, cfg, names, args.namespace, args.pod_regex, dict(args.query), settings, add_forecast)
+        plans = make_plans(specs, cfg, functools.cache(fetcher.series_names), args.namespace, args.pod_regex,
+                           dict(args.query), settings, add_forecast)
         wanted = [q for p in plans for q in p.promql()]
         bar = _progress(not args.no_progress and err.isatty(), err)
         if bar is not None:

@@ -1,8 +1,9 @@
 """The plan of a backtest or tune: the specs and the adapter's rules -> every PromQL to fetch.
 
-Pure: the only thing it needs from Prometheus, the metric names each rule's seriesQuery finds, is
-asked before (`series_queries` says which) and handed in. Then `cli.read_histories` fetches
-every query of the plan in one pass, and the replays read the fetched series.
+The only thing it needs from Prometheus, the metric names a rule's seriesQuery finds, is handed
+in (`SeriesNames`, memoized by the caller: asked only for the rules the search reaches). Then
+`cli.read_histories` fetches every query of the plan in one pass, and the replays read the
+fetched series.
 
 A forecast metric can be asked with other settings than its rule's (`tune` tries horizons and
 seasons): `ForecastSetting` names one, and a plan keeps the spec's queries under each.
@@ -17,10 +18,10 @@ from adapter.naming import CompiledRules, compile_rules
 from adapter.podnames import owner_pattern
 from adapter.rules import DiscoveryRule, RulesConfig
 
-from .queries import MetricQuery, actual_replicas_queries, forecast_name, metric_query
+from .queries import MetricQuery, SeriesNames, actual_replicas_queries, forecast_name, metric_query
 from .specs import Spec
 
-__all__ = ["RULES", "ForecastSetting", "Plan", "make_plans", "pod_regex", "series_queries"]
+__all__ = ["RULES", "ForecastSetting", "Plan", "make_plans", "pod_regex"]
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,6 @@ class Plan:
         return [q.promql for q in self.every_query()] + self.actual_queries
 
 
-def series_queries(cfg: RulesConfig | None) -> list[str]:
-    """The seriesQuery of every rule: the names Prometheus has for these are what `make_plans` needs."""
-    return [] if cfg is None else list(dict.fromkeys(r.series_query for r in (*cfg.rules, *cfg.external_rules)))
-
-
 def pod_regex(kind: str, name: str, given: str | None) -> str:
     """The target's pods in history: `--pod-regex`, else every pod its controller ever named, by
     Kubernetes' naming conventions (the adapter's rule for a Pods forecast: `adapter.podnames`)."""
@@ -79,17 +75,14 @@ def with_setting(cfg: RulesConfig, setting: ForecastSetting) -> CompiledRules:
                                  external_rules=tuple(map(one, cfg.external_rules))))
 
 
-def make_plans(specs: Sequence[Spec], cfg: RulesConfig | None, names: Mapping[str, list[str]],
+def make_plans(specs: Sequence[Spec], cfg: RulesConfig | None, series_names: SeriesNames,
                namespace: str | None, given_pod_regex: str | None, explicit: Mapping[str, str],
                settings: Sequence[ForecastSetting] = (), add_forecast: bool = False) -> list[Plan]:
     """Each spec's PromQL (and, for `settings`, its forecast metrics' PromQL at those settings;
     with `add_forecast`, the first metric's forecast when the spec does not list it); raises
-    QueryError. `names`: the metric names of each rule's seriesQuery."""
+    QueryError. `series_names`: the metric names of a rule's seriesQuery."""
     rules = compile_rules(cfg) if cfg is not None else None
     variants = {s: with_setting(cfg, s) for s in settings} if cfg is not None else {}
-
-    def series_names(series_query: str) -> list[str]:
-        return names.get(series_query, [])
 
     def plan(s: Spec) -> Plan:
         ns = namespace or s.namespace or "default"

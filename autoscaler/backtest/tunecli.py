@@ -180,13 +180,13 @@ class _Search:
         if not self.listed_forecast() and not self.plan.added:
             return []
         out = []
+        rules = {q.forecast.seasons for q in (*self.plan.queries, self.plan.added.get(RULES))
+                 if q is not None and q.forecast is not None}
         for setting in self.plan.variants:
             if setting.horizon is not None or setting.seasons is None:
                 continue
             forecasts = [q for q in (*self.plan.variants[setting], self.plan.added.get(setting))
                          if q is not None and q.forecast is not None and q.forecast.method == "seasonal"]
-            rules = {q.forecast.seasons for q in (*self.plan.queries, self.plan.added.get(RULES))
-                     if q is not None and q.forecast is not None}
             if forecasts and setting.seasons not in rules and all(
                     self.h.had_before(q.base) >= history_needed(q.forecast, q.base, min(q.forecast.seasons))
                     for q in forecasts if q.forecast is not None):
@@ -214,9 +214,9 @@ class _Search:
         return replay(s.spec, s.queries, data, prepared.grid, self.initial, self.args.startup_delay, self.h.config,
                       self.h.requests)
 
-    def no_value(self, knobs: Knobs) -> list[NoValue]:
+    def no_value(self, s: _Setting) -> list[NoValue]:
         """The candidate's forecast metrics without a value over the first steps of the window."""
-        return no_value(self.setting(knobs).queries, self.h.data, self.h.grid, self.h.had_before)
+        return no_value(s.queries, self.h.data, self.h.grid, self.h.had_before)
 
     def on_choose_part(self, knobs: Knobs) -> Score:
         try:
@@ -294,17 +294,18 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     given_setting = search.setting(given)
     best_setting = search.setting(best_knobs)
     table_rows = _distinct(ranked, args.top)
-    held: dict[Knobs, tuple[Score, Replay]] = {}
-    for k in dict.fromkeys([given, best_knobs, *(k for k, _ in table_rows)]):
-        held[k] = search.held_out(search.setting(k))
+    shown = {k: search.setting(k) for k in dict.fromkeys([given, best_knobs, *(k for k, _ in table_rows)])}
+    held: dict[Knobs, tuple[Score, Replay]] = {k: search.held_out(s) for k, s in shown.items()}
     given_held, best_held = held[given][0], held[best_knobs][0]
     held_budget = given_held.seconds_under if share is None else share * held_seconds
     verdict, recommended = _verdict(given_held, best_held, held_budget, best_knobs == given)
     chosen = best_setting if recommended else given_setting
     total = time.perf_counter() - started
 
+    no_values = {k: search.no_value(s) for k, s in shown.items()}
+
     def gaps(k: Knobs) -> list[dict[str, Any]]:
-        return [g.row() for g in search.no_value(k)]
+        return [g.row() for g in no_values[k]]
 
     def when(i: int) -> str:
         return h.grid.at(i).isoformat().replace("+00:00", "Z")
@@ -336,19 +337,20 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
                 for k, s in table_rows],
         "all": [{"knobs": k.row(), "chosenOn": s.row()} for k, s in scores],
     }
+    given_doc, chosen_doc = plan.spec.written(plan.spec.raw), plan.spec.written(chosen.raw)  # a ScaledObject stays one
     report = Path(args.report)
     try:
         report.mkdir(parents=True, exist_ok=True)
         (report / "tune.json").write_text(json.dumps(_finite(summary), indent=2) + "\n")
-        (report / "recommended.yaml").write_text(_yaml(plan.spec.written(chosen.raw)))
+        (report / "recommended.yaml").write_text(_yaml(chosen_doc))
         if not args.no_png:
             _png(report / "tune.png", scores, given, best_knobs, budget, held, search, reference)
         if not args.no_html:
-            write_tune_html(_finite(summary), _yaml(plan.spec.raw), _yaml(chosen.raw), report / "report.html")
+            write_tune_html(_finite(summary), _yaml(given_doc), _yaml(chosen_doc), report / "report.html")
     except OSError as exc:
         return fail(f"--report {report}: {exc.strerror or exc}", 1)
-    _print(out, summary, table_rows, held, given, scores, plan.spec.written(plan.spec.raw),
-           plan.spec.written(chosen.raw), search, budget, held_budget)
+    _print(out, summary, table_rows, held, given, scores, given_doc, chosen_doc, search, budget, held_budget,
+           no_values)
     return 0
 
 
@@ -397,7 +399,7 @@ def _verdict(given: Score, best: Score, budget: float, same: bool) -> tuple[str,
 def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Score]],
            held: dict[Knobs, tuple[Score, Replay]], given: Knobs, scores: Sequence[tuple[Knobs, Score]],
            given_raw: dict[str, Any], chosen_raw: dict[str, Any], search: _Search, budget: float,
-           held_budget: float) -> None:
+           held_budget: float, no_values: dict[Knobs, list[NoValue]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -414,7 +416,7 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
     for line, _ in search.h.fetched_before():
         p(line)
     for which, k in (("given", given), ("best", rows[0][0])):
-        for g in search.no_value(k):
+        for g in no_values[k]:
             p(f"{which}: {g.text()}: there it scales up on its other metrics and never down (a metric "
               "without a value blocks a scale-down, as in Kubernetes)")
     p(f"limits: the same load model and start-up delay ({summary['startupDelaySeconds']:g}s) as backtest: "

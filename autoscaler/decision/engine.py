@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from promscaler.times import format_time
+
 from . import conditions as C
 from .clock import before, delta
 from .controls import KedaScaling, activate
@@ -230,9 +232,7 @@ def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
         recommendation, to_zero = _keda(inp, sync, controls.keda, recommendation)
         sync.recommendation = recommendation
     elif controls is not None and controls.activates and inp.spec.min_replicas == 0:
-        recommendation, active, why = activate(inp.spec.metrics, inp.readings, current, recommendation)
-        sync.recommendation, sync.activation = recommendation, "active" if active else "inactive"
-        sync.pre.append(why)
+        recommendation, _ = _activate(inp, sync, recommendation)
     if recommendation > current:
         sync.rescale_reason = f"{metrics.label} above target"
     elif recommendation < current:
@@ -241,6 +241,15 @@ def _scale_on_metrics(inp: DecisionInput, sync: _Sync) -> None:
     if to_zero:
         sync.desired, sync.rescale = 0, True
         sync.rescale_reason = "every trigger inactive for longer than cooldownPeriod"
+
+
+def _activate(inp: DecisionInput, sync: _Sync, recommendation: int) -> tuple[int, bool]:
+    """The metrics' activation thresholds (controls.activate) applied to the recommendation, and
+    recorded on the sync; whether some metric is active."""
+    recommendation, active, why = activate(inp.spec.metrics, inp.readings, inp.current_replicas, recommendation)
+    sync.recommendation, sync.activation = recommendation, "active" if active else "inactive"
+    sync.pre.append(why)
+    return recommendation, active
 
 
 def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: int) -> tuple[int, bool]:
@@ -254,12 +263,10 @@ def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: in
     polled = history.polled
     if polled is not None and now - polled < delta(keda.polling_interval):
         sync.pre.append(f"activation not checked: KEDA polls every {keda.polling_interval}s, last at "
-                        f"{polled.isoformat()}")
+                        f"{format_time(polled)}")
         return (0 if current == 0 else max(recommendation, 1)), False
     sync.polled = now
-    recommendation, active, why = activate(inp.spec.metrics, inp.readings, current, recommendation)
-    sync.recommendation, sync.activation = recommendation, "active" if active else "inactive"
-    sync.pre.append(why)
+    recommendation, active = _activate(inp, sync, recommendation)
     last, cooldown = history.last_active, keda.cooldown
     if active:
         sync.last_active = now
@@ -270,7 +277,7 @@ def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: in
     if current == 0:
         return recommendation, False
     if last is None or now - last > delta(cooldown):
-        since = "no trigger was active yet" if last is None else f"no trigger active since {last.isoformat()}"
+        since = "no trigger was active yet" if last is None else f"no trigger active since {format_time(last)}"
         sync.pre.append(f"activation cooldown over: {since}, more than cooldownPeriod {cooldown}s ago: "
                         "scale to zero")
         return max(recommendation, 1), True
@@ -373,12 +380,12 @@ def _set_rescale_conditions(inp: DecisionInput, sync: _Sync) -> None:
 def _decision(inp: DecisionInput, sync: _Sync) -> Decision:
     """The `Decision`; the words for people are formatted only when read."""
     history = inp.history
-    # set only by a sync at which KEDA polled (and found a trigger active)
+    # set only by a sync at which KEDA polled (last_active: and found a trigger active)
     last_active, polled = sync.last_active or history.last_active, sync.polled or history.polled
     if (sync.recommendations is not history.recommendations or sync.failures != history.failures
             or last_active != history.last_active or polled != history.polled):
-        history = History(sync.recommendations, history.scale_up_events, history.scale_down_events, sync.failures,
-                          last_active, polled)
+        history = replace(history, recommendations=sync.recommendations, failures=sync.failures,
+                          last_active=last_active, polled=polled)
     outcomes = sync.outcomes
     controls = _in_force(inp, sync)
     conditions = C.ordered(sync.conditions)

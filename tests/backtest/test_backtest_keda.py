@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,6 +132,11 @@ def test_tune_recommends_a_scaled_object(queue, tmp_path: Path) -> None:
     assert float(trigger["metadata"]["threshold"]) == float(chosen["target"])
     read_scaled_object(recommended)  # KEDA's shape, readable again
     assert "kind: ScaledObject" in out.getvalue()
+    # report.html shows the same ScaledObjects, not the HorizontalAutoscaler tune edits
+    page = (report / "report.html").read_text()
+    shown = json.loads(re.search(r'<script id="report-data" type="application/json">(.*?)</script>', page, re.S)[1])
+    assert yaml.safe_load(shown["chosen"]) == recommended
+    assert yaml.safe_load(shown["given"])["kind"] == "ScaledObject"
 
 
 def test_an_unsupported_trigger_is_refused_before_reading(tmp_path: Path) -> None:

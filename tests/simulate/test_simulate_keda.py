@@ -65,6 +65,12 @@ def test_scaled_object_decides_as_keda(case: str) -> None:
     assert out["controls"]["activation"] == activation
 
 
+def test_the_cooldown_says_when_a_trigger_was_last_active_as_status_has_it() -> None:
+    out = _decide(lambda d: d["hpa"]["status"].update(lastActiveTime="2026-03-02T09:54:00Z"))
+    assert any("no trigger active since 2026-03-02T09:54:00Z, more than cooldownPeriod 300s ago" in line
+               for line in out["explanation"]), out["explanation"]
+
+
 def test_paused_replicas_annotation() -> None:
     out = _decide(lambda d: d["hpa"]["metadata"].update(annotations={"autoscaling.keda.sh/paused-replicas": "2"}))
     assert out["desiredReplicas"] == 2 and out["controls"]["control"] == "Paused(2)"
