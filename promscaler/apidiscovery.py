@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AGGREGATED_ACCEPT", "APIResource", "PreferredVersion", "is_aggregated", "parse_resource_list",
-           "preferred_group_versions", "preferred_versions"]
+__all__ = ["AGGREGATED_ACCEPT", "AGGREGATED_TYPE", "APIResource", "PreferredVersion", "is_aggregated",
+           "parse_resource_list", "preferred_group_versions", "preferred_versions"]
 
+AGGREGATED_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 # the aggregated form first, else the legacy document (content negotiation, as client-go asks)
-AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+AGGREGATED_ACCEPT = f"{AGGREGATED_TYPE},application/json"
 
 
 @dataclass(frozen=True, slots=True)
