@@ -119,7 +119,10 @@ def preferred_versions(doc: Mapping[str, Any]) -> list[PreferredVersion]:
         version = str(versions[0]["version"])
         resources = []
         for r in versions[0].get("resources") or ():
-            name, kind = str(r.get("resource") or ""), str((r.get("responseKind") or {}).get("kind") or "")
+            response = r.get("responseKind") if isinstance(r, Mapping) else None
+            if not isinstance(response, Mapping):
+                continue
+            name, kind = str(r.get("resource") or ""), str(response.get("kind") or "")
             if not name or not kind:
                 continue
             subresources = frozenset(str(s.get("subresource")) for s in r.get("subresources") or ()
