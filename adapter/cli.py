@@ -127,7 +127,7 @@ async def run(settings: Settings, config: RulesConfig, builtin: CompiledRules | 
                               settings.config, settings.config_check_interval, metrics,
                               aggregate=settings.metrics_discovery == "aggregate", refresh_resources=refresh,
                               also_reload=reloader(resource), first=first)
-        # the app is built while Prometheus answers the first relist
+        # the providers, the front and the probes are set up while Prometheus answers the first relist
         relisted = asyncio.create_task(discovery.relist())
         cache = CachePolicy(settings.query_cache_ttl, settings.query_refresh_ahead, settings.query_freshness)
         custom = (None if settings.disable_custom_metrics

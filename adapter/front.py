@@ -39,7 +39,10 @@ class Front:
         self._app.set_exception(exc)
 
     async def app(self) -> Any:
-        """The app, once attached."""
+        """The app, once attached (then without a shield per request: metrics.k8s.io and the
+        other app paths come through here)."""
+        if self._app.done():
+            return self._app.result()
         return await asyncio.shield(self._app)
 
     async def fallback(self, scope: Any, receive: Any, send: Any) -> None:

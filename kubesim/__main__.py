@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kubeconfig-out", help="also copy the kubeconfig to this path")
     p.add_argument("--adapter", help="URL of a metrics adapter to serve custom and external metrics through")
     p.add_argument("--no-aggregated-discovery", dest="aggregated_discovery", action="store_false",
-                   help="serve the legacy discovery documents only, as a kube-apiserver before 1.27")
+                   help="serve the legacy discovery documents only, as a kube-apiserver before 1.30")
     args = p.parse_args(argv)
     if args.ready_delay < 0:
         p.error("--ready-delay: must not be negative")

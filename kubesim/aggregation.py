@@ -20,6 +20,7 @@ from kubesim import discovery
 from kubesim.cluster import Cluster
 from kubesim.fields import Filter
 from promscaler import wire
+from promscaler.apidiscovery import AGGREGATED_ACCEPT, is_aggregated
 from promscaler.status import NotFound, ServiceUnavailable
 
 __all__ = ["Aggregator", "Backend", "PodUsage"]
@@ -129,12 +130,12 @@ class Aggregator:
             return r.json()
 
         try:
-            doc = await get("/apis", f"{discovery.AGGREGATED_TYPE},application/json")
+            doc = await get("/apis", AGGREGATED_ACCEPT)
         except httpx.TransportError:  # no answer: nothing else will answer either
             return [discovery.version_discovery(b.group, v, (), fresh=False) for v in b.versions]
         except (httpx.HTTPError, ValueError):
             doc = None
-        if isinstance(doc, dict) and doc.get("kind") == "APIGroupDiscoveryList":
+        if isinstance(doc, dict) and is_aggregated(doc):
             served = {v.get("version"): v for item in doc.get("items") or ()
                       if (item.get("metadata") or {}).get("name") == b.group for v in item.get("versions") or ()}
             return [served.get(v) or discovery.version_discovery(b.group, v, (), fresh=False) for v in b.versions]

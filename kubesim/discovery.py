@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from promscaler.apidiscovery import AGGREGATED_TYPE
+
 __all__ = ["AGGREGATED_TYPE", "group_discovery", "group_discovery_list", "version_discovery", "wants_aggregated"]
 
 Obj = dict[str, Any]
 
-AGGREGATED_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 _AGGREGATED_PARAMS = {"g": "apidiscovery.k8s.io", "v": "v2", "as": "APIGroupDiscoveryList"}
 
 

@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AGGREGATED_ACCEPT", "APIResource", "PreferredVersion", "is_aggregated", "parse_resource_list",
-           "preferred_group_versions", "preferred_versions"]
+__all__ = ["AGGREGATED_ACCEPT", "AGGREGATED_TYPE", "APIResource", "PreferredVersion", "is_aggregated",
+           "parse_resource_list", "preferred_group_versions", "preferred_versions"]
 
+AGGREGATED_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 # the aggregated form first, else the legacy document (content negotiation, as client-go asks)
-AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+AGGREGATED_ACCEPT = f"{AGGREGATED_TYPE},application/json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +119,10 @@ def preferred_versions(doc: Mapping[str, Any]) -> list[PreferredVersion]:
         version = str(versions[0]["version"])
         resources = []
         for r in versions[0].get("resources") or ():
-            name, kind = str(r.get("resource") or ""), str((r.get("responseKind") or {}).get("kind") or "")
+            response = r.get("responseKind") if isinstance(r, Mapping) else None
+            if not isinstance(response, Mapping):
+                continue
+            name, kind = str(r.get("resource") or ""), str(response.get("kind") or "")
             if not name or not kind:
                 continue
             subresources = frozenset(str(s.get("subresource")) for s in r.get("subresources") or ()

@@ -24,6 +24,7 @@ before the level window one season ago, read at the fixed instant AT_YOUNG (not 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterator
 
@@ -31,7 +32,7 @@ import httpx
 import yaml
 
 from adapter.forecast import forecast_query, workload_pattern
-from adapter.naming import NAMESPACES, CompiledRule, compile_rules
+from adapter.naming import NAMESPACES, CompiledRule, CompiledRules, compile_rules
 from adapter.promql import external_query, resource_query, workload_query
 from adapter.rules import Forecast, parse_rules
 from kubesim.prometheus import PrometheusServer, start_backfilled
@@ -215,10 +216,16 @@ def backfilled(t0: int) -> Iterator[PrometheusServer]:
 
 # Asking a backend (Prometheus or VictoriaMetrics) directly for a forecast at a chosen instant.
 
+@functools.cache
+def _compiled() -> CompiledRules:
+    """RULES compiled once (every query below looks its rule up here)."""
+    return compile_rules(parse_rules(RULES))
+
+
 def rule(metric: str, series: str, label: str = "") -> CompiledRule:
     """The rule of RULES that serves `series`' forecast as `metric` (as discovery names it), for
     objects named by `label` when given."""
-    return next(r for r in compile_rules(parse_rules(RULES)).all if r.series_query.startswith(series + "{")
+    return next(r for r in _compiled().all if r.series_query.startswith(series + "{")
                 and r.forecast_name(series) == metric and f'{label}!=""' in r.series_query)
 
 

@@ -293,6 +293,19 @@ def test_parse_resource_list_records_subresources():
     assert core[0].group == "" and core[0].group_version == "v1" and not core[0].namespaced
 
 
+def test_preferred_versions_skips_malformed_entries_as_the_legacy_parser_does():
+    """An entry that is not an object (a resource, its responseKind) is skipped, not a crash."""
+    from promscaler.apidiscovery import preferred_versions
+
+    doc = {"items": [{"metadata": {"name": "apps"}, "versions": [{"version": "v1", "resources": [
+        "deployments", {"resource": "jobs", "responseKind": "Job"},
+        {"resource": "deployments", "responseKind": {"kind": "Deployment"}, "scope": "Namespaced"}]}]}]}
+    [apps] = preferred_versions(doc)
+    assert [(r.name, r.kind, r.singular, r.namespaced) for r in apps.resources] == [
+        ("deployments", "Deployment", "deployment", True)]
+    assert parse_resource_list({"groupVersion": "apps/v1", "resources": ["deployments"]}) == []
+
+
 def test_preferred_group_versions():
     doc = {"groups": [
         {"name": "apps", "versions": [{"groupVersion": "apps/v1"}], "preferredVersion": {"groupVersion": "apps/v1"}},

@@ -17,6 +17,7 @@ from kubernetes import client, config
 from kubesim.apiserver import KubeSim
 from kubesim.net import free_port, wait_http
 from promscaler import wire
+from promscaler.status import status_body
 
 _ns = itertools.count()
 
@@ -70,18 +71,8 @@ def upstream_app() -> FastAPI:
     @app.get("/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/{name}/{metric}")
     async def metric(request: Request, ns: str, name: str, metric: str) -> JSONResponse:
         if metric == "missing":
-            return JSONResponse(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Failure",
-                    "message": f"the server could not find the metric {metric} for pods",
-                    "reason": "NotFound",
-                    "code": 404,
-                },
-                status_code=404,
-            )
+            return JSONResponse(status_body(404, "NotFound", f"the server could not find the metric {metric} for pods"),
+                                status_code=404)
         item = wire.custom_metric_value("v1beta2", wire.object_reference("Pod", name, ns), metric, "500m",
                                         "2026-01-01T00:00:00Z")
         return JSONResponse(wire.metric_value_list("v1beta2", [item]) | {"query": str(request.url.query),
