@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 
 import httpx
 
@@ -15,11 +16,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_http(url: str, timeout: float = 30.0, ok=lambda r: r.status_code < 500, **kwargs) -> None:
-    """Poll `url` until it answers (per `ok`) or `timeout` seconds pass."""
+def wait_http(url: str, timeout: float = 30.0, ok=lambda r: r.status_code < 500,
+              gone: Callable[[], str | None] | None = None, **kwargs) -> None:
+    """Poll `url` until it answers (per `ok`) or `timeout` seconds pass. `gone`: why waiting is
+    pointless (the server's process exited), checked before each try; RuntimeError with it."""
     deadline = time.monotonic() + timeout
     last: Exception | str = "no answer"
     while time.monotonic() < deadline:
+        if gone is not None and (reason := gone()) is not None:
+            raise RuntimeError(reason)
         try:
             r = httpx.get(url, timeout=2.0, **kwargs)
             if ok(r):

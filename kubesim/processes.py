@@ -9,14 +9,13 @@ import select
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Self
 
 import httpx
 
-from kubesim.net import free_port
+from kubesim.net import free_port, wait_http
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,17 +34,13 @@ def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> None:
 def wait_answering(proc: subprocess.Popen, url: str, log: Callable[[], str], what: str, timeout: float) -> None:
     """Poll `url` until it answers 200; fail with the end of the process's log if it exits first
     or `timeout` seconds pass."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited {proc.returncode}: {log()[-3000:]}")
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise TimeoutError(f"{what} not answering on {url}: {log()[-3000:]}")
+    def gone() -> str | None:
+        return None if proc.poll() is None else f"{what} exited {proc.returncode}: {log()[-3000:]}"
+
+    try:
+        wait_http(url, timeout, ok=lambda r: r.status_code == 200, gone=gone)
+    except TimeoutError:
+        raise TimeoutError(f"{what} not answering on {url}: {log()[-3000:]}") from None
 
 
 class TempDirServer:
