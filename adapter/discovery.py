@@ -101,6 +101,32 @@ def with_matcher(series_query: str, matcher: str) -> str | None:
     return f"{m.group('name') or ''}{{{body}{matcher}}}"
 
 
+# One matcher of a selector's body and the comma after it: a label, an operator, a quoted value
+# (PromQL's double, single and backtick quotes, with escapes in the first two).
+_MATCHER = re.compile(r"""\s*(?P<label>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op>=~|!~|!=|=)\s*"""
+                      r"""(?P<value>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)\s*(?:,|$)""", re.S)
+
+
+def required_labels(series_query: str) -> frozenset[str]:
+    """The labels every series of a plain selector has: those it matches with `label!=""` or
+    `label="<not empty>"` (prometheus-adapter's usual `{namespace!="",pod!=""}`). Every name it
+    lists carries them, so discovery does not ask Prometheus which names do. Empty when the
+    selector's body does not read as plain matchers."""
+    m = _SELECTOR.match(series_query)
+    body = (m.group("body") or "") if m else ""
+    required: set[str] = set()
+    at = 0
+    while at < len(body.rstrip()):
+        found = _MATCHER.match(body, at)
+        if found is None:
+            return frozenset()
+        at = found.end()
+        empty = len(found["value"]) == 2  # just the quotes
+        if (found["op"] == "!=" and empty) or (found["op"] == "=" and not empty):
+            required.add(found["label"])
+    return frozenset(required)
+
+
 class _NotAggregatable(Exception):
     """This seriesQuery (or backend) needs the exact `/api/v1/series` listing."""
 
@@ -238,6 +264,13 @@ def resource_labels(labels: Sequence[str], converters: Sequence[ResourceConverte
             and any(c.resource_for_label(label) is not None for c in converters)]
 
 
+def to_ask(query: str, labels: Sequence[str]) -> list[str]:
+    """The resource labels for which Prometheus is asked which names carry them: not those the
+    seriesQuery itself requires (`required_labels`), which every name it lists carries."""
+    required = required_labels(query)
+    return [label for label in labels if label not in required]
+
+
 def carrying(query: str, label: str) -> str:
     """The selector of `query`'s series that carry `label`."""
     selector = with_matcher(query, f'{label}!=""')
@@ -273,7 +306,7 @@ class FirstQuestions:
                         converters: list[ResourceConverter], start: float | None) -> dict[str, asyncio.Task]:
         found = _strings(await labels, "labels")
         return {label: asyncio.create_task(prometheus.label_values("__name__", carrying(query, label), start))
-                for label in resource_labels(found, converters)}
+                for label in to_ask(query, resource_labels(found, converters))}
 
     def take(self, query: str, question: str) -> asyncio.Task | None:
         return self._tasks.pop((query, question), None)
@@ -468,15 +501,17 @@ class Discovery:
                 return task if task is not None else self.prometheus.label_values("__name__", carrying(query, label),
                                                                                  start)
             try:
-                return found, await asyncio.gather(*(ask(label) for label in found))
+                asking = to_ask(query, found)
+                return asking, await asyncio.gather(*(ask(label) for label in asking))
             finally:
                 for task in asked.values():  # guessed labels that name no resource in the cluster's table
                     _drop(task)
 
-        names, (found, carried) = await asyncio.gather(
+        names, (asked, carried) = await asyncio.gather(
             self._asked(query, "names", lambda: self._fresh_names(query, start)), names_carrying())
-        present: dict[str, dict[str, str]] = {name: {"__name__": name} for name in sorted(names)}
-        for label, with_label in zip(found, carried, strict=True):
+        carried_by_all = dict.fromkeys(resource_labels(sorted(required_labels(query)), converters), "")
+        present: dict[str, dict[str, str]] = {name: {"__name__": name, **carried_by_all} for name in sorted(names)}
+        for label, with_label in zip(asked, carried, strict=True):
             for name in _strings(with_label, "label values"):
                 if name in present:
                     present[name][label] = ""

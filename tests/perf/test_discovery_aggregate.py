@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapter.discovery import Discovery, with_matcher
+from adapter.discovery import Discovery, required_labels, with_matcher
 from adapter.naming import compile_rules
 from adapter.prometheus import PrometheusClient, PrometheusQueryError
 from adapter.rules import parse_rules
@@ -26,6 +26,21 @@ from .conftest import RULES, AdapterProcess
 ])
 def test_with_matcher(query, expected):
     assert with_matcher(query, 'pod!=""') == expected
+
+
+@pytest.mark.parametrize("query,expected", [
+    ('{namespace!="",pod!=""}', {"namespace", "pod"}),
+    ('http_total{job="api", pod!="" ,}', {"job", "pod"}),
+    ("{a!='',b=`x`}", {"a", "b"}),
+    ('m{a=""}', set()),  # selects series without a
+    ('m{a=~".+",b!~"x",c!="y"}', set()),  # a regex or a negative value does not say
+    ('m{a="x,pod!=\\"\\""}', {"a"}),  # a matcher's text inside a value is the value's
+    ('m{a="1" garbage}', set()),  # not plain matchers: nothing is assumed
+    ("up", set()),
+    ("sum(up)", set()),
+])
+def test_required_labels(query, expected):
+    assert required_labels(query) == expected
 
 
 def _summary(discovery: Discovery) -> tuple[dict, dict]:
@@ -106,6 +121,26 @@ async def test_calls_per_query_and_fallback_to_the_exact_listing(prometheus):
         assert await d2.relist()
         assert "series" in failing.calls
         assert set(d2.catalogue.custom) == set(d.catalogue.custom)
+    finally:
+        await inner.aclose()
+
+
+async def test_labels_the_series_query_requires_are_not_asked_about(prometheus):
+    # prometheus-adapter's usual seriesQuery: every series has namespace and pod, so which names
+    # carry them is not a question for Prometheus; the catalogue is still the exact listing's
+    rules = compile_rules(parse_rules(
+        "rules:\n- seriesQuery: 'app_requests_total{namespace!=\"\",pod!=\"\"}'\n  resources:\n"
+        "    template: '<<.Resource>>'\n  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'\n"))
+    inner = PrometheusClient(parse_settings(["--prometheus-url", prometheus.url]))
+    try:
+        counting = CountingClient(inner)
+        aggregated = Discovery(rules, counting, relist_interval=60, max_age=3600, aggregate=True)
+        exact = Discovery(rules, inner, relist_interval=60, max_age=3600)
+        assert await aggregated.relist() and await exact.relist()
+        assert sorted(counting.calls) == ["labels", "query"]
+        assert _summary(aggregated) == _summary(exact)
+        assert set(aggregated.catalogue.custom) == {("pods", "app_requests_total"),
+                                                    ("namespaces", "app_requests_total")}
     finally:
         await inner.aclose()
 
