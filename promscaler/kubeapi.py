@@ -33,7 +33,7 @@ from kubernetes.aio.client.rest import RESTClientObject
 from promscaler import kubeconfig as kubeconfig_chain
 from promscaler.ratelimit import TokenBucket
 
-__all__ = ["ApiError", "Kube", "Obj", "load_configuration", "query", "query_string"]
+__all__ = ["ApiError", "Kube", "Obj", "load_configuration", "query"]
 
 Obj = dict[str, Any]
 
@@ -107,24 +107,27 @@ class Kube:
     async def close(self) -> None:
         await self.rest.close()
 
-    async def _headers(self, accept: str, content_type: str) -> dict[str, str]:
-        """ApiClient's headers for a `BearerToken` request: the client's auth settings are asked on each
-        request, so a refresh hook (the in-cluster token file re-read) runs and the current token is sent."""
+    async def prepare(self, path: str, query: Sequence[tuple[str, Any]] | None = None,
+                      accept: str = "application/json", content_type: str = "application/json",
+                      ) -> tuple[str, dict[str, str]]:
+        """The URL and headers of a request, as the official ApiClient's `param_serialize` builds them
+        for the `BearerToken` scheme. The client's auth settings are asked each time, so that its
+        refresh hook (the in-cluster token file, re-read each minute) runs and the current token is sent."""
+        url = self.configuration.host + path
+        if query:
+            url += "?" + _query_string(query)
         headers = {"Accept": accept, "Content-Type": content_type, "User-Agent": self.user_agent}
         auth = (await self.configuration.auth_settings()).get("BearerToken")
         if auth and auth["in"] == "header" and auth["type"] != "http-signature" and auth["value"] is not None:
             headers[auth["key"]] = auth["value"]
-        return headers
+        return url, headers
 
     async def _send(self, method: str, path: str, query: Sequence[tuple[str, Any]] | None,
                     body: Any, content_type: str, timeout: aiohttp.ClientTimeout,
                     accept: str = "application/json") -> Any:
         if self.limiter is not None:
             await self.limiter.acquire()
-        headers = await self._headers(accept, content_type)
-        url = self.configuration.host + path
-        if query:
-            url += "?" + query_string(query)
+        url, headers = await self.prepare(path, query, accept, content_type)
         data = orjson.dumps(body) if body is not None else None
         # The client's own aiohttp session (its TLS context, pool and proxy settings), used directly
         # so that bodies are orjson bytes and watch responses can be streamed line by line.
@@ -180,7 +183,7 @@ class Kube:
                 yield event
 
 
-def query_string(params: Sequence[tuple[str, Any]]) -> str:
+def _query_string(params: Sequence[tuple[str, Any]]) -> str:
     """`k=v&...` as ApiClient.parameters_to_url_query writes it: booleans `true`/`false`, values
     percent-encoded (`/` kept), names as given."""
     return "&".join(f"{k}={quote(str(v).lower() if isinstance(v, bool) else str(v))}" for k, v in params)
