@@ -4,6 +4,7 @@ as real processes against the sandbox API server."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import subprocess
@@ -14,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from kubernetes.aio.client.configuration import Configuration
+from kubernetes.aio.config.incluster_config import InClusterConfigLoader
 
 from adapter.security import pki
 from kubesim.apiserver import KubeSim
@@ -184,6 +187,42 @@ async def test_in_cluster_against_the_sandbox_over_tls(tmp_path):
         finally:
             await kube.close()
         assert denied.value.status == 401
+
+
+async def test_a_rotated_service_account_token_is_sent_once_the_client_reads_it_again(tmp_path):
+    """The kubelet rotates the projected token; the official in-cluster loader's refresh hook reads
+    the file again a minute after its last read, and each request asks the configuration for the
+    token (Configuration.auth_settings), so the new one is sent from then on."""
+    ca, serving = pki.self_signed_serving("127.0.0.1")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    pki.write_pair(serving, cert, key)
+    with KubeSim(token="first-token", authenticate=True, tls=(str(cert), str(key))) as sim:
+        sa = _service_account(tmp_path, "first-token")
+        (sa / "ca.crt").write_bytes(ca.cert_pem)
+        loader = InClusterConfigLoader(token_filename=str(sa / "token"), cert_filename=str(sa / "ca.crt"),
+                                       environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1",
+                                                "KUBERNETES_SERVICE_PORT": sim.url.rsplit(":", 1)[1]})
+        cfg = Configuration()
+        loader.load_and_set(cfg)
+        kube = Kube(cfg)
+
+        async def answer() -> int:
+            try:
+                await kube.request("GET", "/api/v1/namespaces")
+                return 200
+            except ApiError as exc:
+                return exc.status
+
+        try:
+            first = await answer()
+            (sa / "token").write_text("second-token")  # rotated: the server knows only the new token
+            sim.tokens["second-token"] = sim.tokens.pop("first-token")
+            within_the_minute = await answer()  # the client has not read the file again yet
+            loader.token_expires_at = datetime.datetime.now()  # the minute has passed
+            after = await answer()
+        finally:
+            await kube.close()
+    assert (first, within_the_minute, after) == (200, 401, 200)
 
 
 async def test_named_files_that_do_not_exist(tmp_path):
