@@ -4,6 +4,7 @@ as real processes against the sandbox API server."""
 
 from __future__ import annotations
 
+import base64
 import datetime
 import os
 import shutil
@@ -12,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import aiohttp
 import httpx
 import pytest
 import yaml
@@ -20,6 +22,7 @@ from kubernetes.aio.config.incluster_config import InClusterConfigLoader
 
 from adapter.security import pki
 from kubesim.apiserver import KubeSim
+from kubesim.kubeconfig import kubeconfig
 from kubesim.net import free_port
 from kubesim.processes import AdapterProcess, stop_process
 from promscaler.kubeapi import ApiError, Kube
@@ -223,6 +226,36 @@ async def test_a_rotated_service_account_token_is_sent_once_the_client_reads_it_
         finally:
             await kube.close()
     assert (first, within_the_minute, after) == (200, 401, 200)
+
+
+async def test_a_kubeconfigs_client_certificate_is_presented(tmp_path):
+    """A kubeconfig's `client-certificate-data`/`client-key-data` (and `certificate-authority-data`)
+    reach the client's TLS context: KubeSim requiring a client certificate from its CA answers with
+    it, and refuses the handshake without it."""
+    ca, serving = pki.self_signed_serving("127.0.0.1")
+    cert, key, client_ca = tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "client-ca.crt"
+    pki.write_pair(serving, cert, key)
+    users = pki.new_ca("client-ca")
+    client_ca.write_bytes(users.cert_pem)
+    user = pki.issue(users, "promscaler", client=True)
+    with KubeSim(tls=(str(cert), str(key)), client_ca=str(client_ca)) as sim:
+        answers = {}
+        for name, identity in (("certificate", user), ("none", None)):
+            doc = kubeconfig(sim.url, sim.token)
+            doc["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode(ca.cert_pem).decode()
+            if identity is not None:
+                doc["users"][0]["user"] |= {"client-certificate-data": base64.b64encode(identity.cert_pem).decode(),
+                                            "client-key-data": base64.b64encode(identity.key_pem).decode()}
+            (tmp_path / name).write_text(yaml.safe_dump(doc))
+            cfg, _ = await load_configuration(str(tmp_path / name), environ={}, home=tmp_path)
+            kube = Kube(cfg)
+            try:
+                answers[name] = len((await kube.request("GET", "/api/v1/namespaces"))["items"]) > 0
+            except aiohttp.ClientError:  # the handshake refused: the connection ends (TLS 1.3: after it)
+                answers[name] = "refused"
+            finally:
+                await kube.close()
+    assert answers == {"certificate": True, "none": "refused"}
 
 
 async def test_named_files_that_do_not_exist(tmp_path):
