@@ -159,19 +159,28 @@ async def test_in_cluster_uses_the_service_account_token_and_ca(tmp_path):
     assert cfg.ssl_ca_cert == str(sa / "ca.crt")
 
 
-async def test_in_cluster_against_the_sandbox_over_tls(tmp_path):
-    """The service account's token and CA reach an API server that serves https with a private CA
-    (as kube-apiserver does), found through KUBERNETES_SERVICE_HOST/PORT alone."""
+def _https(tmp_path: Path) -> tuple[pki.KeyPair, tuple[str, str]]:
+    """A private CA and a serving certificate for 127.0.0.1 it signed: (the CA, KubeSim's `tls` files)."""
     ca, serving = pki.self_signed_serving("127.0.0.1")
     cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
     pki.write_pair(serving, cert, key)
-    with KubeSim(token="the-pods-token", authenticate=True, tls=(str(cert), str(key))) as sim:
-        sa = _service_account(tmp_path, "the-pods-token")
-        (sa / "ca.crt").write_bytes(ca.cert_pem)
-        port = sim.url.rsplit(":", 1)[1]
-        cfg, source = await load_configuration(
-            None, environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port},
-            home=tmp_path, service_account_dir=sa)
+    return ca, (str(cert), str(key))
+
+
+def _pod(sim: KubeSim, tmp_path: Path, token: str, ca: pki.KeyPair) -> tuple[Path, dict[str, str]]:
+    """A pod's view of the sandbox: its service account directory (token, the CA) and environment."""
+    sa = _service_account(tmp_path, token)
+    (sa / "ca.crt").write_bytes(ca.cert_pem)
+    return sa, {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": sim.url.rsplit(":", 1)[1]}
+
+
+async def test_in_cluster_against_the_sandbox_over_tls(tmp_path):
+    """The service account's token and CA reach an API server that serves https with a private CA
+    (as kube-apiserver does), found through KUBERNETES_SERVICE_HOST/PORT alone."""
+    ca, tls = _https(tmp_path)
+    with KubeSim(token="the-pods-token", authenticate=True, tls=tls) as sim:
+        sa, environ = _pod(sim, tmp_path, "the-pods-token", ca)
+        cfg, source = await load_configuration(None, environ=environ, home=tmp_path, service_account_dir=sa)
         assert source.kind == "in-cluster" and cfg.host == sim.url
         kube = Kube(cfg)
         try:
@@ -180,9 +189,7 @@ async def test_in_cluster_against_the_sandbox_over_tls(tmp_path):
             await kube.close()
         assert any(ns["metadata"]["name"] == "default" for ns in namespaces["items"])
         (sa / "token").write_text("someone-elses-token")  # the token really is what authenticates
-        cfg, _ = await load_configuration(
-            None, environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port},
-            home=tmp_path, service_account_dir=sa)
+        cfg, _ = await load_configuration(None, environ=environ, home=tmp_path, service_account_dir=sa)
         kube = Kube(cfg)
         try:
             with pytest.raises(ApiError) as denied:
@@ -196,15 +203,11 @@ async def test_a_rotated_service_account_token_is_sent_once_the_client_reads_it_
     """The kubelet rotates the projected token; the official in-cluster loader's refresh hook reads
     the file again a minute after its last read, and each request asks the configuration for the
     token (Configuration.auth_settings), so the new one is sent from then on."""
-    ca, serving = pki.self_signed_serving("127.0.0.1")
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    pki.write_pair(serving, cert, key)
-    with KubeSim(token="first-token", authenticate=True, tls=(str(cert), str(key))) as sim:
-        sa = _service_account(tmp_path, "first-token")
-        (sa / "ca.crt").write_bytes(ca.cert_pem)
+    ca, tls = _https(tmp_path)
+    with KubeSim(token="first-token", authenticate=True, tls=tls) as sim:
+        sa, environ = _pod(sim, tmp_path, "first-token", ca)
         loader = InClusterConfigLoader(token_filename=str(sa / "token"), cert_filename=str(sa / "ca.crt"),
-                                       environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1",
-                                                "KUBERNETES_SERVICE_PORT": sim.url.rsplit(":", 1)[1]})
+                                       environ=environ)
         cfg = Configuration()
         loader.load_and_set(cfg)
         kube = Kube(cfg)
@@ -232,13 +235,12 @@ async def test_a_kubeconfigs_client_certificate_is_presented(tmp_path):
     """A kubeconfig's `client-certificate-data`/`client-key-data` (and `certificate-authority-data`)
     reach the client's TLS context: KubeSim requiring a client certificate from its CA answers with
     it, and refuses the handshake without it."""
-    ca, serving = pki.self_signed_serving("127.0.0.1")
-    cert, key, client_ca = tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "client-ca.crt"
-    pki.write_pair(serving, cert, key)
+    ca, tls = _https(tmp_path)
+    client_ca = tmp_path / "client-ca.crt"
     users = pki.new_ca("client-ca")
     client_ca.write_bytes(users.cert_pem)
     user = pki.issue(users, "promscaler", client=True)
-    with KubeSim(tls=(str(cert), str(key)), client_ca=str(client_ca)) as sim:
+    with KubeSim(tls=tls, client_ca=str(client_ca)) as sim:
         answers = {}
         for name, identity in (("certificate", user), ("none", None)):
             doc = kubeconfig(sim.url, sim.token)
