@@ -2,37 +2,17 @@
 
 It sets the interpreter up for a fast start, then imports and runs `adapter.cli`. Nothing else
 imports this module: what it does (the collector off during start-up, the kubernetes client's
-parent packages left unexecuted, aiohttp's unused TLS contexts built without the CA file) is meant
-for the adapter's own process only."""
+parent packages left unexecuted (promscaler.kubepackages), aiohttp's unused TLS contexts built
+without the CA file) is meant for the adapter's own process only."""
 
 from __future__ import annotations
 
 import gc
 import importlib
-import importlib.util
 import os
 import sys
 
-# The parent packages of the asyncio client. `kubernetes/__init__.py` imports the synchronous
-# client's configuration (requests, urllib3, oauthlib), its dynamic client (jsonschema, when
-# kubernetes-validate is installed), watch, stream and leader election, and `kubernetes/aio/__init__.py`
-# their asyncio twins; the adapter uses none of them, and they were ~250 ms of a connected start on
-# a 2-core machine (bench/adapter_bench.py --only startup_connected).
-LEAN_PACKAGES = ("kubernetes", "kubernetes.aio")
-
-
-def lean_packages(names: tuple[str, ...] = LEAN_PACKAGES) -> None:
-    """Register each package as a module without running its `__init__`, so that importing one of
-    its submodules (`kubernetes.aio.client.api_client`) loads that submodule and what it imports,
-    not every sibling. Submodules still import normally through the package's path. In order:
-    finding `kubernetes.aio` goes through the `kubernetes` already registered."""
-    for name in names:
-        if name in sys.modules:
-            continue
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.submodule_search_locations is None:
-            continue  # not installed (offline use needs no client) or not a package
-        sys.modules[name] = importlib.util.module_from_spec(spec)
+from promscaler.kubepackages import lean_packages
 
 
 def import_aiohttp() -> None:

@@ -9,6 +9,7 @@ import gc
 import importlib
 import logging
 import sys
+from collections.abc import Callable
 
 from adapter.discovery import Discovery, FirstQuestions, ResourceDiscoveryError, fetch_resource_table
 from adapter.front import Front
@@ -23,7 +24,7 @@ from adapter.selfmetrics import SelfMetrics
 from adapter.server import SERVING_MODULES, SecurityUnavailable, check_security, serve
 from adapter.settings import Settings, parse_settings
 from promscaler import logs
-from promscaler.kubeconfig import Source, load_configuration, locate
+from promscaler.kubeconfig import Source, kube_config, load_configuration, locate
 from promscaler.logs import vlog
 
 log = logging.getLogger("adapter")
@@ -43,14 +44,15 @@ def kube_source(settings: Settings) -> Source | None:
 # half), and the FastAPI app (about half of what a start imports: imported once the adapter serves
 # discovery and the metrics, so that its CPU does not delay them).
 SERVING = SERVING_MODULES
-KUBE = ("adapter.kube", "kubernetes.aio.config")
+KUBE = ("adapter.kube", kube_config)  # the client's kubeconfig loader, without its ApiClient
 APP = ("adapter.app",)
 
 
-def _import_in_turn(*groups: tuple[str, ...]) -> list[asyncio.Future]:
-    """Import each group of modules in turn on one worker thread, while the event loop sends the
-    first questions and waits for Prometheus and the cluster: a future per group, done once it is
-    imported. One thread, so that the first group (the one needed first) is not slowed by the next."""
+def _import_in_turn(*groups: tuple[str | Callable[[], object], ...]) -> list[asyncio.Future]:
+    """Import each group of modules (a name, or a function that imports) in turn on one worker thread,
+    while the event loop sends the first questions and waits for Prometheus and the cluster: a future
+    per group, done once it is imported. One thread, so that the first group (the one needed first)
+    is not slowed by the next."""
     loop = asyncio.get_running_loop()
     done = [loop.create_future() for _ in groups]
 
@@ -63,7 +65,7 @@ def _import_in_turn(*groups: tuple[str, ...]) -> list[asyncio.Future]:
             failed: BaseException | None = None
             try:
                 for name in names:
-                    importlib.import_module(name)
+                    importlib.import_module(name) if isinstance(name, str) else name()
             except BaseException as exc:  # re-raised where the group is awaited
                 failed = exc
             loop.call_soon_threadsafe(settle, future, failed)

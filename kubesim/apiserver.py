@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import shutil
 import socket
+import ssl
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -56,6 +57,9 @@ class KubeSim:
     - `metrics_api`: serve metrics.k8s.io from `set_pod_usage`;
     - `tls`: (certificate file, key file) to serve https, as a real API server does (in-cluster
       clients insist on it);
+    - `client_ca`: with `tls`, a CA file: the TLS handshake requires a client certificate it signed
+      (kube-apiserver's `--client-ca-file`, made mandatory; the certificate names no user: requests
+      are authenticated by bearer token as without it);
     - `audit`: keep an audit log of writes in `audit` (audit.k8s.io/v1 Events at level Request:
       verb, user, objectRef, response code, times), as kube-apiserver's audit policy would;
     - `aggregated_discovery`: serve apidiscovery.k8s.io/v2 on `/api` and `/apis` to clients that
@@ -66,8 +70,8 @@ class KubeSim:
     def __init__(self, token: str = "sandbox-token", *, ready_delay: float = 1.0, history: int = 10_000,
                  bookmark_interval: float = 5.0, authenticate: bool = False, strict_namespaces: bool = False,
                  metrics_api: bool = True, metrics_window: str = "30s", port: int = 0,
-                 tls: tuple[str, str] | None = None, audit: bool = False, aggregated_discovery: bool = True,
-                 requests: bool = False) -> None:
+                 tls: tuple[str, str] | None = None, client_ca: str | None = None, audit: bool = False,
+                 aggregated_discovery: bool = True, requests: bool = False) -> None:
         self.token = token
         self.cluster = Cluster(history=history, strict_namespaces=strict_namespaces, metrics=metrics_api)
         self.policy = AuthPolicy(tokens={token: dict(ADMIN)})
@@ -82,6 +86,7 @@ class KubeSim:
         self.app = create_app(self)
         self._port = port
         self._tls = tls
+        self._client_ca = client_ca
         self._dir: Path | None = None  # holds the kubeconfig while serving
         self._server: _Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -110,8 +115,11 @@ class KubeSim:
 
     def _make_server(self) -> _Server:
         certfile, keyfile = self._tls if self._tls else (None, None)
+        client_auth: dict[str, Any] = ({"ssl_ca_certs": self._client_ca, "ssl_cert_reqs": ssl.CERT_REQUIRED}
+                                       if self._client_ca else {})
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=2, loop="asyncio", ssl_certfile=certfile, ssl_keyfile=keyfile)
+                                timeout_graceful_shutdown=2, loop="asyncio", ssl_certfile=certfile, ssl_keyfile=keyfile,
+                                **client_auth)
         return _Server(config)
 
     async def _serve(self, sock: socket.socket) -> None:

@@ -1,14 +1,21 @@
-"""One thin JSON client over the official `kubernetes.aio` ApiClient, for the adapter and the controller.
+"""One thin JSON client over the official `kubernetes.aio` client's configuration and connection pool,
+for the adapter and the controller.
 
 Why not the generated typed APIs: both talk to many kinds (any `*/scale`, three metrics APIs, the
 CRD, CRDs found by discovery) and need raw dicts fast; model deserialization of 1,000 autoscalers'
 pods would dominate the CPU budget, and the typed classes import the client's whole pydantic model
 package (seconds of the adapter's start-up, issue 23). This keeps the official client's
-configuration loading, authentication and aiohttp connection pool (one shared HTTP client), and
+configuration loading, authentication (`Configuration.auth_settings`, with its token refresh hook)
+and aiohttp connection pool (`rest.RESTClientObject`: its TLS context, pool size and proxy), and
 speaks plain JSON.
 
-Imports only `kubernetes.aio.client`'s `api_client` and `configuration` submodules: the adapter
-leaves the client's parent packages unexecuted (adapter/__main__.py, tests/adapter/test_startup.py).
+Why not its `ApiClient` either: building a request (URL, query, headers, the bearer token) is all
+this needs of it, and importing it imports pydantic and dateutil, 80-110 ms of CPU on a 2-core
+machine, on the critical path of the adapter's and the controller's start (issue 28). So the
+request is built here as `ApiClient.param_serialize` builds it.
+
+Imports only `kubernetes.aio.client`'s `rest` and `configuration` submodules: the adapter leaves
+the client's parent packages unexecuted (adapter/__main__.py, tests/adapter/test_startup.py).
 """
 
 from __future__ import annotations
@@ -16,11 +23,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import orjson
-from kubernetes.aio.client.api_client import ApiClient
 from kubernetes.aio.client.configuration import Configuration
+from kubernetes.aio.client.rest import RESTClientObject
 
 from promscaler import kubeconfig as kubeconfig_chain
 from promscaler.ratelimit import TokenBucket
@@ -87,8 +95,9 @@ class Kube:
                  user_agent: str = "promscaler-autoscaler") -> None:
         if pool_size is not None:
             configuration.connection_pool_maxsize = pool_size
-        self.api = ApiClient(configuration)
-        self.api.user_agent = user_agent
+        self.configuration = configuration
+        self.rest = RESTClientObject(configuration)
+        self.user_agent = user_agent
         self.limiter: TokenBucket | None = None
 
     def rate_limit(self, qps: float, burst: int) -> None:
@@ -96,33 +105,44 @@ class Kube:
         self.limiter = TokenBucket(qps, burst) if qps > 0 else None
 
     async def close(self) -> None:
-        await self.api.close()
+        await self.rest.close()
+
+    async def prepare(self, path: str, query: Sequence[tuple[str, Any]] | None = None,
+                      accept: str = "application/json", content_type: str = "application/json",
+                      ) -> tuple[str, dict[str, str]]:
+        """The URL and headers of a request, as the official ApiClient's `param_serialize` builds them
+        for the `BearerToken` scheme. The client's auth settings are asked each time, so that its
+        refresh hook (the in-cluster token file, re-read each minute) runs and the current token is sent."""
+        url = self.configuration.host + path
+        if query:
+            url += "?" + _query_string(query)
+        headers = {"Accept": accept, "Content-Type": content_type, "User-Agent": self.user_agent}
+        auth = (await self.configuration.auth_settings()).get("BearerToken")
+        if auth and auth["in"] == "header" and auth["type"] != "http-signature" and auth["value"] is not None:
+            headers[auth["key"]] = auth["value"]
+        return url, headers
 
     async def _send(self, method: str, path: str, query: Sequence[tuple[str, Any]] | None,
                     body: Any, content_type: str, timeout: aiohttp.ClientTimeout,
                     accept: str = "application/json") -> Any:
         if self.limiter is not None:
             await self.limiter.acquire()
-        _, url, headers, _, _ = await self.api.param_serialize(
-            method, path, query_params=list(query or ()),
-            header_params={"Accept": accept, "Content-Type": content_type},
-            auth_settings=["BearerToken"],
-        )
+        url, headers = await self.prepare(path, query, accept, content_type)
         data = orjson.dumps(body) if body is not None else None
         # The client's own aiohttp session (its TLS context, pool and proxy settings), used directly
         # so that bodies are orjson bytes and watch responses can be streamed line by line.
-        if self.api.rest_client.pool_manager is None:
-            self.api.rest_client.pool_manager = self.api.rest_client._create_pool_manager()
-        session = self.api.rest_client.pool_manager
+        if self.rest.pool_manager is None:
+            self.rest.pool_manager = self.rest._create_pool_manager()
         extra: dict[str, Any] = {}
-        cfg = self.api.configuration
+        cfg = self.configuration
         if cfg.proxy:
             extra["proxy"] = cfg.proxy
             if cfg.proxy_headers:
                 extra["proxy_headers"] = cfg.proxy_headers
         if cfg.tls_server_name:
             extra["server_hostname"] = cfg.tls_server_name
-        return await session.request(method, url, headers=headers, data=data, timeout=timeout, **extra)
+        return await self.rest.pool_manager.request(method, url, headers=headers, data=data, timeout=timeout,
+                                                    **extra)
 
     async def request(self, method: str, path: str, query: Sequence[tuple[str, Any]] | None = None,
                       body: Any = None, content_type: str = "application/json",
@@ -161,6 +181,12 @@ class Kube:
                         int(obj.get("code") or 500), str(obj.get("reason") or "Error"), str(obj.get("message") or "")
                     )
                 yield event
+
+
+def _query_string(params: Sequence[tuple[str, Any]]) -> str:
+    """`k=v&...` as ApiClient.parameters_to_url_query writes it: booleans `true`/`false`, values
+    percent-encoded (`/` kept), names as given."""
+    return "&".join(f"{k}={quote(str(v).lower() if isinstance(v, bool) else str(v))}" for k, v in params)
 
 
 def query(**params: Any) -> list[tuple[str, Any]]:

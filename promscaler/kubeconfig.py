@@ -5,14 +5,17 @@ account, else `~/.kube/config`."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-__all__ = ["SERVICE_ACCOUNT_DIR", "ConfigNotFound", "Source", "context_namespace", "in_cluster", "load_configuration",
-           "locate"]
+__all__ = ["SERVICE_ACCOUNT_DIR", "ConfigNotFound", "Source", "context_namespace", "in_cluster", "kube_config",
+           "load_configuration", "locate"]
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -29,6 +32,37 @@ class Source:
     def __str__(self) -> str:
         return {"flag": f"--kubeconfig {self.path}", "env": f"$KUBECONFIG={self.path}",
                 "home": str(self.path)}.get(self.kind, "the in-cluster service account")
+
+
+def _api_client(*args: Any, **kwargs: Any) -> Any:
+    from kubernetes.aio.client.api_client import ApiClient
+
+    return ApiClient(*args, **kwargs)
+
+
+def kube_config() -> ModuleType:
+    """The official client's kubeconfig loader, `kubernetes.aio.config.kube_config` (its package, with
+    the in-cluster loader, imported with it), without importing its `ApiClient`.
+
+    That module imports `ApiClient` at its top for `new_client_from_config*` alone, which promscaler
+    never calls, and importing it imports pydantic and dateutil: 80-110 ms of CPU on a 2-core machine,
+    on the adapter's and the controller's start (issue 28). While the module is imported the package's
+    `ApiClient` is a stand-in that imports and builds the real one when called; it is removed
+    afterwards, so later lookups go through the package's own lazy attribute."""
+    name = "kubernetes.aio.config.kube_config"
+    if name in sys.modules:
+        return sys.modules[name]
+    import kubernetes.aio.client as kclient
+
+    package = vars(kclient)
+    defer = "kubernetes.aio.client.api_client" not in sys.modules
+    if defer:
+        package["ApiClient"] = _api_client
+    try:
+        return importlib.import_module(name)
+    finally:
+        if defer and package.get("ApiClient") is _api_client:
+            del package["ApiClient"]
 
 
 def in_cluster(environ: Mapping[str, str] | None = None, service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> bool:
@@ -70,10 +104,8 @@ def context_namespace(kubeconfig: str | None, context: str | None = None, *,
     assert found.path is not None
     if not any(Path(p).expanduser().is_file() for p in found.path.split(os.pathsep)):
         return "default"
-    from kubernetes.aio.config.kube_config import KubeConfigMerger
-
     try:  # the client's own reading and merging of the file(s), so the context is the one load_configuration uses
-        merged = KubeConfigMerger(found.path).config.value
+        merged = kube_config().KubeConfigMerger(found.path).config.value
         name = context or merged.get("current-context")
         chosen = next((c for c in merged.get("contexts") or () if c.value.get("name") == name), None)
         return str(((chosen.value if chosen else {}).get("context") or {}).get("namespace") or "default")
@@ -89,18 +121,17 @@ async def load_configuration(kubeconfig: str | None, context: str | None = None,
 
     Raises ConfigNotFound when nothing is configured, FileNotFoundError for a named file that is
     missing, and the client's own errors for a file it cannot use."""
-    from kubernetes.aio import client as kclient
-    from kubernetes.aio import config as kconfig
+    loader = kube_config()  # first: the in-cluster loader's package imports it
+    from kubernetes.aio.client.configuration import Configuration
+    from kubernetes.aio.config.incluster_config import InClusterConfigLoader
 
     env = os.environ if environ is None else environ
     found = source or locate(kubeconfig, environ=env, home=home, service_account_dir=service_account_dir)
     if found is None:
         raise ConfigNotFound("no Kubernetes configuration: pass --kubeconfig, set $KUBECONFIG, run in a cluster, "
                              "or create ~/.kube/config")
-    cfg = kclient.Configuration()
+    cfg = Configuration()
     if found.kind == "in-cluster":
-        from kubernetes.aio.config.incluster_config import InClusterConfigLoader
-
         InClusterConfigLoader(token_filename=str(service_account_dir / "token"),
                               cert_filename=str(service_account_dir / "ca.crt"),
                               environ=dict(env)).load_and_set(cfg)
@@ -110,5 +141,5 @@ async def load_configuration(kubeconfig: str | None, context: str | None = None,
     missing = [p for p in paths if not Path(p).expanduser().is_file()]
     if (found.kind == "flag" and missing) or len(missing) == len(paths):
         raise FileNotFoundError(f"{', '.join(missing)}: no such file")
-    await kconfig.load_kube_config(config_file=found.path, context=context, client_configuration=cfg)
+    await loader.load_kube_config(config_file=found.path, context=context, client_configuration=cfg)
     return cfg, found

@@ -35,6 +35,21 @@ async def running(sim: KubeSim, s: Settings) -> AsyncIterator[Controller]:
         await kube.close()
 
 
+
+def import_order(log: str) -> list[str]:
+    """Module names from Python's import log (`-X importtime`, `PYTHONPROFILEIMPORTTIME=1`: lines
+    `import time: self | cumulative | name`), in the order their imports ended (a module after those
+    it imports). A module imported by name (`importlib.import_module`, a package's lazy attribute)
+    has no line of its own: it shows through what it imports."""
+    return [line.rsplit("|", 1)[1].strip() for line in log.splitlines()
+            if line.startswith("import time:") and "self [us]" not in line]
+
+
+# The asyncio client's ApiClient (issue 28): imported through the package's lazy attribute it has no
+# line of its own, but its model base and dateutil do.
+API_CLIENT = {"kubernetes.aio.client.api_client", "kubernetes.aio.client.api_response", "dateutil"}
+
+
 async def eventually(check: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05) -> Any:
     """Poll `check` until it returns a truthy value; fail with its last value."""
     loop = asyncio.get_running_loop()

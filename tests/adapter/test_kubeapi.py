@@ -7,17 +7,21 @@ Real parts: KubeSim over HTTP, the official client's configuration and aiohttp s
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+import yaml
 
 from adapter.kube import KubeRequestError, LabelCache, client
 from adapter.naming import resource_by_api_name
 from adapter.security.authn import ReviewUnavailable, TokenReviewer
 from kubesim.apiserver import KubeSim
-from promscaler.kubeapi import ApiError, Kube, query
+from promscaler.kubeapi import ApiError, Kube, load_configuration, query
 from promscaler.selectors import parse_selector
 from tests.support import eventually
 
@@ -149,3 +153,77 @@ async def test_the_informers_watch_has_a_read_timeout_past_the_servers_end_and_n
         assert [t.total for q, t in sent if not q.get("watch")] == [300.0]  # the LIST: a total limit
     finally:
         await cache.aclose()
+
+
+QUERIES = [
+    [],
+    [("labelSelector", "app in (web, batch),tier!=db"), ("fieldSelector", "metadata.name=a/b"), ("limit", 500)],
+    [("resourceVersion", "42"), ("watch", "1"), ("allowWatchBookmarks", True), ("timeoutSeconds", 300),
+     ("continue", "eyJ2IjoibWV0YTEuazhzLmlvL3YxIn0=+&"), ("dryRun", False), ("sendInitialEvents", "true")],
+]
+
+
+async def test_a_request_is_built_as_the_official_api_client_builds_it(sim: KubeSim) -> None:
+    # The official client's own ApiClient.param_serialize is the reference: the same URL (query
+    # encoding), headers and bearer token, with and without a token, with an async refresh hook.
+    from kubernetes.aio.client.api_client import ApiClient
+
+    current = ["first"]
+
+    async def rotate(cfg: Any) -> None:  # as the in-cluster loader's hook: the token the file now holds
+        cfg.api_key["BearerToken"] = current[0]
+
+    with_token = sim.aio_client_configuration()
+    hooked = sim.aio_client_configuration()
+    hooked.refresh_api_key_hook = rotate
+    no_token = sim.aio_client_configuration()
+    no_token.api_key = {}
+    for cfg in (with_token, hooked, no_token):
+        kube, api = Kube(cfg, user_agent="promscaler-adapter"), ApiClient(cfg)
+        api.user_agent = "promscaler-adapter"
+        try:
+            for n, q in enumerate(QUERIES):
+                current[0] = f"token-{n}"
+                for accept, content_type in (("application/json", "application/json"),
+                                             ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+                                              "application/merge-patch+json")):
+                    ours = await kube.prepare(configmaps("listed"), q, accept, content_type)
+                    _, url, headers, _, _ = await api.param_serialize(
+                        "GET", configmaps("listed"), query_params=list(q),
+                        header_params={"Accept": accept, "Content-Type": content_type},
+                        auth_settings=["BearerToken"])
+                    assert ours == (url, headers)
+                    assert cfg is not hooked or headers["authorization"] == f"Bearer token-{n}"
+        finally:
+            await kube.close()
+            await api.close()
+    assert "authorization" not in (await Kube(no_token).prepare("/api"))[1]
+
+
+def exec_kubeconfig(sim: KubeSim, path: Any, token: str) -> str:
+    """The sandbox's kubeconfig whose user is an exec credential plugin printing `token`."""
+    plugin = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": token}}
+    doc = yaml.safe_load(Path(sim.kubeconfig_path).read_text())
+    doc["users"][0]["user"] = {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
+        "args": ["-c", f"print({json.dumps(json.dumps(plugin))})"], "interactiveMode": "Never"}}
+    Path(path).write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+async def test_the_kubeconfigs_bearer_token_authenticates(tmp_path: Path) -> None:
+    # KubeSim refusing unknown tokens (401): the kubeconfig's `token`, and an exec plugin's token.
+    with KubeSim(token="the-users-token", authenticate=True) as strict:
+        files = {"token": strict.kubeconfig_path,
+                 "exec": exec_kubeconfig(strict, tmp_path / "exec", "the-users-token"),
+                 "exec, unknown token": exec_kubeconfig(strict, tmp_path / "other", "someone-elses-token")}
+        answers = {}
+        for name, path in files.items():
+            kube = Kube(await load_configuration(path))
+            try:
+                answers[name] = len((await kube.request("GET", "/api/v1/namespaces"))["items"]) > 0
+            except ApiError as exc:
+                answers[name] = exc.status
+            finally:
+                await kube.close()
+    assert answers == {"token": True, "exec": True, "exec, unknown token": 401}

@@ -4,6 +4,8 @@ as real processes against the sandbox API server."""
 
 from __future__ import annotations
 
+import base64
+import datetime
 import os
 import shutil
 import subprocess
@@ -11,12 +13,16 @@ import sys
 import time
 from pathlib import Path
 
+import aiohttp
 import httpx
 import pytest
 import yaml
+from kubernetes.aio.client.configuration import Configuration
+from kubernetes.aio.config.incluster_config import InClusterConfigLoader
 
 from adapter.security import pki
 from kubesim.apiserver import KubeSim
+from kubesim.kubeconfig import kubeconfig
 from kubesim.net import free_port
 from kubesim.processes import AdapterProcess, stop_process
 from promscaler.kubeapi import ApiError, Kube
@@ -153,19 +159,28 @@ async def test_in_cluster_uses_the_service_account_token_and_ca(tmp_path):
     assert cfg.ssl_ca_cert == str(sa / "ca.crt")
 
 
-async def test_in_cluster_against_the_sandbox_over_tls(tmp_path):
-    """The service account's token and CA reach an API server that serves https with a private CA
-    (as kube-apiserver does), found through KUBERNETES_SERVICE_HOST/PORT alone."""
+def _https(tmp_path: Path) -> tuple[pki.KeyPair, tuple[str, str]]:
+    """A private CA and a serving certificate for 127.0.0.1 it signed: (the CA, KubeSim's `tls` files)."""
     ca, serving = pki.self_signed_serving("127.0.0.1")
     cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
     pki.write_pair(serving, cert, key)
-    with KubeSim(token="the-pods-token", authenticate=True, tls=(str(cert), str(key))) as sim:
-        sa = _service_account(tmp_path, "the-pods-token")
-        (sa / "ca.crt").write_bytes(ca.cert_pem)
-        port = sim.url.rsplit(":", 1)[1]
-        cfg, source = await load_configuration(
-            None, environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port},
-            home=tmp_path, service_account_dir=sa)
+    return ca, (str(cert), str(key))
+
+
+def _pod(sim: KubeSim, tmp_path: Path, token: str, ca: pki.KeyPair) -> tuple[Path, dict[str, str]]:
+    """A pod's view of the sandbox: its service account directory (token, the CA) and environment."""
+    sa = _service_account(tmp_path, token)
+    (sa / "ca.crt").write_bytes(ca.cert_pem)
+    return sa, {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": sim.url.rsplit(":", 1)[1]}
+
+
+async def test_in_cluster_against_the_sandbox_over_tls(tmp_path):
+    """The service account's token and CA reach an API server that serves https with a private CA
+    (as kube-apiserver does), found through KUBERNETES_SERVICE_HOST/PORT alone."""
+    ca, tls = _https(tmp_path)
+    with KubeSim(token="the-pods-token", authenticate=True, tls=tls) as sim:
+        sa, environ = _pod(sim, tmp_path, "the-pods-token", ca)
+        cfg, source = await load_configuration(None, environ=environ, home=tmp_path, service_account_dir=sa)
         assert source.kind == "in-cluster" and cfg.host == sim.url
         kube = Kube(cfg)
         try:
@@ -174,9 +189,7 @@ async def test_in_cluster_against_the_sandbox_over_tls(tmp_path):
             await kube.close()
         assert any(ns["metadata"]["name"] == "default" for ns in namespaces["items"])
         (sa / "token").write_text("someone-elses-token")  # the token really is what authenticates
-        cfg, _ = await load_configuration(
-            None, environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port},
-            home=tmp_path, service_account_dir=sa)
+        cfg, _ = await load_configuration(None, environ=environ, home=tmp_path, service_account_dir=sa)
         kube = Kube(cfg)
         try:
             with pytest.raises(ApiError) as denied:
@@ -184,6 +197,67 @@ async def test_in_cluster_against_the_sandbox_over_tls(tmp_path):
         finally:
             await kube.close()
         assert denied.value.status == 401
+
+
+async def test_a_rotated_service_account_token_is_sent_once_the_client_reads_it_again(tmp_path):
+    """The kubelet rotates the projected token; the official in-cluster loader's refresh hook reads
+    the file again a minute after its last read, and each request asks the configuration for the
+    token (Configuration.auth_settings), so the new one is sent from then on."""
+    ca, tls = _https(tmp_path)
+    with KubeSim(token="first-token", authenticate=True, tls=tls) as sim:
+        sa, environ = _pod(sim, tmp_path, "first-token", ca)
+        loader = InClusterConfigLoader(token_filename=str(sa / "token"), cert_filename=str(sa / "ca.crt"),
+                                       environ=environ)
+        cfg = Configuration()
+        loader.load_and_set(cfg)
+        kube = Kube(cfg)
+
+        async def answer() -> int:
+            try:
+                await kube.request("GET", "/api/v1/namespaces")
+                return 200
+            except ApiError as exc:
+                return exc.status
+
+        try:
+            first = await answer()
+            (sa / "token").write_text("second-token")  # rotated: the server knows only the new token
+            sim.tokens["second-token"] = sim.tokens.pop("first-token")
+            within_the_minute = await answer()  # the client has not read the file again yet
+            loader.token_expires_at = datetime.datetime.now()  # the minute has passed
+            after = await answer()
+        finally:
+            await kube.close()
+    assert (first, within_the_minute, after) == (200, 401, 200)
+
+
+async def test_a_kubeconfigs_client_certificate_is_presented(tmp_path):
+    """A kubeconfig's `client-certificate-data`/`client-key-data` (and `certificate-authority-data`)
+    reach the client's TLS context: KubeSim requiring a client certificate from its CA answers with
+    it, and refuses the handshake without it."""
+    ca, tls = _https(tmp_path)
+    client_ca = tmp_path / "client-ca.crt"
+    users = pki.new_ca("client-ca")
+    client_ca.write_bytes(users.cert_pem)
+    user = pki.issue(users, "promscaler", client=True)
+    with KubeSim(tls=tls, client_ca=str(client_ca)) as sim:
+        answers = {}
+        for name, identity in (("certificate", user), ("none", None)):
+            doc = kubeconfig(sim.url, sim.token)
+            doc["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode(ca.cert_pem).decode()
+            if identity is not None:
+                doc["users"][0]["user"] |= {"client-certificate-data": base64.b64encode(identity.cert_pem).decode(),
+                                            "client-key-data": base64.b64encode(identity.key_pem).decode()}
+            (tmp_path / name).write_text(yaml.safe_dump(doc))
+            cfg, _ = await load_configuration(str(tmp_path / name), environ={}, home=tmp_path)
+            kube = Kube(cfg)
+            try:
+                answers[name] = len((await kube.request("GET", "/api/v1/namespaces"))["items"]) > 0
+            except aiohttp.ClientError:  # the handshake refused: the connection ends (TLS 1.3: after it)
+                answers[name] = "refused"
+            finally:
+                await kube.close()
+    assert answers == {"certificate": True, "none": "refused"}
 
 
 async def test_named_files_that_do_not_exist(tmp_path):
