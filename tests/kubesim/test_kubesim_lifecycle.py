@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -58,10 +57,10 @@ def test_stop_ends_open_watches() -> None:
     sim = KubeSim().start()
     with httpx.Client(timeout=10) as c, c.stream("GET", f"{sim.url}/api/v1/pods", params={"watch": "1"}) as r:
         assert r.status_code == 200
-        start = time.monotonic()
         sim.stop()
+        # ended cleanly by the stop (a watch left open is cut after the graceful timeout instead:
+        # an incomplete chunked body, RemoteProtocolError here), however long the stop took
         assert list(r.iter_lines()) == []
-        assert time.monotonic() - start < 5
 
 
 def test_cli(tmp_path: Path) -> None:
