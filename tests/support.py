@@ -62,8 +62,9 @@ def wait_for(check: Callable[[], Any], timeout: float = 20.0, interval: float = 
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An event loop whose clock stands still while callbacks run and jumps to the next timer when
     none is ready: timers and sleeps fire in their order and at their exact times however loaded the
-    machine is. For code that does no I/O (a loop stall can no longer move a timer past a deadline).
-    Hand-written rather than `looptime`, whose pytest plugin would patch every test's event loop."""
+    machine is (a stall no longer moves time between two steps of the code under test). For code
+    that does no I/O. Hand-written rather than `looptime`, whose pytest plugin would patch every
+    test's event loop."""
 
     def __init__(self) -> None:
         super().__init__()

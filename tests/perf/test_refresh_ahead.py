@@ -35,8 +35,9 @@ class Backend:
         return self.sent[-1]
 
 
-# The next two run in virtual time (the loop's clock, injected into the cache, jumps from timer to
-# timer): a stalled machine cannot move a refresh past an answer's deadline, so the bounds are exact.
+# The next two run in virtual time (the loop's clock, injected into the cache, stands still while
+# code runs and jumps from timer to timer): a stalled machine no longer puts time between a query's
+# start and its fetch, or between a refresh's timer and its check, so the bounds are exact, no margins.
 
 def test_asked_again_and_again_is_answered_from_memory_never_older_than_the_bound():
     async def main() -> None:
