@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -15,7 +14,7 @@ from kubernetes.aio import client as aclient
 
 from kubesim.apiserver import KubeSim
 
-from ..support import run_kubectl
+from ..support import run_kubectl, wait_for
 
 
 async def test_astart_serves_in_the_callers_loop() -> None:
@@ -58,10 +57,10 @@ def test_stop_ends_open_watches() -> None:
     sim = KubeSim().start()
     with httpx.Client(timeout=10) as c, c.stream("GET", f"{sim.url}/api/v1/pods", params={"watch": "1"}) as r:
         assert r.status_code == 200
-        start = time.monotonic()
         sim.stop()
+        # ended cleanly by the stop (a watch left open is cut after the graceful timeout instead:
+        # an incomplete chunked body, RemoteProtocolError here), however long the stop took
         assert list(r.iter_lines()) == []
-        assert time.monotonic() - start < 5
 
 
 def test_cli(tmp_path: Path) -> None:
@@ -120,25 +119,24 @@ def test_restart_keeps_url_and_state() -> None:
 
 
 def test_pods_starting_during_a_restart_still_become_ready() -> None:
-    sim = KubeSim(ready_delay=0.5).start()
+    # An hour to Ready: the pod is surely still starting when the server stops, however slow the
+    # machine; the restarted kubelet takes half a second (its delay counts from the restart).
+    sim = KubeSim(ready_delay=3600).start()
     try:
         sim.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
                    "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
                             "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}}}})
-        deadline = time.monotonic() + 10
-        while not sim.list("v1", "Pod", "default") and time.monotonic() < deadline:
-            time.sleep(0.02)
+        assert wait_for(lambda: sim.list("v1", "Pod", "default"), timeout=10), "no pod created"
         sim.stop()  # before the pod is Ready
         pod = sim.list("v1", "Pod", "default")[0]
-        assert not any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"]["conditions"])
+        assert not _ready(pod)
+        sim.controller.ready_delay = 0.5
         sim.start()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            pod = sim.get("v1", "Pod", "default", pod["metadata"]["name"])
-            if any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"]["conditions"]):
-                break
-            time.sleep(0.05)
-        else:
-            raise AssertionError("pod never became Ready after the restart")
+        assert wait_for(lambda: _ready(sim.get("v1", "Pod", "default", pod["metadata"]["name"])), timeout=10), (
+            "pod never became Ready after the restart")
     finally:
         sim.stop()
+
+
+def _ready(pod: dict) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"]["conditions"])

@@ -38,6 +38,23 @@ def later(fn, delay: float = 0.2) -> threading.Thread:
     return t
 
 
+def live_events(writes, n: int, list_fn, *args, **kwargs) -> list:
+    """The first `n` events of a watch opened while `writes` run (from a thread, shortly after), then
+    the check that nothing more follows them. No short timeoutSeconds bounds the stream: a slow
+    machine cannot end it before the writes land."""
+    t = later(writes)
+    w, events = watch.Watch(), []
+    for e in w.stream(list_fn, *args, timeout_seconds=30, **kwargs):
+        events.append(e)
+        if len(events) == n:
+            w.stop()
+    t.join()
+    after = list(watch.Watch().stream(list_fn, *args, **{**kwargs, "resource_version": w.resource_version},
+                                      timeout_seconds=1))  # the writes are done: a replay of what follows
+    assert after == [], after
+    return events
+
+
 def test_watch_streams_changes_from_a_resource_version(sim: KubeSim, ns: str, core: client.CoreV1Api) -> None:
     sim.apply(cm("before", ns))
     rv = core.list_namespaced_config_map(ns).metadata.resource_version
@@ -47,10 +64,8 @@ def test_watch_streams_changes_from_a_resource_version(sim: KubeSim, ns: str, co
         core.patch_namespaced_config_map("a", ns, {"data": {"k": "v"}})
         core.delete_namespaced_config_map("a", ns)
 
-    t = later(writes)
     seen = [(e["type"], e["object"].metadata.name, e["object"].data)
-            for e in watch.Watch().stream(core.list_namespaced_config_map, ns, resource_version=rv, timeout_seconds=1)]
-    t.join()
+            for e in live_events(writes, 3, core.list_namespaced_config_map, ns, resource_version=rv)]
     assert seen == [("ADDED", "a", {}), ("MODIFIED", "a", {"k": "v"}), ("DELETED", "a", {"k": "v"})]
 
 
@@ -121,21 +136,19 @@ def test_selector_transitions_become_added_and_deleted(sim: KubeSim, ns: str, co
         sim.apply(cm("a", ns, labels={"app": "web"}, data={"k": "v"}))
         sim.apply(cm("a", ns, labels={"app": "db"}))  # leaves it
 
-    t = later(writes)
-    seen = [e["type"] for e in watch.Watch().stream(core.list_namespaced_config_map, ns, label_selector="app=web",
-                                                     resource_version=rv, timeout_seconds=1)]
-    t.join()
+    seen = [e["type"] for e in live_events(writes, 3, core.list_namespaced_config_map, ns, label_selector="app=web",
+                                           resource_version=rv)]
     assert seen == ["ADDED", "MODIFIED", "DELETED"]
 
 
 def test_field_selector_on_watch(sim: KubeSim, ns: str, core: client.CoreV1Api) -> None:
     rv = str(sim.resource_version)
-    t = later(
-        lambda: (sim.apply(pod("p", phase="Pending", namespace=ns)), sim.apply(pod("q", phase="Running", namespace=ns)))
-    )
-    seen = [e["object"].metadata.name for e in watch.Watch().stream(
-        core.list_namespaced_pod, ns, field_selector="status.phase=Running", resource_version=rv, timeout_seconds=1)]
-    t.join()
+    def writes() -> None:
+        sim.apply(pod("p", phase="Pending", namespace=ns))
+        sim.apply(pod("q", phase="Running", namespace=ns))
+
+    seen = [e["object"].metadata.name for e in live_events(
+        writes, 1, core.list_namespaced_pod, ns, field_selector="status.phase=Running", resource_version=rv)]
     assert seen == ["q"]
 
 
@@ -175,12 +188,17 @@ async def test_aio_watch(sim: KubeSim, ns: str) -> None:
             await core.delete_namespaced_config_map("a", ns)
 
         task = asyncio.create_task(writes())
-        w = awatch.Watch()
-        seen = [(e["type"], e["object"].metadata.name)
-                async for e in w.stream(core.list_namespaced_config_map, ns, resource_version=rv, timeout_seconds=1)]
+        w, seen = awatch.Watch(), []
+        async for e in w.stream(core.list_namespaced_config_map, ns, resource_version=rv, timeout_seconds=30):
+            seen.append((e["type"], e["object"].metadata.name))
+            if len(seen) == 2:  # no short timeoutSeconds: a slow machine cannot end the stream before the writes
+                w.stop()
         await task
         assert seen == [("ADDED", "a"), ("DELETED", "a")]
         assert int(w.resource_version) > int(rv)
+        after = [e async for e in awatch.Watch().stream(core.list_namespaced_config_map, ns,
+                                                       resource_version=w.resource_version, timeout_seconds=1)]
+        assert after == []  # nothing more followed
 
 
 def test_broken_watch_resumes_without_missing_an_update(sim: KubeSim, ns: str) -> None:

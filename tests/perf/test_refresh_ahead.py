@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -14,7 +15,7 @@ from adapter.naming import compile_rules
 from adapter.provider import CachePolicy, freshness_bound
 from adapter.querycache import QueryCache, refresh_lead
 from adapter.rules import parse_rules
-from tests.support import eventually
+from tests.support import eventually, in_virtual_time
 
 from .conftest import AdapterProcess, direct
 from .test_query_cache import _prometheus_query_count
@@ -23,47 +24,60 @@ TTL = 1.0  # the shortest period refresh-ahead keeps warm
 
 
 class Backend:
-    """A fetch that counts its calls and answers when it was sent."""
+    """A fetch that counts its calls and answers when it was sent (on `clock`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
         self.sent: list[float] = []
 
     async def fetch(self) -> float:
-        self.sent.append(time.monotonic())
+        self.sent.append(self.clock())
         return self.sent[-1]
 
 
-async def test_asked_again_and_again_is_answered_from_memory_never_older_than_the_bound():
-    cache, backend = QueryCache(), Backend()
-    try:
-        ages = []
-        end = time.monotonic() + 4 * TTL
-        while time.monotonic() < end:
-            sent_at, _ = await cache.lookup("q", TTL, backend.fetch, refresh=True)
-            ages.append(time.monotonic() - sent_at)
-            await asyncio.sleep(0.1)
-        assert cache.misses == 1  # only the first request waited on Prometheus
-        assert cache.refreshes >= 3  # the rest came from background refreshes
-        assert max(ages) <= TTL  # never older than the freshness bound
-        period = TTL - refresh_lead(TTL)
-        gaps = [b - a for a, b in zip(backend.sent, backend.sent[1:], strict=False)]
-        assert min(gaps) >= period * 0.9  # at most one query per period
-    finally:
-        await cache.aclose()
+# The next two run in virtual time (the loop's clock, injected into the cache, stands still while
+# code runs and jumps from timer to timer): a stalled machine no longer puts time between a query's
+# start and its fetch, or between a refresh's timer and its check, so the bounds are exact, no margins.
+
+def test_asked_again_and_again_is_answered_from_memory_never_older_than_the_bound():
+    async def main() -> None:
+        clock = asyncio.get_running_loop().time
+        cache, backend = QueryCache(clock=clock), Backend(clock)
+        try:
+            ages = []
+            end = clock() + 4 * TTL
+            while clock() < end:
+                sent_at, _ = await cache.lookup("q", TTL, backend.fetch, refresh=True)
+                ages.append(clock() - sent_at)
+                await asyncio.sleep(0.1)
+            assert cache.misses == 1  # only the first request waited on Prometheus
+            assert cache.refreshes == 5  # the rest came from refreshes sent at 0.75, 1.5, 2.25, 3 and 3.75 s
+            assert max(ages) < TTL  # never older than the freshness bound
+            period = TTL - refresh_lead(TTL)
+            gaps = [b - a for a, b in zip(backend.sent, backend.sent[1:], strict=False)]
+            assert min(gaps) >= period  # at most one query per period
+        finally:
+            await cache.aclose()
+
+    in_virtual_time(main())
 
 
-async def test_a_query_nobody_asks_for_stops_being_refreshed():
-    cache, backend = QueryCache(), Backend()
-    try:
-        await cache.lookup("q", TTL, backend.fetch, refresh=True)
-        last_ask = time.monotonic()
-        assert cache.warm == 1
-        await eventually(lambda: cache.warm == 0, timeout=15)
-        period = TTL - refresh_lead(TTL)
-        # refreshes only while the last request is at most two periods old
-        assert all(t - last_ask <= 2 * period + 0.5 for t in backend.sent[1:])
-    finally:
-        await cache.aclose()
+def test_a_query_nobody_asks_for_stops_being_refreshed():
+    async def main() -> None:
+        clock = asyncio.get_running_loop().time
+        cache, backend = QueryCache(clock=clock), Backend(clock)
+        try:
+            await cache.lookup("q", TTL, backend.fetch, refresh=True)
+            last_ask = clock()
+            assert cache.warm == 1
+            await eventually(lambda: cache.warm == 0, timeout=15)
+            period = TTL - refresh_lead(TTL)
+            # refreshed while the last request is at most two periods old (0.75 and 1.5 s), then no more
+            assert [t - last_ask for t in backend.sent] == pytest.approx([0.0, period, 2 * period])
+        finally:
+            await cache.aclose()
+
+    in_virtual_time(main())
 
 
 async def test_failures_are_not_refreshed_and_the_next_request_asks_again():
@@ -123,8 +137,8 @@ async def test_hpa_pattern_through_the_real_adapter(prometheus, rules_file):
                     assert r.status_code == 200
                     assert {i["describedObject"]["name"] for i in r.json()["items"]} == set(expected)
                 await asyncio.sleep(0.5)
-        elapsed = time.monotonic() - started
         sent = _prometheus_query_count(prometheus.url) - before
+        elapsed = time.monotonic() - started  # after the count: every query counted was sent within it
         period = 2.0 - refresh_lead(2.0)
         assert 1 <= sent <= elapsed / period + 2  # one per period (plus the first and one in flight)
     finally:
