@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import looptime
+
 from autoscaler.controller.controller import Controller, Settings
 from kubesim.apiserver import KubeSim
 from promscaler.kubeapi import Kube, load_configuration
@@ -74,33 +76,15 @@ def wait_for(check: Callable[[], Any], timeout: float = 20.0, interval: float = 
         time.sleep(interval)
 
 
-class VirtualTimeLoop(asyncio.SelectorEventLoop):
-    """An event loop whose clock stands still while callbacks run and jumps to the next timer when
-    none is ready: timers and sleeps fire in their order and at their exact times however loaded the
-    machine is (a stall no longer moves time between two steps of the code under test). For code
-    that does no I/O. Hand-written rather than `looptime`, whose pytest plugin would patch every
-    test's event loop."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._virtual_now = 0.0
-
-    def time(self) -> float:
-        return self._virtual_now
-
-    def _run_once(self) -> None:
-        ready, scheduled = self._ready, self._scheduled
-        if not ready and scheduled:
-            self._virtual_now = max(self._virtual_now, scheduled[0].when())
-        super()._run_once()
-
-
 T = TypeVar("T")
 
 
 def in_virtual_time(main: Coroutine[Any, Any, T]) -> T:
-    """Run `main` to completion on a `VirtualTimeLoop` (its `loop.time()` is the clock to inject)."""
-    with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
+    """Run `main` to completion on looptime's fast-forwarding loop: its clock (`loop.time()`, the
+    one to inject) starts at 0, stands still while callbacks run and jumps to the next timer, so
+    timers and sleeps fire in their order and at their exact times however loaded the machine is.
+    For code that does no I/O."""
+    with asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=0)) as runner:
         return runner.run(main)
 
 

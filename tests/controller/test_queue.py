@@ -26,7 +26,7 @@ async def test_key_added_while_processing_comes_back_after_done():
     assert len(q) == 1 and await q.get() == "a"
 
 
-# The delayed adds run in virtual time (tests.support.VirtualTimeLoop): their delays are exact and
+# The delayed adds run in virtual time (looptime, tests.support.in_virtual_time): their delays are exact and
 # a stalled machine cannot fire a timeout before them.
 
 def test_rate_limited_backoff_grows_and_forget_resets():
