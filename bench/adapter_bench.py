@@ -96,9 +96,10 @@ def total(samples: dict[tuple[str, tuple], float], name: str, **labels: str) -> 
     return sum(v for (n, ls), v in samples.items() if n == name and all((k, w) in ls for k, w in labels.items()))
 
 
-def prometheus_queries(prom: PrometheusServer) -> float:
-    """Instant queries Prometheus has answered (its own counter, read without querying)."""
-    return total(scrape(prom.url + "/metrics"), "prometheus_http_requests_total", handler="/api/v1/query")
+def prometheus_queries(url: str, handler: str = "/api/v1/query") -> float:
+    """Queries Prometheus has answered at `handler` (instant ones by default; its own counter, read
+    without querying)."""
+    return total(scrape(url + "/metrics"), "prometheus_http_requests_total", handler=handler)
 
 
 def adapter_queries(a: Adapter) -> float:
@@ -225,9 +226,9 @@ def bench_load(prom: PrometheusServer, rules: Path, seconds: float) -> dict:
                 raise RuntimeError(f"{p} answered {len(items)} items, expected {data.LOAD_PODS}")
         run_load(a.url, paths, 2, 50)  # warm-up
         ttl = 2.0  # the default freshness for a [1m] rate: 1/30 of the range
-        prom_before, adapter_before = prometheus_queries(prom), adapter_queries(a)
+        prom_before, adapter_before = prometheus_queries(prom.url), adapter_queries(a)
         result = run_load(a.url, paths, seconds, 50)
-        prom_reached = prometheus_queries(prom) - prom_before
+        prom_reached = prometheus_queries(prom.url) - prom_before
         adapter_sent = adapter_queries(a) - adapter_before
         bound = data.LOAD_METRICS * (math.floor(result["duration_s"] / ttl) + 2)  # +1 per metric for each edge
         return {**{k: (round(v, 3) if isinstance(v, float) else v) for k, v in result.items()},
@@ -356,7 +357,7 @@ def bench_hpa_pattern(prom: PrometheusServer, rules: Path, periods: int) -> dict
         with httpx.Client(timeout=30, headers={"Accept-Encoding": "identity"}) as client:
             timed_gets(client, urls, 2)  # first asks: the adapter starts keeping them warm
             time.sleep(sync)
-            prom_before, started = prometheus_queries(prom), time.monotonic()
+            prom_before, started = prometheus_queries(prom.url), time.monotonic()
             adapter_ms: list[float] = []
             direct_ms: list[float] = []
             for i in range(periods):
@@ -367,7 +368,7 @@ def bench_hpa_pattern(prom: PrometheusServer, rules: Path, periods: int) -> dict
                 time.sleep(max(0.0, tick - time.monotonic()))
             elapsed = time.monotonic() - started
             # the direct queries reached Prometheus too: count only the adapter's
-            reached = prometheus_queries(prom) - prom_before - len(direct_ms)
+            reached = prometheus_queries(prom.url) - prom_before - len(direct_ms)
         from adapter.querycache import refresh_lead
 
         period = freshness - refresh_lead(freshness)

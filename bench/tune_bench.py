@@ -22,10 +22,14 @@ Measured (reference: 40 requests/s per pod, the load one pod carries; start-up d
     40, integrated) inside the 1% budget;
 (c) tune's speed: at least 100 candidates over 7 days at a 15 s step in under 2 minutes on 2 cores,
     Prometheus time included (the run of (b): 14 days fetched, candidates replayed over week 1,
-    the best replayed over both).
+    the best replayed over both), and the range queries it sent (Prometheus' own counter).
 Writes bench/results/tune.json and docs/forecast-and-tune-benchmark.png.
 
     python bench/tune_bench.py
+    python bench/tune_bench.py --quick --before-days 0.5   # (c) alone, on a history too short for 1d
+
+`--quick` runs (c) alone (one tune, the 1% budget; no backtests, no plot); `--before-days` sets the
+history before week 1 (default 7: week 0), so that fewer season sets are covered.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoscaler.backtest import cli, tunecli
+from bench.adapter_bench import prometheus_queries
 from kubesim.adapterrules import counter_rate_rule
 from kubesim.prometheus import start_backfilled
 
@@ -151,10 +156,12 @@ def backtest(files: list[Path], url: str, rules: Path, start: int, end: int, rep
 
 
 def tune_and_check(key: str, budget: str, files: dict[str, Path], url: str, rules: Path, start: int, end: int,
-                   week2: int, d: Path, results: Path, step: int = STEP, rules_doc: dict = RULES) -> dict:
-    """tune over both parts (chosen on the first, from `start` to `week2`), then backtest the given and
-    the recommended spec on the second (from `week2`)."""
+                   week2: int, d: Path, results: Path, step: int = STEP, rules_doc: dict = RULES,
+                   check: bool = True) -> dict:
+    """tune over both parts (chosen on the first, from `start` to `week2`), then (with `check`) backtest
+    the given and the recommended spec on the second (from `week2`)."""
     out = io.StringIO()
+    ranged = prometheus_queries(url, "/api/v1/query_range")
     t1 = time.perf_counter()
     code = tunecli.main([str(files["conservative"]), "--prometheus-url", url, "--rules", str(rules),
                          "--from", str(start), "--to", str(end), "--step", f"{step}s", "--startup-delay",
@@ -162,12 +169,17 @@ def tune_and_check(key: str, budget: str, files: dict[str, Path], url: str, rule
                          "--max-above-target", budget, "--choose-on", "50%", "--report", str(d / key),
                          "--no-progress"], out, sys.stderr)
     elapsed = time.perf_counter() - t1
+    ranged = prometheus_queries(url, "/api/v1/query_range") - ranged
     print(out.getvalue())
     if code != 0:
         raise SystemExit(f"tune failed ({code})")
     tune = json.loads((d / key / "tune.json").read_text())
     results.mkdir(parents=True, exist_ok=True)
     (results / f"tune-{key}.json").write_text(json.dumps({k: v for k, v in tune.items() if k != "all"}, indent=2))
+    speed = {"candidates": tune["candidates"], "seconds": round(elapsed, 1), "split": tune["seconds"],
+             "engine": tune["engine"], "range_queries": ranged, "seasons_tried": tune["seasonsTried"]}
+    if not check:
+        return speed
     files[f"tuned-{key}"] = d / f"tuned-{key}.yaml"
     files[f"tuned-{key}"].write_text((d / key / "recommended.yaml").read_text())
     tuned_rules = rules
@@ -193,9 +205,7 @@ def tune_and_check(key: str, budget: str, files: dict[str, Path], url: str, rule
             "ideal_replica_hours": ideal,
             "replica_hours_saved": round(1 - t["replicaHours"] / g["replicaHours"], 3),
             "over_ideal": round(t["replicaHours"] / ideal - 1, 3),
-            "budget_seconds": tune["budgetSeconds"]["reportedOn"],
-            "candidates": tune["candidates"], "seconds": round(elapsed, 1), "split": tune["seconds"],
-            "engine": tune["engine"]}
+            "budget_seconds": tune["budgetSeconds"]["reportedOn"], **speed}
 
 
 def figures(s: dict) -> dict:
@@ -270,7 +280,11 @@ def arguments(doc: str, results: str, png: str) -> argparse.ArgumentParser:
 
 
 def main() -> int:
-    args = arguments(__doc__, "tune.json", "forecast-and-tune-benchmark.png").parse_args()
+    ap = arguments(__doc__, "tune.json", "forecast-and-tune-benchmark.png")
+    ap.add_argument("--quick", action="store_true", help="(c) alone: one tune (the 1%% budget), no backtests, no plot")
+    ap.add_argument("--before-days", type=float, default=7.0,
+                    help="days of history before week 1 (default 7: week 0; less leaves season sets uncovered)")
+    args = ap.parse_args()
     # two whole weeks ending at the last midnight (UTC) before now - 1 h, starting on a Monday
     now = int(time.time()) - 3600
     end = now - now % 86400
@@ -279,10 +293,11 @@ def main() -> int:
     end = start + DAYS * 86400 - STEP
     week2 = start + 7 * 86400
     t0 = time.perf_counter()
-    text = history(start - 7 * 86400, end)   # and a week before: the 7d forecast's history for week 1
+    text = history(start - round(args.before_days * 86400), end)   # and week 0: the 7d forecast's history for week 1
     prom = start_backfilled(text)
     backfill = time.perf_counter() - t0
     result: dict[str, Any] = {"benchmark": "tune", "days": DAYS, "step_seconds": STEP, "reference": REFERENCE,
+                              "days_before": args.before_days, "quick": args.quick,
                               "startup_delay_seconds": 90, "history_samples": text.count("\n") - 2,
                               "backfill_seconds_not_timed": round(backfill, 1)}
     try:
@@ -295,47 +310,65 @@ def main() -> int:
             files["HPA default"].write_text(yaml.safe_dump(spec("web", REFERENCE)))
             files["+ seasonal forecast"].write_text(yaml.safe_dump(spec("web", REFERENCE, forecast=True)))
             files["conservative"].write_text(yaml.safe_dump(spec("web", REFERENCE * 0.7, behavior=CONSERVATIVE)))
-            # (a)
-            a_default, a_forecast = backtest([files["HPA default"], files["+ seasonal forecast"]], prom.url, rules,
-                                             week2, end, d / "a")
-            fa, fb = figures(a_default), figures(a_forecast)
-            result["a"] = {
-                "default": fa, "forecast": fb,
-                "under_provisioned_ratio": round(fb["secondsUnderProvisioned"] / max(fa["secondsUnderProvisioned"], 1),
-                                                 3),
-                "replica_hours_ratio": round(fb["replicaHours"] / fa["replicaHours"], 3),
-            }
-            result["a"]["met"] = (result["a"]["under_provisioned_ratio"] <= 0.5
-                                  and result["a"]["replica_hours_ratio"] <= 1.1)
-            # (b) + (c): "no more under-provisioned than now" (b1) and "inside the 1% budget" (b2)
-            runs = {}
-            for key, budget in (("b1", "given"), ("b2", "1%")):
-                runs[key] = tune_and_check(key, budget, files, prom.url, rules, start, end, week2, d,
-                                           Path(args.out).parent)
-            b1, b2 = runs["b1"], runs["b2"]
-            result["b"] = {
-                "b1_no_more_under_provisioned": {k: v for k, v in b1.items() if k != "rules"},
-                "b2_budget_1pct": {k: v for k, v in b2.items() if k != "rules"},
-                "met": (b1["replica_hours_saved"] >= 0.2
-                        and b1["tuned"]["secondsUnderProvisioned"] <= b1["given"]["secondsUnderProvisioned"]
-                        and b2["over_ideal"] <= 0.1
-                        and b2["tuned"]["secondsUnderProvisioned"] <= b2["budget_seconds"]),
-            }
-            result["c"] = {"candidates": b2["candidates"], "days_chosen_on": 7, "days_fetched": DAYS,
-                           "seconds": b2["seconds"], "split": b2["split"], "goal_seconds": SPEED_GOAL,
-                           "engine": b2["engine"], "other_run_seconds": b1["seconds"],
-                           "met": b2["candidates"] >= 100 and max(b1["seconds"], b2["seconds"]) < SPEED_GOAL}
-            plot(Path(args.png), prom.url, {
-                "HPA default": (files["HPA default"], rules),
-                "+ seasonal forecast": (files["+ seasonal forecast"], rules),
-                "conservative": (files["conservative"], rules), "tuned": (files["tuned-b2"], b2["rules"])}, week2, end)
+            if args.quick:
+                c = tune_and_check("b2", "1%", files, prom.url, rules, start, end, week2, d, Path(args.out).parent,
+                                   check=False)
+                result["c"] = {**c, "days_chosen_on": 7, "days_fetched": DAYS, "goal_seconds": SPEED_GOAL,
+                               "met": c["candidates"] >= 100 and c["seconds"] < SPEED_GOAL}
+            else:
+                # (a)
+                a_default, a_forecast = backtest([files["HPA default"], files["+ seasonal forecast"]], prom.url, rules,
+                                                 week2, end, d / "a")
+                fa, fb = figures(a_default), figures(a_forecast)
+                result["a"] = {
+                    "default": fa, "forecast": fb,
+                    "under_provisioned_ratio": round(fb["secondsUnderProvisioned"]
+                                                     / max(fa["secondsUnderProvisioned"], 1), 3),
+                    "replica_hours_ratio": round(fb["replicaHours"] / fa["replicaHours"], 3),
+                }
+                result["a"]["met"] = (result["a"]["under_provisioned_ratio"] <= 0.5
+                                      and result["a"]["replica_hours_ratio"] <= 1.1)
+                # (b) + (c): "no more under-provisioned than now" (b1) and "inside the 1% budget" (b2)
+                runs = {}
+                for key, budget in (("b1", "given"), ("b2", "1%")):
+                    runs[key] = tune_and_check(key, budget, files, prom.url, rules, start, end, week2, d,
+                                               Path(args.out).parent)
+                b1, b2 = runs["b1"], runs["b2"]
+                result["b"] = {
+                    "b1_no_more_under_provisioned": {k: v for k, v in b1.items() if k != "rules"},
+                    "b2_budget_1pct": {k: v for k, v in b2.items() if k != "rules"},
+                    "met": (b1["replica_hours_saved"] >= 0.2
+                            and b1["tuned"]["secondsUnderProvisioned"] <= b1["given"]["secondsUnderProvisioned"]
+                            and b2["over_ideal"] <= 0.1
+                            and b2["tuned"]["secondsUnderProvisioned"] <= b2["budget_seconds"]),
+                }
+                result["c"] = {"candidates": b2["candidates"], "days_chosen_on": 7, "days_fetched": DAYS,
+                               "seconds": b2["seconds"], "split": b2["split"], "goal_seconds": SPEED_GOAL,
+                               "engine": b2["engine"], "other_run_seconds": b1["seconds"],
+                               "range_queries": b2["range_queries"], "seasons_tried": b2["seasons_tried"],
+                               "met": b2["candidates"] >= 100 and max(b1["seconds"], b2["seconds"]) < SPEED_GOAL}
+                plot(Path(args.png), prom.url, {
+                    "HPA default": (files["HPA default"], rules),
+                    "+ seasonal forecast": (files["+ seasonal forecast"], rules),
+                    "conservative": (files["conservative"], rules), "tuned": (files["tuned-b2"], b2["rules"])},
+                    week2, end)
     finally:
         prom.close()
     result.update({"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
                    "load_average_at_end": os.getloadavg()[0]})
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    a, b, c = result["a"], result["b"], result["c"]
+    c = result["c"]
+    if not args.quick:
+        print_ab(result["a"], result["b"])
+    print(f"(c) tune: {c['candidates']} candidates, {c['seconds']}s (goal < {SPEED_GOAL:g}s), "
+          f"{c['range_queries']:g} range queries, seasons tried {', '.join(c['seasons_tried']) or 'none'}: "
+          f"{'met' if c['met'] else 'NOT met'}")
+    print(f"  (history: {result['history_samples']:,} samples, backfilled in {backfill:.0f}s, not timed)")
+    return 0
+
+
+def print_ab(a: dict, b: dict) -> None:
     print(f"(a) forecast vs HPA default, week 2: under-provisioned {a['forecast']['secondsUnderProvisioned']:g}s vs "
           f"{a['default']['secondsUnderProvisioned']:g}s (x{a['under_provisioned_ratio']}), replica-hours "
           f"x{a['replica_hours_ratio']}: {'met' if a['met'] else 'NOT met'}")
@@ -346,10 +379,6 @@ def main() -> int:
               f"{r['tuned']['secondsUnderProvisioned']:g}s vs {r['given']['secondsUnderProvisioned']:g}s, "
               f"{r['over_ideal']:+.1%} over the ideal {r['ideal_replica_hours']}")
     print(f"(b) {'met' if b['met'] else 'NOT met'}")
-    print(f"(c) tune: {c['candidates']} candidates, {c['seconds']}s (goal < {SPEED_GOAL:g}s): "
-          f"{'met' if c['met'] else 'NOT met'}")
-    print(f"  (history: {result['history_samples']:,} samples, backfilled in {backfill:.0f}s, not timed)")
-    return 0
 
 
 if __name__ == "__main__":

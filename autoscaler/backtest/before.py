@@ -13,7 +13,7 @@ in Kubernetes).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -25,7 +25,7 @@ from promscaler.times import format_duration
 from .history import Grid, Series
 from .queries import MetricQuery
 
-__all__ = ["Before", "NoValue", "before_grid", "needed", "no_value"]
+__all__ = ["Before", "NoValue", "before_grid", "covers", "had_before", "needed", "no_value"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,20 @@ def needed(queries: Iterable[MetricQuery]) -> list[Before]:
         seconds = max(seconds, history_needed(q.forecast, q.base))
         out[q.base] = ((*metrics, name) if name not in metrics else metrics, seconds)
     return [Before(base, metrics, seconds) for base, (metrics, seconds) in out.items()]
+
+
+def had_before(before: Sequence[tuple[Before, Grid, Series]], base: str) -> float:
+    """Seconds of history before --from Prometheus has for the query `base` (forecasts are made of it),
+    from what was fetched before --from."""
+    return max((b.had(series, grid) for b, grid, series in before if b.base == base), default=0.0)
+
+
+def covers(queries: Iterable[MetricQuery | None], had: Callable[[str], float]) -> bool:
+    """Whether every seasonal forecast among `queries` has a value from --from on: `had(base)`, the
+    history before it, covers its shortest season plus its level window and lookback (a longer
+    season falls back to a shorter one). The one test of which season sets `tune` fetches and tries."""
+    return all(had(q.base) >= history_needed(q.forecast, q.base, min(q.forecast.seasons))
+               for q in queries if q is not None and q.forecast is not None and q.forecast.method == "seasonal")
 
 
 def before_grid(grid: Grid, seconds: float) -> Grid:

@@ -26,7 +26,7 @@ from promscaler import flags
 from promscaler.quantity import QuantityError, to_milli
 from promscaler.times import DurationError, format_duration, parse_time
 
-from .before import Before, before_grid, needed, no_value
+from .before import Before, before_grid, had_before, needed, no_value
 from .exposure import Reference, observed_query, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
 from .html import write_backtest_html
@@ -130,7 +130,7 @@ class Histories:
 
     def had_before(self, base: str) -> float:
         """Seconds of history before --from Prometheus has for the query `base` (forecasts are made of it)."""
-        return max((b.had(series, grid) for b, grid, series in self.before if b.base == base), default=0.0)
+        return had_before(self.before, base)
 
     def fetched_before(self) -> list[tuple[str, dict[str, Any]]]:
         """Each query forecasts are made of, fetched before --from: a line to print, a JSON row."""
@@ -206,7 +206,9 @@ def _window(args: argparse.Namespace) -> _Window:
 def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
                    settings: Sequence[ForecastSetting] = (), add_forecast: bool = False) -> Histories:
     """Plan (each spec's PromQL, and at other forecast `settings`; with `add_forecast` the first
-    metric's forecast when the spec does not list it), then fetch it all in one pass; raises Failed."""
+    metric's forecast when the spec does not list it), fetch the history its forecasts read before
+    --from, leave out the season sets that history does not cover (`Plan.keep_covered`), then fetch
+    the rest in one pass; raises Failed."""
     window = _window(args)
     try:
         cfg = load_rules(args.rules) if args.rules else None
@@ -218,6 +220,12 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
     try:
         plans = make_plans(specs, cfg, functools.cache(fetcher.series_names), args.namespace, args.pod_regex,
                            dict(args.query), settings, add_forecast)
+        before = []
+        for b in needed(q for p in plans for q in p.every_query()):
+            grid = before_grid(window.grid, b.seconds)
+            before.append((b, grid, fetcher.fetch([b.base], grid)[b.base]))
+        for p in plans:
+            p.keep_covered(functools.partial(had_before, before))
         wanted = [q for p in plans for q in p.promql()]
         bar = _progress(not args.no_progress and err.isatty(), err)
         if bar is not None:
@@ -227,10 +235,6 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
                                      lambda done, total: bar.update(task, completed=done, total=total))
         else:
             data = fetcher.fetch(wanted, window.grid)
-        before = []
-        for b in needed(q for p in plans for q in p.every_query()):
-            grid = before_grid(window.grid, b.seconds)
-            before.append((b, grid, fetcher.fetch([b.base], grid)[b.base]))
     except RuleError as exc:
         raise Failed(str(exc), 2) from None
     except (QueryError, HistoryError) as exc:

@@ -6,18 +6,20 @@ in (`SeriesNames`, memoized by the caller: asked only for the rules the search r
 fetched series.
 
 A forecast metric can be asked with other settings than its rule's (`tune` tries horizons and
-seasons): `ForecastSetting` names one, and a plan keeps the spec's queries under each.
+seasons): `ForecastSetting` names one, and a plan keeps the spec's queries under each. Season
+sets the history before `--from` does not cover are left out before the fetch (`keep_covered`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from adapter.naming import CompiledRules, compile_rules
 from adapter.podnames import owner_pattern
 from adapter.rules import DiscoveryRule, RulesConfig
 
+from .before import covers
 from .queries import MetricQuery, SeriesNames, actual_replicas_queries, forecast_name, metric_query
 from .specs import Spec
 
@@ -44,6 +46,17 @@ class Plan:
     variants: dict[ForecastSetting, list[MetricQuery]] = field(default_factory=dict)
     # the first metric's forecast, when its rule declares one and the spec does not list it
     added: dict[ForecastSetting, MetricQuery] = field(default_factory=dict)
+
+    def at(self, setting: ForecastSetting) -> list[MetricQuery]:
+        """The spec's queries at a setting of `variants`, and the added forecast at it if any."""
+        added = self.added.get(setting)
+        return [*self.variants[setting], *([added] if added is not None else [])]
+
+    def keep_covered(self, had: Callable[[str], float]) -> None:
+        """Leave out the season sets whose forecasts have no value from --from on (`before.covers`;
+        `had(base)`: the history before --from): they are neither fetched nor tried."""
+        self.variants = {s: qs for s, qs in self.variants.items() if s.seasons is None or covers(self.at(s), had)}
+        self.added = {s: q for s, q in self.added.items() if s == RULES or s in self.variants}
 
     def every_query(self) -> list[MetricQuery]:
         return [*self.queries, *(q for qs in self.variants.values() for q in qs), *self.added.values()]

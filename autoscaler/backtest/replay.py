@@ -20,6 +20,7 @@ import numpy as np
 
 from autoscaler.decision import (
     ControllerConfig,
+    Decision,
     DecisionInput,
     ExternalReading,
     History,
@@ -53,9 +54,14 @@ class ScaleStep:
     time: datetime
     before: int
     after: int
-    # the engine's words for this decision (what `simulate` prints); `replay()` keeps them, only
-    # for the steps that scale, so the report can show why; `fast_replay` leaves them out
-    explanation: tuple[str, ...] = field(default=(), compare=False)
+    # the decision that scaled: `replay()` keeps it, so the report can show why; `fast_replay` has none
+    decision: Decision | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def explanation(self) -> tuple[str, ...]:
+        """The engine's words for this decision (what `simulate` prints), formatted on first read:
+        tune never reads them."""
+        return () if self.decision is None else tuple(self.decision.explanation)
 
 
 @dataclass
@@ -182,7 +188,7 @@ def replay(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Ser
         desired = decision.desired_replicas
         if desired != current:
             history = record_scale(history, now, current, desired, spec)
-            out.events.append(ScaleStep(i, now, current, desired, tuple(decision.explanation)))
+            out.events.append(ScaleStep(i, now, current, desired, decision))
             if desired > current:
                 pods.add(desired - current, now, delay)
             else:

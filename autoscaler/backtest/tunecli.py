@@ -24,7 +24,6 @@ from typing import Any, TextIO
 import numpy as np
 import yaml
 
-from adapter.forecast import history_needed
 from autoscaler.commandline import ArgError, Parser
 from autoscaler.decision import SpecError
 from autoscaler.decision.spec import HPASpec
@@ -174,24 +173,16 @@ class _Search:
 
     @cached_property
     def seasons(self) -> list[str]:
-        """The season sets (as knob values) tried, worked out once: those whose forecast has a value
-        from --from on, the history Prometheus has before it covering the shortest season and its
-        level window (a longer season falls back to a shorter one)."""
+        """The season sets (as knob values) tried, worked out once: those of the plan, which keeps
+        only the ones whose forecast has a value from --from on (`Plan.keep_covered`), that
+        change a seasonal forecast's seasons from the rule's."""
         if not self.listed_forecast() and not self.plan.added:
             return []
-        out = []
         rules = {q.forecast.seasons for q in (*self.plan.queries, self.plan.added.get(RULES))
                  if q is not None and q.forecast is not None}
-        for setting in self.plan.variants:
-            if setting.horizon is not None or setting.seasons is None:
-                continue
-            forecasts = [q for q in (*self.plan.variants[setting], self.plan.added.get(setting))
-                         if q is not None and q.forecast is not None and q.forecast.method == "seasonal"]
-            if forecasts and setting.seasons not in rules and all(
-                    self.h.had_before(q.base) >= history_needed(q.forecast, q.base, min(q.forecast.seasons))
-                    for q in forecasts if q.forecast is not None):
-                out.append(_seasons_text(setting.seasons))
-        return out
+        return [_seasons_text(s.seasons) for s in self.plan.variants
+                if s.horizon is None and s.seasons is not None and s.seasons not in rules
+                and any(q.forecast is not None and q.forecast.method == "seasonal" for q in self.plan.at(s))]
 
     def setting(self, knobs: Knobs) -> _Setting:
         added = self.plan.added.get(RULES)

@@ -34,6 +34,7 @@ import yaml
 
 from autoscaler.backtest import cli
 from autoscaler.backtest import history as history_mod
+from autoscaler.decision import engine
 from promscaler.times import parse_time
 
 from . import data
@@ -54,6 +55,7 @@ def _files(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def _run(history, tmp_path: Path, *extra: str) -> tuple[int, str, str, dict]:
     prom, start = history
+    tmp_path.mkdir(exist_ok=True)
     rules, short, long = _files(tmp_path)
     report = tmp_path / "report"
     out, err = io.StringIO(), io.StringIO()
@@ -112,6 +114,24 @@ def test_replay_matches_the_hand_computed_steps(history, tmp_path: Path):
     assert short["metrics"][0]["source"] == "rules[0]"
     assert "replica-hours" in out and "scale events (up/down)" in out and "6 (4/2)" in out and "2 (2/0)" in out
     assert "under-provisioned (load per ready pod > reference)" in out and "time above its own targets" in out
+
+
+def test_the_engine_s_words_are_formatted_for_the_report_only(history, tmp_path: Path, monkeypatch):
+    """report.html shows each scale event's explanation; without it (as in tune's replays) none is formatted."""
+    calls: list[int] = []
+    explain = engine._explain
+
+    def counted(*args):
+        calls.append(args[-2])  # the replicas the decision scales to
+        return explain(*args)
+
+    monkeypatch.setattr(engine, "_explain", counted)
+    assert _run(history, tmp_path / "bare", "--no-png", "--no-html")[0] == 0
+    assert calls == []
+    assert _run(history, tmp_path / "html", "--no-png")[0] == 0
+    assert calls == [to for _, _, to in SHORT_EVENTS] + [4, 8]  # short's events, then long's
+    page = (tmp_path / "html" / "report" / "report.html").read_text()
+    assert "result: scale from 2 to 4 replicas" in page
 
 
 def test_the_target_s_pods_are_its_controller_s_as_the_adapter_picks_them(history, tmp_path: Path):

@@ -14,19 +14,26 @@ By hand:
 - the forecasts of the seasons tried read up to 32 minutes before `--from`: that is fetched;
 - the 10-minute season foresees no spike (10 minutes before one the load is flat) and foresees a
   phantom one 10 minutes after each; the 30-minute season foresees each spike one minute ahead,
-  so the chosen candidate has it, and less time under-provisioned than the given spec.
+  so the chosen candidate has it, and less time under-provisioned than the given spec;
+- a season set the history before `--from` does not cover is never fetched: from T0 + 20m no
+  range query reads the 30-minute season alone (its term reads `offset 1800s`, the 10-minute
+  one's `offset 600s`), and tune answers exactly what it answers when that set is not asked for.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
+from prometheus_api_client import PrometheusConnect
+from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.backtest import tunecli
 from kubesim.adapterrules import gauge_rule
@@ -52,8 +59,12 @@ def weekly() -> Iterator[tuple[PrometheusServer, int]]:
     prom.close()
 
 
-def _tune(weekly, tmp_path: Path, start: int) -> tuple[str, dict]:
+SEASON_SETS = ("10m", "30m", "30m,10m")
+
+
+def _tune(weekly, tmp_path: Path, start: int, seasons: tuple[str, ...] = SEASON_SETS) -> tuple[str, dict]:
     prom, t0 = weekly
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(
         {"rules": [{**gauge_rule('busy{namespace!="",pod!=""}'), "forecast": FORECAST}]}))
     metrics = [{"type": "Pods", "pods": {"metric": {"name": name},
@@ -67,7 +78,7 @@ def _tune(weekly, tmp_path: Path, start: int) -> tuple[str, dict]:
     code = tunecli.main([str(tmp_path / "web.yaml"), "--prometheus-url", prom.url, "--rules",
                          str(tmp_path / "rules.yaml"), "--from", str(start), "--to", str(t0 + MINUTES * 60),
                          "--step", f"{STEP}s", "--startup-delay", "15s", "--initial-replicas", "2",
-                         "--seasons", "10m", "30m", "30m,10m", "--report", str(tmp_path / "report"), "--workers", "1",
+                         "--seasons", *seasons, "--report", str(tmp_path / "report"), "--workers", "1",
                          "--no-png"], out, err)
     assert code == 0, err.getvalue()
     return out.getvalue(), json.loads((tmp_path / "report" / "tune.json").read_text())
@@ -94,6 +105,53 @@ def test_tune_chooses_the_season_that_foresees_the_spike(weekly, tmp_path: Path)
     for part in ("chosenOn", "reportedOn"):
         assert best[part]["secondsUnderProvisioned"] < given[part]["secondsUnderProvisioned"]
     assert "rules file: set forecast.seasons to [30m" in out
+
+
+def _range_queries(url: str) -> float:
+    """The range queries Prometheus has answered, by its own counter."""
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    return sum(s.value for fam in text_string_to_metric_families(text) for s in fam.samples
+               if s.name == "prometheus_http_requests_total" and s.labels.get("handler") == "/api/v1/query_range")
+
+
+def test_season_sets_the_history_does_not_cover_are_not_fetched(weekly, tmp_path: Path, monkeypatch):
+    prom, t0 = weekly
+    start = t0 + 1200
+    history = (start - t0) // 60  # minutes Prometheus has before --from
+    level_window = 2              # FORECAST's; a gauge read as it is has no lookback
+    shortest = {s: min(int(p.removesuffix("m")) for p in s.split(",")) for s in SEASON_SETS}
+    uncovered = {s for s, p in shortest.items() if p + level_window > history}
+    assert uncovered == {"30m"}
+    sent: list[str] = []
+    ask = PrometheusConnect.custom_query_range
+
+    def spy(self, query, *args, **kwargs):
+        sent.append(query)
+        return ask(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(PrometheusConnect, "custom_query_range", spy)
+    before = _range_queries(prom.url)
+    out, report = _tune(weekly, tmp_path / "asked", start)
+    assert _range_queries(prom.url) - before == len(sent)  # the spy saw every range query Prometheus answered
+
+    def seasons_read(query: str) -> set[str]:  # each season's term reads its level window `offset P` back
+        return {f"{p}m" for p in (10, 30) if re.search(rf"offset {p * 60}s\b", query)}
+    reads = [seasons_read(q) for q in sent]
+    assert {"10m", "30m"} in reads  # the covered 30m,10m is fetched (and told apart)
+    for s in uncovered:
+        assert set(s.split(",")) not in reads, f"{s}: fetched without history to answer"
+
+    asked = tuple(s for s in SEASON_SETS if s not in uncovered)
+    unasked_out, unasked = _tune(weekly, tmp_path / "unasked", start, asked)
+    for r in (report, unasked):
+        r.pop("seconds")
+    assert report == unasked
+    assert (tmp_path / "asked" / "report" / "recommended.yaml").read_text() == \
+        (tmp_path / "unasked" / "report" / "recommended.yaml").read_text()
+
+    def words(text: str) -> str:  # but the last line's timings and report path
+        return text[:text.rindex("\nfetched in ")]
+    assert words(out) == words(unasked_out)
 
 
 @pytest.mark.parametrize(("given", "why"), [("7x", "not a duration"), ("1d,0s", "must be positive")])
