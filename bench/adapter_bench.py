@@ -16,7 +16,9 @@ adapter as a real subprocess (`python -m adapter --insecure`), and measures:
 start-up: process start to the discovery document of 10k series, without a cluster and as
    deployed (connected to KubeSim over `--kubeconfig`, serving metrics.k8s.io: its caches list the
    pods and nodes), each start of this build followed by one of the baseline build (issue 28:
-   13c8c9d) started the same way, with where the import time goes (`python -X importtime`);
+   13c8c9d) started the same way and by a process that only imports the libraries a start needs
+   (the floor under this design's start on the machine), with where the import time goes
+   (`python -X importtime`);
 4. label-selector lookups: `pods/*?labelSelector=app=...` over 5,000 pods in KubeSim through
    the watch cache: each request's own lookup and answer, the same with Prometheus asked every
    time, and repeated requests with the default freshness; counting the Kubernetes API requests
@@ -33,6 +35,7 @@ import json
 import math
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -415,22 +418,47 @@ def _time_start(args: list[str], cwd: Path, until_ready: bool) -> tuple[float, f
         a.stop()
 
 
+# What a start imports before it can list, imported as the launcher imports it (`prepare`) and
+# nothing else: timed alone in a fresh process beside the starts, the floor under this design's
+# start-up on the machine (with a cluster: the kubernetes client's rest, configuration and
+# kubeconfig loader too).
+LIBRARIES = ("from adapter.__main__ import prepare; prepare(); import asyncio, uvloop, yaml, orjson, "
+             "prometheus_client, uvicorn, uvicorn.protocols.http.httptools_impl, uvicorn.lifespan.on")
+LIBRARIES_CONNECTED = (f"{LIBRARIES}; from promscaler.kubeconfig import kube_config; kube_config(); "
+                       "import kubernetes.aio.client.rest, kubernetes.aio.client.configuration")
+
+
+def _time_imports(code: str) -> tuple[float, float, float]:
+    """A fresh process that runs `code` (this checkout): (wall seconds from spawn to exit, its CPU
+    seconds, 0.0: nothing to be ready for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
 def _time_starts(args: list[str], runs: int, until_ready: bool = False,
-                 checkouts: dict[str, Path] | None = None) -> dict[str, dict]:
+                 checkouts: dict[str, Path] | None = None, libraries: str | None = None) -> dict[str, dict]:
     """Process start -> the discovery document of 10k series; best and median of `runs` starts
     of each checkout's adapter (`checkouts`: name -> its directory; this one by default), one of
     each in turn so that the machine's load weighs on every build alike; the first round (cold
     file cache) left out. Byte code is compiled first, as the image does (`compileall`).
     `until_ready`: also until /readyz passes (with metrics.k8s.io served: the pod and node caches
-    have listed)."""
+    have listed). `libraries`: also, in each round, a process that only imports them ("libraries")."""
     checkouts = checkouts or {"this": ROOT}
     for cwd in checkouts.values():
         subprocess.run([sys.executable, "-m", "compileall", "-q", "adapter", "promscaler"], cwd=cwd, check=True)
     seen: dict[str, list[tuple[float, float, float]]] = {name: [] for name in checkouts}
+    if libraries:
+        seen["libraries"] = []
     loads = []
     for _ in range(runs + 1):
         for name, cwd in checkouts.items():
             seen[name].append(_time_start(args, cwd, until_ready))
+        if libraries:
+            seen["libraries"].append(_time_imports(libraries))
         loads.append(os.getloadavg()[0])
     out = {}
     for name, starts in seen.items():
@@ -450,8 +478,8 @@ def import_profile(runs: int = 3) -> dict[str, float]:
     without its CA loading). On the main thread or not: a start imports the app and the kubernetes
     client on a worker thread while it waits for Prometheus."""
     code = ("import adapter.__main__ as entry; entry.prepare(); "
-            "import adapter.cli, adapter.kube, adapter.resourceroutes, promscaler.kubeconfig, "
-            "kubernetes.aio.config, adapter.app")
+            "import adapter.cli, adapter.kube, adapter.resourceroutes, promscaler.kubeconfig; "
+            "promscaler.kubeconfig.kube_config(); import adapter.app")
     watched = ("adapter.cli", "adapter.app", "fastapi", "starlette.applications", "pydantic", "uvicorn", "aiohttp",
                "asyncio", "kubernetes.aio.client", "adapter.kube", "yaml", "prometheus_client")
     samples: dict[str, list[float]] = {m: [] for m in (*watched, "total")}
@@ -480,7 +508,7 @@ def bench_startup(prom: PrometheusServer, workdir: Path, runs: int, baseline: st
     rules.write_text(data.discovery_rules("10k"))
     # the backfilled series are minutes old: listed within --metrics-max-age, as in bench_discovery
     return _starts_beside(baseline, workdir, ["--prometheus-url", prom.url, "--config", str(rules),
-                                              "--metrics-max-age", "1h"], runs, until_ready=True)
+                                              "--metrics-max-age", "1h"], runs, until_ready=True, libraries=LIBRARIES)
 
 
 _API_DISCOVERY = """
@@ -543,26 +571,32 @@ def bench_startup_connected(prom: PrometheusServer, workdir: Path, runs: int, ba
             sim.apply({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i}"}})
         out = _starts_beside(baseline, workdir, ["--prometheus-url", prom.url, "--config", str(rules),
                                                  "--metrics-max-age", "1h", "--kubeconfig", sim.kubeconfig_path],
-                             runs, until_ready=True)
+                             runs, until_ready=True, libraries=LIBRARIES_CONNECTED)
         api_discovery = bench_api_discovery(sim, runs)
     return {**out, "pods": len(data.discovery_pods(data.DISCOVERY_SCALES["10k"])), "nodes": 10,
             "api_discovery": api_discovery, "import_ms": import_profile()}
 
 
-def _starts_beside(baseline: str | None, workdir: Path, args: list[str], runs: int, until_ready: bool = False) -> dict:
+def _starts_beside(baseline: str | None, workdir: Path, args: list[str], runs: int, until_ready: bool = False,
+                   libraries: str | None = None) -> dict:
     """`_time_starts` of this checkout and, given `baseline` (a git revision), of that revision's
-    adapter (a worktree of it, this environment), started in turn in the same run."""
+    adapter (a worktree of it, this environment), started in turn in the same run, with the
+    `libraries` floor beside them."""
     if baseline and subprocess.run(["git", "cat-file", "-e", f"{baseline}^{{commit}}"], cwd=ROOT,
                                    capture_output=True).returncode != 0:
         # a shallow clone or an export: measured alone, the goal cannot be judged
         log(f"start-up baseline {baseline} is not in this checkout's history: measured without it")
         baseline = None
     if not baseline:
-        return _time_starts(args, runs, until_ready)["this"]
+        alone = _time_starts(args, runs, until_ready, libraries=libraries)
+        return {**alone["this"], **({"libraries": alone["libraries"]} if libraries else {})}
     with _worktree(baseline, workdir / "baseline") as checkout:
-        both = _time_starts(args, runs, until_ready, {"this": ROOT, "baseline": checkout})
+        both = _time_starts(args, runs, until_ready, {"this": ROOT, "baseline": checkout}, libraries)
     out = {**both["this"], "baseline": {"revision": baseline, **both["baseline"]},
            "ratio": round(both["this"]["median_s"] / both["baseline"]["median_s"], 2)}
+    if libraries:
+        out["libraries"] = {**both["libraries"],
+                            "ratio": round(both["libraries"]["median_s"] / both["baseline"]["median_s"], 2)}
     if until_ready:
         out["ready_ratio"] = round(both["this"]["ready_median_s"] / both["baseline"]["ready_median_s"], 2)
     return out
@@ -735,8 +769,12 @@ def _beside(figure: dict) -> str:
         return ""
     ready = f", to ready {b['ready_median_s']:.2f} s" if "ready_median_s" in b else ""
     ready_ratio = f" (to ready {figure['ready_ratio']:.2f}x)" if "ready_ratio" in figure else ""
+    lib = figure.get("libraries")
+    floor = (f"; a process that only imports the libraries a start needs (bench/adapter_bench.py LIBRARIES), "
+             f"in turn in the same run: {lib['median_s']:.2f} s (CPU {lib['cpu_median_s']:.2f} s), "
+             f"{lib['ratio']:.2f}x" if lib and "ratio" in lib else "")
     return (f"; build {b['revision']} started in turn in the same run: {b['median_s']:.2f} s{ready} "
-            f"(CPU {b['cpu_median_s']:.2f} s), so {figure['ratio']:.2f}x{ready_ratio}; "
+            f"(CPU {b['cpu_median_s']:.2f} s), so {figure['ratio']:.2f}x{ready_ratio}{floor}; "
             f"load average {figure['load_average']}")
 
 
