@@ -14,8 +14,8 @@ adapter as a real subprocess (`python -m adapter --insecure`), and measures:
 3. discovery: relist duration and adapter peak RSS for 10k/100k/200k series (50 names),
    aggregated discovery next to the exact `/api/v1/series` mode;
 start-up: process start to the discovery document of 10k series, without a cluster and as
-   deployed (connected to KubeSim over `--kubeconfig`, serving metrics.k8s.io: its caches list the
-   pods and nodes), each start of this build followed by one of the baseline build (issue 28:
+   deployed (connected to KubeSim over https, `--kubeconfig` naming its CA, serving
+   metrics.k8s.io: its caches list the pods and nodes), each start of this build followed by one of the baseline build (issue 28:
    13c8c9d) started the same way and by a process that only imports the libraries a start needs
    (the floor under this design's start on the machine), with where the import time goes
    (`python -X importtime`);
@@ -551,18 +551,25 @@ def bench_api_discovery(sim: Any, runs: int) -> dict:
 
 
 def bench_startup_connected(prom: PrometheusServer, workdir: Path, runs: int, baseline: str | None = None) -> dict:
-    """Start-up as deployed: connected to a cluster (KubeSim over `--kubeconfig`: API discovery
-    before the rules compile) and serving metrics.k8s.io too (the pod and node caches LIST at
-    start), to the same discovery document of 10k series; and the API discovery read alone."""
+    """Start-up as deployed: connected to a cluster (KubeSim over https, a `--kubeconfig` naming its
+    CA as a real cluster's does: API discovery before the rules compile) and serving metrics.k8s.io
+    too (the pod and node caches LIST at start), to the same discovery document of 10k series; and
+    the API discovery read alone."""
     import yaml
 
+    from adapter.security import pki
     from kubesim.apiserver import KubeSim
     from kubesim.resourceseries import DEFAULT_RESOURCE_RULES
 
     rules = workdir / "disc-startup-connected.yaml"
     rules.write_text(yaml.safe_dump(yaml.safe_load(data.discovery_rules("10k"))
                                     | {"resourceRules": DEFAULT_RESOURCE_RULES}))
-    with KubeSim(ready_delay=0, bookmark_interval=60, requests=True) as sim:
+    ca, serving = pki.self_signed_serving("127.0.0.1")
+    (workdir / "kubesim-ca.crt").write_bytes(ca.cert_pem)
+    pki.write_pair(serving, workdir / "kubesim.crt", workdir / "kubesim.key")
+    with KubeSim(ready_delay=0, bookmark_interval=60, requests=True,
+                 tls=(str(workdir / "kubesim.crt"), str(workdir / "kubesim.key")),
+                 tls_ca=str(workdir / "kubesim-ca.crt")) as sim:
         for i, (ns, pod) in enumerate(data.discovery_pods(data.DISCOVERY_SCALES["10k"])):
             sim.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": ns},
                        "spec": {"nodeName": f"node-{i % 10}", "containers": [{"name": "app", "image": "app"}]},
@@ -748,7 +755,8 @@ def startup_rows(st: dict, sc: dict) -> list[tuple[str, str, str, bool | None]]:
     out.append(("start-up: process start to discovery of 10k series listed",
                 f"{st['median_s']:.2f} s median (best {st['best_s']:.2f} s, {st['runs']} runs; to ready "
                 f"{st['ready_median_s']:.2f} s){_beside(st)}", _startup_goal(), _startup_met(st)))
-    out.append((f"start-up connected to a cluster (KubeSim over --kubeconfig, metrics.k8s.io's caches listing "
+    out.append((f"start-up connected to a cluster (KubeSim over https, --kubeconfig naming its CA, metrics.k8s.io's "
+                f"caches listing "
                 f"{sc['pods']} pods): process start to discovery of 10k series listed",
                 f"{sc['median_s']:.2f} s median (best {sc['best_s']:.2f} s, {sc['runs']} runs; to ready "
                 f"{sc['ready_median_s']:.2f} s; adapter CPU {sc['cpu_median_s']:.2f} s, without a cluster "

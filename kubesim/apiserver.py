@@ -57,6 +57,8 @@ class KubeSim:
     - `metrics_api`: serve metrics.k8s.io from `set_pod_usage`;
     - `tls`: (certificate file, key file) to serve https, as a real API server does (in-cluster
       clients insist on it);
+    - `tls_ca`: with `tls`, the CA file that signed its certificate: the kubeconfig names it
+      (`certificate-authority`), so its clients verify the server as they verify a real cluster;
     - `client_ca`: with `tls`, a CA file: the TLS handshake requires a client certificate it signed
       (kube-apiserver's `--client-ca-file`, made mandatory; the certificate names no user: requests
       are authenticated by bearer token as without it);
@@ -70,8 +72,8 @@ class KubeSim:
     def __init__(self, token: str = "sandbox-token", *, ready_delay: float = 1.0, history: int = 10_000,
                  bookmark_interval: float = 5.0, authenticate: bool = False, strict_namespaces: bool = False,
                  metrics_api: bool = True, metrics_window: str = "30s", port: int = 0,
-                 tls: tuple[str, str] | None = None, client_ca: str | None = None, audit: bool = False,
-                 aggregated_discovery: bool = True, requests: bool = False) -> None:
+                 tls: tuple[str, str] | None = None, tls_ca: str | None = None, client_ca: str | None = None,
+                 audit: bool = False, aggregated_discovery: bool = True, requests: bool = False) -> None:
         self.token = token
         self.cluster = Cluster(history=history, strict_namespaces=strict_namespaces, metrics=metrics_api)
         self.policy = AuthPolicy(tokens={token: dict(ADMIN)})
@@ -86,6 +88,7 @@ class KubeSim:
         self.app = create_app(self)
         self._port = port
         self._tls = tls
+        self._tls_ca = tls_ca
         self._client_ca = client_ca
         self._dir: Path | None = None  # holds the kubeconfig while serving
         self._server: _Server | None = None
@@ -110,7 +113,7 @@ class KubeSim:
         self.url = f"{'https' if self._tls else 'http'}://127.0.0.1:{self._port}"
         if self._dir is None:
             self._dir = Path(tempfile.mkdtemp(prefix="kubesim-"))
-        self.kubeconfig_path = str(write_kubeconfig(self._dir / "kubeconfig", self.url, self.token))
+        self.kubeconfig_path = str(write_kubeconfig(self._dir / "kubeconfig", self.url, self.token, self._tls_ca))
         return sock
 
     def _make_server(self) -> _Server:

@@ -11,18 +11,21 @@ import yaml
 __all__ = ["aio_client_configuration", "client_configuration", "kubeconfig", "write_kubeconfig"]
 
 
-def kubeconfig(server: str, token: str, namespace: str = "default", name: str = "kubesim") -> dict[str, Any]:
+def kubeconfig(server: str, token: str, namespace: str = "default", name: str = "kubesim",
+               ca_file: str | None = None) -> dict[str, Any]:
+    """`ca_file`: the CA that signed an https server's certificate (`certificate-authority`)."""
+    cluster: dict[str, Any] = {"server": server, **({"certificate-authority": ca_file} if ca_file else {})}
     return {
         "apiVersion": "v1", "kind": "Config", "preferences": {},
-        "clusters": [{"name": name, "cluster": {"server": server}}],
+        "clusters": [{"name": name, "cluster": cluster}],
         "users": [{"name": name, "user": {"token": token}}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": name, "namespace": namespace}}],
         "current-context": name,
     }
 
 
-def write_kubeconfig(path: Path, server: str, token: str) -> Path:
-    path.write_text(yaml.safe_dump(kubeconfig(server, token), sort_keys=False))
+def write_kubeconfig(path: Path, server: str, token: str, ca_file: str | None = None) -> Path:
+    path.write_text(yaml.safe_dump(kubeconfig(server, token, ca_file=ca_file), sort_keys=False))
     path.chmod(0o600)
     return path
 

@@ -265,3 +265,32 @@ async def test_named_files_that_do_not_exist(tmp_path):
         await load_configuration("/nonexistent", environ={}, home=tmp_path)
     with pytest.raises(ConfigNotFound):
         await load_configuration(None, environ={}, home=tmp_path, service_account_dir=tmp_path)
+
+
+async def test_the_sandboxs_kubeconfig_names_its_https_ca(tmp_path):
+    """KubeSim over https with `tls_ca`: its own kubeconfig names the CA, so the official client
+    (through promscaler.kubeconfig) and the real kubectl verify the server as on a real cluster;
+    the same kubeconfig without the CA is refused by both (a CA no system store has)."""
+    ca, tls = _https(tmp_path)
+    (tmp_path / "ca.crt").write_bytes(ca.cert_pem)
+    with KubeSim(tls=tls, tls_ca=str(tmp_path / "ca.crt")) as sim:
+        doc = yaml.safe_load(Path(sim.kubeconfig_path).read_text())
+        assert doc["clusters"][0]["cluster"]["certificate-authority"] == str(tmp_path / "ca.crt")
+        del doc["clusters"][0]["cluster"]["certificate-authority"]
+        (tmp_path / "no-ca").write_text(yaml.safe_dump(doc))
+        answers = {}
+        for name, path in (("with the CA", sim.kubeconfig_path), ("without", str(tmp_path / "no-ca"))):
+            cfg, _ = await load_configuration(path, environ={}, home=tmp_path)
+            kube = Kube(cfg)
+            try:
+                answers[name] = (await kube.request("GET", "/api"))["kind"]
+            except aiohttp.ClientConnectorCertificateError:
+                answers[name] = "unverified"
+            finally:
+                await kube.close()
+            kubectl = subprocess.run([shutil.which("kubectl") or "kubectl", "--kubeconfig", path, "get", "namespaces",
+                                      "-o", "name"], capture_output=True, text=True, timeout=60)
+            answers[f"kubectl {name}"] = ("default" in kubectl.stdout if kubectl.returncode == 0
+                                          else "x509" in kubectl.stderr and "unverified")
+    assert answers == {"with the CA": "APIVersions", "without": "unverified",
+                       "kubectl with the CA": True, "kubectl without": "unverified"}
