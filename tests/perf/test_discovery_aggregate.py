@@ -103,10 +103,15 @@ class CountingClient:
         return self.inner.query_check
 
 
-async def test_calls_per_query_and_fallback_to_the_exact_listing(prometheus):
-    rules = compile_rules(parse_rules(
-        "rules:\n- seriesQuery: 'app_requests_total'\n  resources:\n    template: '<<.Resource>>'\n"
+def _one_rule(series_query: str):
+    """One rule over `series_query`, its resources from the labels' names."""
+    return compile_rules(parse_rules(
+        f"rules:\n- seriesQuery: '{series_query}'\n  resources:\n    template: '<<.Resource>>'\n"
         "  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'\n"))
+
+
+async def test_calls_per_query_and_fallback_to_the_exact_listing(prometheus):
+    rules = _one_rule("app_requests_total")
     inner = PrometheusClient(parse_settings(["--prometheus-url", prometheus.url]))
     try:
         counting = CountingClient(inner)
@@ -128,9 +133,7 @@ async def test_calls_per_query_and_fallback_to_the_exact_listing(prometheus):
 async def test_labels_the_series_query_requires_are_not_asked_about(prometheus):
     # prometheus-adapter's usual seriesQuery: every series has namespace and pod, so which names
     # carry them is not a question for Prometheus; the catalogue is still the exact listing's
-    rules = compile_rules(parse_rules(
-        "rules:\n- seriesQuery: 'app_requests_total{namespace!=\"\",pod!=\"\"}'\n  resources:\n"
-        "    template: '<<.Resource>>'\n  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'\n"))
+    rules = _one_rule('app_requests_total{namespace!="",pod!=""}')
     inner = PrometheusClient(parse_settings(["--prometheus-url", prometheus.url]))
     try:
         counting = CountingClient(inner)
