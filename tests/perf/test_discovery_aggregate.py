@@ -110,42 +110,41 @@ def _one_rule(series_query: str):
         "  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'\n"))
 
 
-async def test_calls_per_query_and_fallback_to_the_exact_listing(prometheus):
+@pytest.fixture
+async def inner(prometheus):
+    """The real client, asked by `CountingClient`."""
+    client = PrometheusClient(parse_settings(["--prometheus-url", prometheus.url]))
+    yield client
+    await client.aclose()
+
+
+async def test_calls_per_query_and_fallback_to_the_exact_listing(inner):
     rules = _one_rule("app_requests_total")
-    inner = PrometheusClient(parse_settings(["--prometheus-url", prometheus.url]))
-    try:
-        counting = CountingClient(inner)
-        d = Discovery(rules, counting, relist_interval=60, max_age=3600, aggregate=True)
-        assert await d.relist()
-        # fresh names (one query) + label names + one per resource label (namespace, pod): no series listing
-        assert sorted(counting.calls) == ["label_values"] * 2 + ["labels", "query"]
-        assert set(d.catalogue.custom) == {("pods", "app_requests_total"), ("namespaces", "app_requests_total")}
+    counting = CountingClient(inner)
+    d = Discovery(rules, counting, relist_interval=60, max_age=3600, aggregate=True)
+    assert await d.relist()
+    # fresh names (one query) + label names + one per resource label (namespace, pod): no series listing
+    assert sorted(counting.calls) == ["label_values"] * 2 + ["labels", "query"]
+    assert set(d.catalogue.custom) == {("pods", "app_requests_total"), ("namespaces", "app_requests_total")}
 
-        failing = CountingClient(inner, labels_fail=True)  # a backend without the label endpoints
-        d2 = Discovery(rules, failing, relist_interval=60, max_age=3600, aggregate=True)
-        assert await d2.relist()
-        assert "series" in failing.calls
-        assert set(d2.catalogue.custom) == set(d.catalogue.custom)
-    finally:
-        await inner.aclose()
+    failing = CountingClient(inner, labels_fail=True)  # a backend without the label endpoints
+    d2 = Discovery(rules, failing, relist_interval=60, max_age=3600, aggregate=True)
+    assert await d2.relist()
+    assert "series" in failing.calls
+    assert set(d2.catalogue.custom) == set(d.catalogue.custom)
 
 
-async def test_labels_the_series_query_requires_are_not_asked_about(prometheus):
+async def test_labels_the_series_query_requires_are_not_asked_about(inner):
     # prometheus-adapter's usual seriesQuery: every series has namespace and pod, so which names
     # carry them is not a question for Prometheus; the catalogue is still the exact listing's
     rules = _one_rule('app_requests_total{namespace!="",pod!=""}')
-    inner = PrometheusClient(parse_settings(["--prometheus-url", prometheus.url]))
-    try:
-        counting = CountingClient(inner)
-        aggregated = Discovery(rules, counting, relist_interval=60, max_age=3600, aggregate=True)
-        exact = Discovery(rules, inner, relist_interval=60, max_age=3600)
-        assert await aggregated.relist() and await exact.relist()
-        assert sorted(counting.calls) == ["labels", "query"]
-        assert _summary(aggregated) == _summary(exact)
-        assert set(aggregated.catalogue.custom) == {("pods", "app_requests_total"),
-                                                    ("namespaces", "app_requests_total")}
-    finally:
-        await inner.aclose()
+    counting = CountingClient(inner)
+    aggregated = Discovery(rules, counting, relist_interval=60, max_age=3600, aggregate=True)
+    exact = Discovery(rules, inner, relist_interval=60, max_age=3600)
+    assert await aggregated.relist() and await exact.relist()
+    assert sorted(counting.calls) == ["labels", "query"]
+    assert _summary(aggregated) == _summary(exact)
+    assert set(aggregated.catalogue.custom) == {("pods", "app_requests_total"), ("namespaces", "app_requests_total")}
 
 
 def test_adapter_serves_the_same_documents_in_both_modes(prometheus, rules_file):
