@@ -15,9 +15,10 @@ adapter as a real subprocess (`python -m adapter --insecure`), and measures:
    aggregated discovery next to the exact `/api/v1/series` mode;
 start-up: process start to the discovery document of 10k series, without a cluster and as
    deployed (connected to KubeSim over https, `--kubeconfig` naming its CA, serving
-   metrics.k8s.io: its caches list the pods and nodes), each start of this build followed by one of the baseline build (issue 28:
-   13c8c9d) started the same way and by a process that only imports the libraries a start needs
-   (the floor under this design's start on the machine), with where the import time goes
+   metrics.k8s.io: its caches list the pods and nodes), each start of this build followed by one
+   of the baseline build (issue 28: 13c8c9d) started the same way and by a process that only
+   imports the libraries a start needs (the floor under this design's start on the machine), with
+   where the import time goes
    (`python -X importtime`);
 4. label-selector lookups: `pods/*?labelSelector=app=...` over 5,000 pods in KubeSim through
    the watch cache: each request's own lookup and answer, the same with Prometheus asked every

@@ -37,7 +37,6 @@ async def running(sim: KubeSim, s: Settings) -> AsyncIterator[Controller]:
         await kube.close()
 
 
-
 def import_order(log: str) -> list[str]:
     """Module names from Python's import log (`-X importtime`, `PYTHONPROFILEIMPORTTIME=1`: lines
     `import time: self | cumulative | name`), in the order their imports ended (a module after those
