@@ -34,6 +34,16 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+def lean(name: str) -> None:
+    """For a command run as its own process: the kubernetes client's parent packages unexecuted, as
+    in the adapter (promscaler.kubepackages: ~180 ms of the controller's start, ~0.5 s of `explain`'s).
+    Not for the demo, whose in-process sandbox may use the synchronous client."""
+    if name != "demo":
+        from promscaler.kubepackages import lean_packages
+
+        lean_packages()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["--version"]:
@@ -49,12 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"autoscaler: unknown command {name!r} (use {', '.join(COMMANDS)})", file=sys.stderr)
         return 2
     module_name, func, _ = COMMANDS[name]
-    if name == "run" and argv is None:
-        # this process's own command line (the console script, `python -m`), not a caller's: the
-        # client's parent packages unexecuted, as in the adapter (~180 ms of the controller's start)
-        from promscaler.kubepackages import lean_packages
-
-        lean_packages()
+    if argv is None:  # this process's own command line (the console script, `python -m`), not a caller's
+        lean(name)
     try:
         module = importlib.import_module(module_name)
         entry = getattr(module, func, None)

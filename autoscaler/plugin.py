@@ -96,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _Usage as exc:
         print(f"kubectl promscaler: {exc}", file=sys.stderr)
         return 2
+    if argv is None:  # run by kubectl as its own process
+        commands.lean(command)
     return commands.main([command, *rest])
 
 

@@ -1,13 +1,13 @@
-"""The kubernetes client's parent packages, left unexecuted in the adapter's and the controller's
-processes (adapter/__main__.py, autoscaler/__main__.py `run`).
+"""The kubernetes client's parent packages, left unexecuted in the adapter's process and the
+autoscaler's commands' (adapter/__main__.py, autoscaler/__main__.py `lean`, the kubectl plugin).
 
 `kubernetes/__init__.py` imports the synchronous client (its configuration: requests, urllib3,
 oauthlib; its models: pydantic), its dynamic client (jsonschema, when kubernetes-validate is
 installed), watch, stream and leader election, and `kubernetes/aio/__init__.py` their asyncio twins
-(the asyncio ApiClient among them); both processes use only `kubernetes.aio.client`'s `rest` and
+(the asyncio ApiClient among them); these processes use only `kubernetes.aio.client`'s `rest` and
 `configuration` and `kubernetes.aio.config` (promscaler.kubeapi, promscaler.kubeconfig). They were
-~250 ms of the adapter's connected start and ~180 ms of CPU of the controller's on a 2-core machine
-(bench/adapter_bench.py --only startup_connected)."""
+~250 ms of the adapter's connected start, ~180 ms of CPU of the controller's and half of
+`explain`'s 0.9 s on a 2-core machine (bench/adapter_bench.py --only startup_connected)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ import sys
 
 __all__ = ["LEAN_PACKAGES", "lean_packages"]
 
-LEAN_PACKAGES = ("kubernetes", "kubernetes.aio")
+# `kubernetes/utils/__init__.py` imports its YAML creator and keepalive helpers (urllib3, ~100 ms);
+# promscaler uses only `kubernetes.utils.quantity` (promscaler.quantity).
+LEAN_PACKAGES = ("kubernetes", "kubernetes.aio", "kubernetes.utils")
 
 
 def lean_packages(names: tuple[str, ...] = LEAN_PACKAGES) -> None:

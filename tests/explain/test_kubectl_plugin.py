@@ -13,7 +13,7 @@ import yaml
 from kubesim.net import free_port
 
 from ..controller.conftest import ROOT, autoscaler, deployment, pods_metric
-from ..support import kubectl
+from ..support import API_CLIENT, import_order, kubectl
 
 
 def _kubeconfig(path: Path, sim, current: str) -> str:
@@ -69,10 +69,16 @@ async def test_explain_with_kubectls_namespace_context_and_kubeconfig(sim, fake,
     code, out, err = await _kubectl("promscaler", "explain", "web", "--kubeconfig", on_gone, home=tmp_path)
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and err.startswith("autoscaler explain: HorizontalAutoscaler gone/web: the API server")
-    # the text report, as without kubectl
-    code, out, err = await _kubectl("promscaler", "explain", "web", home=tmp_path, kubeconfig_env=on_shop)
+    # the text report, as without kubectl; the plugin's process imports the client's asyncio half
+    # only (promscaler.kubepackages): not the synchronous client, its ApiClient, nor what the
+    # packages' `__init__` files import (urllib3: `kubernetes.utils`, the quantity parser's package)
+    code, out, err = await _kubectl("promscaler", "explain", "web", home=tmp_path, kubeconfig_env=on_shop,
+                                    extra_env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert code == 0, err
     assert "HorizontalAutoscaler shop/web (live)" in out
+    imported = set(import_order(err))
+    assert {"kubernetes.aio.client.rest", "kubernetes.utils.quantity"} <= imported
+    assert imported & {*API_CLIENT, "kubernetes.client", "kubernetes.config", "urllib3"} == set()
 
 
 async def test_simulate_through_kubectl_and_flags_that_do_not_apply(tmp_path: Path):
