@@ -37,9 +37,9 @@ from .fields import SpecError
 from .model import Pause
 from .spec import HPASpec, parse_spec
 
-__all__ = ["API_VERSION", "KIND", "ScaledObject", "is_scaled_object", "read_scaled_object", "write_scaled_object"]
+__all__ = ["GROUP", "KIND", "ScaledObject", "is_scaled_object", "read_scaled_object", "write_scaled_object"]
 
-API_VERSION, KIND = "keda.sh/v1alpha1", "ScaledObject"
+GROUP, KIND = "keda.sh", "ScaledObject"  # any version of the group: v1alpha1 today
 TRIGGERS = ("prometheus", "cpu", "memory")
 DEFAULT_MAX, DEFAULT_POLLING, DEFAULT_COOLDOWN = 100, 30, 300
 KEDA_PAUSED, KEDA_PAUSED_REPLICAS = "autoscaling.keda.sh/paused", "autoscaling.keda.sh/paused-replicas"
@@ -87,7 +87,7 @@ class ScaledObject:
 
 
 def is_scaled_object(doc: Any) -> bool:
-    return isinstance(doc, Mapping) and doc.get("kind") == KIND and str(doc.get("apiVersion")).startswith("keda.sh/")
+    return isinstance(doc, Mapping) and doc.get("kind") == KIND and str(doc.get("apiVersion")).startswith(f"{GROUP}/")
 
 
 def _known(raw: Mapping[str, Any], path: str, supported: set[str]) -> None:
