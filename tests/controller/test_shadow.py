@@ -7,6 +7,11 @@ lastScaleTime, conditions), as the HPA controller does, following a script whose
 worked out by hand from the Kubernetes algorithm (including scale-downs limited by a Pods policy
 of 1 pod per 4 s, i.e. per two syncs). The shadow must agree with it decision by decision, write
 nothing at all, and say so in its counters and its /debug/shadow summary.
+
+Which status each comparison sees, and which scale events fall in a policy's period, depend on
+the shadow's sync times relative to the real HPA's. Played on the wall clock, a real sync 0.3 s
+slow or a shadow sync 0.5 s late (a loaded machine) changes the outcome; so the decision-by-decision
+test runs both controllers on one clock moved by the script (`Lockstep`).
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -23,6 +29,7 @@ import pytest
 import yaml
 
 from kubesim.apiserver import KubeSim
+from promscaler.selectors import parse_selector
 from promscaler.times import format_time
 
 from .conftest import (
@@ -41,6 +48,7 @@ from .conftest import (
 HPA_API = ("autoscaling/v2", "HorizontalPodAutoscaler")
 KEY = ("HorizontalPodAutoscaler", NS, "web")
 PERIOD = 2.0  # the sync period of both controllers
+LEAD = 0.4  # the shadow syncs this long before the real HPA: a fifth of the period (docs/shadow-mode.md)
 BEHAVIOR = {
     "scaleDown": {"stabilizationWindowSeconds": 0, "policies": [{"type": "Pods", "value": 1, "periodSeconds": 4}]},
     "scaleUp": {"stabilizationWindowSeconds": 0, "policies": [{"type": "Pods", "value": 4, "periodSeconds": 4}]},
@@ -92,15 +100,16 @@ def metrics(bare):
 class RealHpa:
     """kube-controller-manager's HPA controller, played from a script: scale first, then status."""
 
-    def __init__(self, sim: KubeSim) -> None:
+    def __init__(self, sim: KubeSim, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         api = kubernetes.client.ApiClient(sim.client_configuration())
         self.apps = kubernetes.client.AppsV1Api(api)
         self.autoscaling = kubernetes.client.AutoscalingV2Api(api)
+        self.clock = clock
         self.status: dict[str, Any] = {}
         self.writes = 0
 
     def sync(self, current: int, desired: int, limited: str, per_pod_milli: int, write_scale: bool = True) -> None:
-        now = format_time(datetime.now(UTC))
+        now = format_time(self.clock())
         if desired != current and write_scale:
             self.apps.patch_namespaced_deployment_scale("web", NS, {"spec": {"replicas": desired}})
         able = (("SucceededRescale", f"the HPA controller was able to update the target scale to {desired}")
@@ -127,8 +136,68 @@ class RealHpa:
 
     def _condition(self, type_: str, status: str, reason: str, message: str) -> dict[str, str]:
         old = next((c for c in self.status.get("conditions") or () if c["type"] == type_), None)
-        since = old["lastTransitionTime"] if old and old["status"] == status else format_time(datetime.now(UTC))
+        since = old["lastTransitionTime"] if old and old["status"] == status else format_time(self.clock())
         return {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": since}
+
+
+class Lockstep:
+    """One clock for both controllers, moved by the script, and the shadow's syncs taken in turns.
+
+    The shadow's reconciler and book read this clock (both accept one) and the real HPA stamps its
+    status with it, so every time the shadow decides with (its sync, the date of its decision, the
+    real scale events it counts) comes from the script: the real HPA syncs at its script times, the
+    shadow at the times its own schedule asks for (its last sync plus the delay it queued). The wall
+    clock only says when the shadow's timer fires: a sync then waits for its turn, given once the
+    state it reads is in place, so a slow machine makes the test slower, never different."""
+
+    def __init__(self, controller, now: datetime) -> None:
+        self.controller = controller
+        self.now = now
+        self.shadow_syncs: list[datetime] = []  # when the shadow synced, on this clock
+        self.asked: list[float] = []            # the delays it queued its next sync with
+        self._turn = asyncio.Event()
+        self._free = False
+        controller.reconciler.clock = controller.shadow.clock = self
+        sync, add_after = controller.reconciler.sync, controller.queue.add_after
+
+        async def on_turn(key):
+            await self._turn.wait()
+            if not self._free:
+                self._turn.clear()
+            return await sync(key)
+
+        def recording(key, delay: float) -> None:
+            self.asked.append(delay)
+            add_after(key, delay)
+
+        controller.reconciler.sync = on_turn
+        controller.queue.add_after = recording
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    async def shadow_sync(self) -> None:
+        """The shadow's next sync, at the time it asked for (the first one at the clock's time)."""
+        if self.shadow_syncs:
+            self.now = self.shadow_syncs[-1] + timedelta(seconds=self.asked[-1])
+        self.shadow_syncs.append(self.now)
+        done = self.controller.syncs + 1
+        self._turn.set()
+        await eventually(lambda: self.controller.syncs >= done)
+
+    def release(self) -> None:
+        """Back to the shadow's own pace (for shutdown: an in-flight sync is waited for)."""
+        self._free = True
+        self._turn.set()
+
+
+def pods_seen(controller, sim: KubeSim, replicas: int) -> bool:
+    """The target has `replicas` running pods, and the controller's pod cache holds just those."""
+    selector = parse_selector("app=web")
+    cached = [controller.pods.info(key) for key in controller.pods.select(NS, selector)]
+    names = pods_matching(sim, NS, "app=web")
+    return (len(names) == replicas and sorted(p.name for p in cached if p) == names
+            and all(p and p.phase == "Running" and p.ready for p in cached))
 
 
 def record_requests(controller) -> list[tuple[str, str]]:
@@ -156,28 +225,43 @@ async def test_shadow_agrees_with_the_real_hpa_decision_by_decision_and_writes_n
     bare.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")], behavior=BEHAVIOR,
                           kind="HorizontalPodAutoscaler"))
     await eventually(lambda: len(pods_matching(bare, NS, "app=web")) == 4)
-    real = RealHpa(bare)
-    loop = asyncio.get_running_loop()
+    start = datetime.now(UTC).replace(microsecond=0)
+    real_syncs = [start + timedelta(seconds=0.3 + k * PERIOD) for k in range(len(SCRIPT))]
     s = settings(dry_run=True, reconcile_native_hpas=True, sync_period=PERIOD, http_port=0, http_host="127.0.0.1")
     async with running(bare, s) as controller:
         sent = record_requests(controller)
-        await eventually(lambda: controller.syncs >= 1)  # the shadow's first decision, before the real HPA's first sync
-        port = await eventually(lambda: controller.http_port)
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-            assert (await http.get("/readyz")).status_code == 200  # ready without the CRD
-            start = loop.time() + 0.3
-            for k, (_, current, desired, limited) in enumerate(SCRIPT):
-                await asyncio.sleep(max(0.0, start + k * PERIOD - loop.time()))  # the real HPA's resync schedule
-                load = SCRIPT[k][0]
-                await asyncio.to_thread(real.sync, current, desired, limited, math.ceil(load / current))
-                if k + 1 < len(SCRIPT):
-                    metrics.pods[(NS, "http_requests")] = per_pod(SCRIPT[k + 1][0])
-            # the last decision is compared at the shadow's next sync: the real status held
-            await eventually(lambda: len(comparisons(controller)) >= len(SCRIPT))
-            summary = (await http.get("/debug/shadow")).text
-            summary_json = (await http.get("/debug/shadow", params={"format": "json"})).json()
-            exported = (await http.get("/metrics")).text
+        clock = Lockstep(controller, start)  # before the controller's first sync: it has not run yet
+        real = RealHpa(bare, clock)
+        try:
+            await eventually(lambda: pods_seen(controller, bare, 4))
+            await clock.shadow_sync()  # the shadow's first decision, before the real HPA's first sync
+            port = await eventually(lambda: controller.http_port)
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+                assert (await http.get("/readyz")).status_code == 200  # ready without the CRD
+                for k, (load, current, desired, limited) in enumerate(SCRIPT):
+                    clock.now = real_syncs[k]
+                    writes = real.writes
+                    await asyncio.to_thread(real.sync, current, desired, limited, math.ceil(load / current))
+                    if real.writes > writes:  # seen by the shadow: it settles the comparison of its last decision
+                        await eventually(lambda n=k + 1: len(comparisons(controller)) == n)
+                    # what the shadow's next sync reads: the target's pods, their metric
+                    await eventually(lambda n=desired: pods_seen(controller, bare, n))
+                    if k + 1 < len(SCRIPT):
+                        metrics.pods[(NS, "http_requests")] = per_pod(SCRIPT[k + 1][0])
+                    await clock.shadow_sync()
+                # the last decision is compared at the shadow's next sync: the real status held
+                assert len(comparisons(controller)) == len(SCRIPT)
+                summary = (await http.get("/debug/shadow")).text
+                summary_json = (await http.get("/debug/shadow", params={"format": "json"})).json()
+                exported = (await http.get("/metrics")).text
+        finally:
+            clock.release()
 
+    # the shadow locked onto the real HPA's phase: from the sync after it first saw a status update
+    # (its own schedule until then), it synced LEAD before each real sync
+    assert clock.shadow_syncs[2:] == [t - timedelta(seconds=LEAD) for t in real_syncs[2:]] + [
+        real_syncs[-1] + timedelta(seconds=PERIOD - LEAD)]
+    assert real_syncs[0] < clock.shadow_syncs[1] < real_syncs[1]
     expected = [(d, d) for _, _, d, _ in SCRIPT]
     assert comparisons(controller)[:len(SCRIPT)] == expected
     assert real.writes == len(SCRIPT) - 1  # the last sync changed nothing: compared as "status held"

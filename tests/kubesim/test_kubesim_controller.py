@@ -114,20 +114,26 @@ def test_pod_created_through_the_api_is_started(sim: KubeSim, ns: str, core: cli
 
 def test_subscribe_sees_pods_come_and_go(sim: KubeSim, ns: str) -> None:
     seen: list[tuple[str, str]] = []
+    witness: list[tuple[str, str]] = []  # subscribed throughout: what `seen` would have got
     unsubscribe = sim.subscribe(
         "v1", "Pod", lambda kind, obj: seen.append((kind, obj["metadata"]["name"])), namespace=ns
     )
+    sim.subscribe("v1", "Pod", lambda kind, obj: witness.append((kind, obj["metadata"]["name"])), namespace=ns)
     sim.apply(deployment("web", replicas=1, namespace=ns))
     wait_for(lambda: any(k == "ADDED" for k, _ in seen))
     name = next(n for k, n in seen if k == "ADDED")
     sim.delete("apps/v1", "Deployment", ns, "web")
     wait_for(lambda: ("DELETED", name) in seen)
     unsubscribe()
-    count = len(seen)
+    before = list(seen)
     sim.apply(deployment("web2", replicas=1, namespace=ns))
-    wait_for(lambda: len(sim.list("v1", "Pod", ns)) == 1)
-    time.sleep(0.1)
-    assert len(seen) == count
+    wait_for(lambda: any(k == "ADDED" and n != name for k, n in witness))
+    later = next(n for k, n in witness if k == "ADDED" and n != name)
+    sim.delete("apps/v1", "Deployment", ns, "web2")
+    # each change is handed to every subscriber in the server's loop before the next change is:
+    # once the witness has the pod's deletion, `seen` has had every event it could be given
+    wait_for(lambda: ("DELETED", later) in witness)
+    assert seen == before == witness[:len(before)]
 
 
 def test_events(ns: str, core: client.CoreV1Api) -> None:
