@@ -507,11 +507,11 @@ class Discovery:
                 for task in asked.values():  # guessed labels that name no resource in the cluster's table
                     _drop(task)
 
-        names, (asked, carried) = await asyncio.gather(
+        names, (asked_about, carried) = await asyncio.gather(
             self._asked(query, "names", lambda: self._fresh_names(query, start)), names_carrying())
         carried_by_all = dict.fromkeys(resource_labels(sorted(required_labels(query)), converters), "")
         present: dict[str, dict[str, str]] = {name: {"__name__": name, **carried_by_all} for name in sorted(names)}
-        for label, with_label in zip(asked, carried, strict=True):
+        for label, with_label in zip(asked_about, carried, strict=True):
             for name in _strings(with_label, "label values"):
                 if name in present:
                     present[name][label] = ""
