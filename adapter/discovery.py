@@ -264,10 +264,9 @@ def resource_labels(labels: Sequence[str], converters: Sequence[ResourceConverte
             and any(c.resource_for_label(label) is not None for c in converters)]
 
 
-def to_ask(query: str, labels: Sequence[str]) -> list[str]:
+def to_ask(required: frozenset[str], labels: Sequence[str]) -> list[str]:
     """The resource labels for which Prometheus is asked which names carry them: not those the
-    seriesQuery itself requires (`required_labels`), which every name it lists carries."""
-    required = required_labels(query)
+    seriesQuery itself requires (`required`, its `required_labels`), which every name it lists carries."""
     return [label for label in labels if label not in required]
 
 
@@ -306,7 +305,7 @@ class FirstQuestions:
                         converters: list[ResourceConverter], start: float | None) -> dict[str, asyncio.Task]:
         found = _strings(await labels, "labels")
         return {label: asyncio.create_task(prometheus.label_values("__name__", carrying(query, label), start))
-                for label in to_ask(query, resource_labels(found, converters))}
+                for label in to_ask(required_labels(query), resource_labels(found, converters))}
 
     def take(self, query: str, question: str) -> asyncio.Task | None:
         return self._tasks.pop((query, question), None)
@@ -486,6 +485,7 @@ class Discovery:
     async def _aggregated(self, query: str, rules: CompiledRules, start: float | None) -> list[dict[str, str]]:
         converters = [r.converter for r in rules.rules if r.series_query == query]
         carrying(query, "x")  # a plain selector, or nothing to aggregate
+        required = required_labels(query)
 
         async def names_carrying() -> tuple[list[str], list[Any]]:
             # Which names carry each resource label needs only the label list: asked while the
@@ -501,7 +501,7 @@ class Discovery:
                 return task if task is not None else self.prometheus.label_values("__name__", carrying(query, label),
                                                                                  start)
             try:
-                asking = to_ask(query, found)
+                asking = to_ask(required, found)
                 return asking, await asyncio.gather(*(ask(label) for label in asking))
             finally:
                 for task in asked.values():  # guessed labels that name no resource in the cluster's table
@@ -509,7 +509,7 @@ class Discovery:
 
         names, (asked_about, carried) = await asyncio.gather(
             self._asked(query, "names", lambda: self._fresh_names(query, start)), names_carrying())
-        carried_by_all = dict.fromkeys(resource_labels(sorted(required_labels(query)), converters), "")
+        carried_by_all = dict.fromkeys(resource_labels(sorted(required), converters), "")
         present: dict[str, dict[str, str]] = {name: {"__name__": name, **carried_by_all} for name in sorted(names)}
         for label, with_label in zip(asked_about, carried, strict=True):
             for name in _strings(with_label, "label values"):

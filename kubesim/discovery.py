@@ -14,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from promscaler.apidiscovery import AGGREGATED_TYPE
-
-__all__ = ["AGGREGATED_TYPE", "group_discovery", "group_discovery_list", "version_discovery", "wants_aggregated"]
+__all__ = ["group_discovery", "group_discovery_list", "version_discovery", "wants_aggregated"]
 
 Obj = dict[str, Any]
 

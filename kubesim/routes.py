@@ -24,6 +24,7 @@ from kubesim.protobuf import decode_object
 from kubesim.resources import ResourceType
 from kubesim.views import VERSION_INFO, openapi_document, openapi_index, table
 from promscaler import wire
+from promscaler.apidiscovery import AGGREGATED_TYPE
 from promscaler.selectors import SelectorError
 from promscaler.status import BadRequest, Gone, InternalError, MethodNotAllowed, NotFound, StatusError, Unauthorized
 from promscaler.times import micro_time
@@ -159,7 +160,7 @@ def create_app(sim: KubeSim) -> FastAPI:
     def aggregated_response(groups: dict[str, list[Obj]]) -> Response:
         """APIGroupDiscoveryList of group -> its APIVersionDiscovery entries, preferred first."""
         doc = discovery.group_discovery_list(discovery.group_discovery(g, vs) for g, vs in groups.items())
-        return Response(orjson.dumps(doc), media_type=discovery.AGGREGATED_TYPE, headers={"Vary": "Accept"})
+        return Response(orjson.dumps(doc), media_type=AGGREGATED_TYPE, headers={"Vary": "Accept"})
 
     def local_versions(group: str, versions: list[str]) -> list[Obj]:
         return [discovery.version_discovery(group, v, (r for t in cluster.registry.in_group_version(group, v)

@@ -117,8 +117,8 @@ class Kube:
         if query:
             url += "?" + _query_string(query)
         headers = {"Accept": accept, "Content-Type": content_type, "User-Agent": self.user_agent}
-        auth = (await self.configuration.auth_settings()).get("BearerToken")
-        if auth and auth["in"] == "header" and auth["type"] != "http-signature" and auth["value"] is not None:
+        auth = (await self.configuration.auth_settings()).get("BearerToken")  # an api key, in a header
+        if auth and auth["value"] is not None:
             headers[auth["key"]] = auth["value"]
         return url, headers
 

@@ -282,10 +282,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     ranked = choose(scores, budget * MARGIN, given)
     replayed = time.perf_counter() - started - fetched
     best_knobs = ranked[0][0]
-    given_setting = search.setting(given)
-    best_setting = search.setting(best_knobs)
     table_rows = _distinct(ranked, args.top)
     shown = {k: search.setting(k) for k in dict.fromkeys([given, best_knobs, *(k for k, _ in table_rows)])}
+    given_setting, best_setting = shown[given], shown[best_knobs]
     held: dict[Knobs, tuple[Score, Replay]] = {k: search.held_out(s) for k, s in shown.items()}
     given_held, best_held = held[given][0], held[best_knobs][0]
     held_budget = given_held.seconds_under if share is None else share * held_seconds
