@@ -28,6 +28,8 @@ from kubesim.processes import AdapterProcess, stop_process
 from promscaler.kubeapi import ApiError, Kube
 from promscaler.kubeconfig import ConfigNotFound, Source, context_namespace, load_configuration, locate
 
+from ..support import run_kubectl
+
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "tests" / "adapter" / "rules.yaml"
 
@@ -288,8 +290,7 @@ async def test_the_sandboxs_kubeconfig_names_its_https_ca(tmp_path):
                 answers[name] = "unverified"
             finally:
                 await kube.close()
-            kubectl = subprocess.run([shutil.which("kubectl") or "kubectl", "--kubeconfig", path, "get", "namespaces",
-                                      "-o", "name"], capture_output=True, text=True, timeout=60)
+            kubectl = run_kubectl(path, "get", "namespaces", "-o", "name")
             answers[f"kubectl {name}"] = ("default" in kubectl.stdout if kubectl.returncode == 0
                                           else "x509" in kubectl.stderr and "unverified")
     assert answers == {"with the CA": "APIVersions", "without": "unverified",
