@@ -56,8 +56,9 @@ def parse_duration(value: str | int | float) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """Whole-second durations as Prometheus spells them (`1m30s`, `23h30m`, `1d1h`, `7d`), with
-    `ms` below a second; parse_duration reads them back."""
+    """Whole-second durations as Prometheus spells them (`1m30s`, `23h30m`, `1d1h`), with `ms`
+    below a second, but days the largest unit (`7d`, as seasons are written; Prometheus: `1w`);
+    parse_duration reads them back."""
     if seconds < 1 and seconds != 0:
         return f"{round(seconds * 1000)}ms"
     d, rest = divmod(round(seconds), 86400)

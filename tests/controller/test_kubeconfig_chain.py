@@ -17,7 +17,6 @@ import aiohttp
 import httpx
 import pytest
 import yaml
-from kubernetes.aio.client.configuration import Configuration
 from kubernetes.aio.config.incluster_config import InClusterConfigLoader
 
 from adapter.security import pki
@@ -27,6 +26,8 @@ from kubesim.net import free_port
 from kubesim.processes import AdapterProcess, stop_process
 from promscaler.kubeapi import ApiError, Kube
 from promscaler.kubeconfig import ConfigNotFound, Source, context_namespace, load_configuration, locate
+
+from ..support import run_kubectl
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "tests" / "adapter" / "rules.yaml"
@@ -199,17 +200,24 @@ async def test_in_cluster_against_the_sandbox_over_tls(tmp_path):
         assert denied.value.status == 401
 
 
-async def test_a_rotated_service_account_token_is_sent_once_the_client_reads_it_again(tmp_path):
-    """The kubelet rotates the projected token; the official in-cluster loader's refresh hook reads
-    the file again a minute after its last read, and each request asks the configuration for the
-    token (Configuration.auth_settings), so the new one is sent from then on."""
+async def test_a_rotated_service_account_token_is_sent_once_the_client_reads_it_again(tmp_path, monkeypatch):
+    """The kubelet rotates the projected token; the official in-cluster loader's refresh hook (which
+    load_configuration keeps) reads the file again a minute after its last read, and each request
+    asks the configuration for the token (Configuration.auth_settings), so the new one is sent from
+    then on."""
+    loaders: list[InClusterConfigLoader] = []  # the one load_configuration uses: its clock is moved below
+    load_and_set = InClusterConfigLoader.load_and_set
+
+    def recorded(self: InClusterConfigLoader, cfg: object) -> None:
+        loaders.append(self)
+        load_and_set(self, cfg)
+
+    monkeypatch.setattr(InClusterConfigLoader, "load_and_set", recorded)
     ca, tls = _https(tmp_path)
     with KubeSim(token="first-token", authenticate=True, tls=tls) as sim:
         sa, environ = _pod(sim, tmp_path, "first-token", ca)
-        loader = InClusterConfigLoader(token_filename=str(sa / "token"), cert_filename=str(sa / "ca.crt"),
-                                       environ=environ)
-        cfg = Configuration()
-        loader.load_and_set(cfg)
+        cfg, _ = await load_configuration(None, environ=environ, home=tmp_path, service_account_dir=sa)
+        [loader] = loaders
         kube = Kube(cfg)
 
         async def answer() -> int:
@@ -288,8 +296,7 @@ async def test_the_sandboxs_kubeconfig_names_its_https_ca(tmp_path):
                 answers[name] = "unverified"
             finally:
                 await kube.close()
-            kubectl = subprocess.run([shutil.which("kubectl") or "kubectl", "--kubeconfig", path, "get", "namespaces",
-                                      "-o", "name"], capture_output=True, text=True, timeout=60)
+            kubectl = run_kubectl(path, "get", "namespaces", "-o", "name")
             answers[f"kubectl {name}"] = ("default" in kubectl.stdout if kubectl.returncode == 0
                                           else "x509" in kubectl.stderr and "unverified")
     assert answers == {"with the CA": "APIVersions", "without": "unverified",

@@ -54,7 +54,6 @@ async def test_scale_line_names_the_autoscaler_and_the_target(sim, fake, caplog)
                for line in lines), lines
 
 
-
 @contextlib.contextmanager
 def held_events(controller, *reasons: str) -> Iterator[asyncio.Event]:
     """The controller's Event writes with these reasons wait until the returned event is set: what
@@ -72,6 +71,7 @@ def held_events(controller, *reasons: str) -> Iterator[asyncio.Event]:
         yield release
     finally:
         release.set()
+        controller.reconciler.events.record = record
 
 
 async def test_a_failed_sync_is_logged_before_its_event_is_written(sim, fake, caplog):

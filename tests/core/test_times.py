@@ -28,7 +28,8 @@ def test_parse_duration_rejects(bad):
 
 def test_format_duration():
     assert [format_duration(s) for s in (90, 300, 3600, 0.5, 0, 3661)] == ["1m30s", "5m", "1h", "500ms", "0s", "1h1m1s"]
-    # whole days as Prometheus spells them (backtest's "fetched 1d1h of history", docs/forecast-and-tune.md)
+    # whole days as Prometheus spells them (backtest's "fetched 1d1h of history", docs/forecast-and-tune.md),
+    # except that a week stays 7d as the docs' `seasons: [7d, 1d]` (Prometheus' model.Duration prints 1w)
     assert [format_duration(s) for s in (86400, 90000, 7 * 86400, 86401, 84600)] == ["1d", "1d1h", "7d", "1d1s",
                                                                                       "23h30m"]
     assert parse_duration(format_duration(90061)) == 90061

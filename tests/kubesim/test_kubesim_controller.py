@@ -118,7 +118,8 @@ def test_subscribe_sees_pods_come_and_go(sim: KubeSim, ns: str) -> None:
     unsubscribe = sim.subscribe(
         "v1", "Pod", lambda kind, obj: seen.append((kind, obj["metadata"]["name"])), namespace=ns
     )
-    sim.subscribe("v1", "Pod", lambda kind, obj: witness.append((kind, obj["metadata"]["name"])), namespace=ns)
+    unsubscribe_witness = sim.subscribe("v1", "Pod", lambda kind, obj: witness.append((kind, obj["metadata"]["name"])),
+                                        namespace=ns)
     sim.apply(deployment("web", replicas=1, namespace=ns))
     wait_for(lambda: any(k == "ADDED" for k, _ in seen))
     name = next(n for k, n in seen if k == "ADDED")
@@ -133,6 +134,7 @@ def test_subscribe_sees_pods_come_and_go(sim: KubeSim, ns: str) -> None:
     # each change is handed to every subscriber in the server's loop before the next change is:
     # once the witness has the pod's deletion, `seen` has had every event it could be given
     wait_for(lambda: ("DELETED", later) in witness)
+    unsubscribe_witness()
     assert seen == before == witness[:len(before)]
 
 
