@@ -430,8 +430,8 @@ LIBRARIES_CONNECTED = (f"{LIBRARIES}; from promscaler.kubeconfig import kube_con
 
 
 def _time_imports(code: str) -> tuple[float, float, float]:
-    """A fresh process that runs `code` (this checkout): (wall seconds from spawn to exit, its CPU
-    seconds, 0.0: nothing to be ready for)."""
+    """A fresh process that runs `code` (this checkout), in `_time_start`'s shape: (wall seconds
+    from spawn to exit, the same again: nothing to be ready for, its CPU seconds)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

@@ -15,7 +15,9 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import looptime
+from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.controller.controller import Controller, Settings
 from kubesim.apiserver import KubeSim
@@ -132,6 +134,14 @@ def discovery_requests(sim: KubeSim, since: int = 0) -> list[str]:
     assert sim.requests is not None, "KubeSim(requests=True) logs requests"
     return [p for m, p in sim.requests[since:] if m == "GET" and (
         p in ("/api", "/apis", "/api/v1") or (p.startswith("/apis/") and p.count("/") == 3))]
+
+
+def prometheus_requests(url: str, handler: str = "/api/v1/query") -> float:
+    """The requests Prometheus at `url` has answered at `handler` (instant queries by default), by
+    its own counter (`prometheus_http_requests_total`), read without querying."""
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    return sum(s.value for fam in text_string_to_metric_families(text) for s in fam.samples
+               if s.name == "prometheus_http_requests_total" and s.labels.get("handler") == handler)
 
 
 def kubectl_ok(kubeconfig: str | Path, *args: str, timeout: float = 60.0) -> str:

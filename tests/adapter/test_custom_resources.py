@@ -17,10 +17,10 @@ from adapter.naming import BUILTIN_TABLE, ResourceTable, compile_rules, normaliz
 from adapter.rules import RuleError, parse_rules
 from kubesim.apiserver import KubeSim
 from kubesim.prometheus import PrometheusServer, start_backfilled
-from promscaler.apidiscovery import AGGREGATED_ACCEPT, parse_resource_list, preferred_group_versions
+from promscaler.apidiscovery import AGGREGATED_ACCEPT, parse_resource_list, preferred_group_versions, preferred_versions
 
 from ..support import discovery_requests
-from .conftest import AdapterProcess, PromQL, approx, run_adapter
+from .conftest import AdapterProcess, PromQL, StubAPI, approx, run_adapter, serving
 
 STEP = 15
 COUNTERS = {  # (namespace, rollout) -> per-second rate
@@ -295,8 +295,6 @@ def test_parse_resource_list_records_subresources():
 
 def test_preferred_versions_skips_malformed_entries_as_the_legacy_parser_does():
     """An entry that is not an object (a resource, its responseKind) is skipped, not a crash."""
-    from promscaler.apidiscovery import preferred_versions
-
     doc = {"items": [{"metadata": {"name": "apps"}, "versions": [{"version": "v1", "resources": [
         "deployments", {"resource": "jobs", "responseKind": "Job"},
         {"resource": "deployments", "responseKind": {"kind": "Deployment"}, "scope": "Namespaced"}]}]}]}
@@ -461,7 +459,6 @@ def logged_sim() -> Iterator[KubeSim]:
 
 async def test_aggregated_discovery_reads_the_legacy_walks_table_in_two_requests(logged_sim):
     from adapter.kube import LabelCache, client
-    from promscaler.apidiscovery import preferred_versions
 
     sim = logged_sim
     cache = LabelCache(client(sim.aio_client_configuration()))
@@ -517,8 +514,6 @@ def test_the_adapter_starts_with_two_discovery_requests(logged_sim, prom, rules_
 
 async def test_a_stale_aggregated_api_keeps_its_known_resources(logged_sim):
     from adapter.kube import LabelCache, client
-
-    from .conftest import StubAPI, serving
 
     widgets = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "example.com/v1",
                "resources": [{"name": "widgets", "singularName": "widget", "namespaced": True, "kind": "Widget",

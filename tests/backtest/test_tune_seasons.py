@@ -29,15 +29,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 from prometheus_api_client import PrometheusConnect
-from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.backtest import tunecli
 from kubesim.adapterrules import gauge_rule
 from kubesim.prometheus import PrometheusServer, start_backfilled
+from tests.support import prometheus_requests
 
 from . import data
 
@@ -60,6 +59,7 @@ def weekly() -> Iterator[tuple[PrometheusServer, int]]:
 
 
 SEASON_SETS = ("10m", "30m", "30m,10m")
+RANGE = "/api/v1/query_range"  # Prometheus' handler of range queries
 
 
 def _tune(weekly, tmp_path: Path, start: int, seasons: tuple[str, ...] = SEASON_SETS) -> tuple[str, dict]:
@@ -107,13 +107,6 @@ def test_tune_chooses_the_season_that_foresees_the_spike(weekly, tmp_path: Path)
     assert "rules file: set forecast.seasons to [30m" in out
 
 
-def _range_queries(url: str) -> float:
-    """The range queries Prometheus has answered, by its own counter."""
-    text = httpx.get(f"{url}/metrics", timeout=10).text
-    return sum(s.value for fam in text_string_to_metric_families(text) for s in fam.samples
-               if s.name == "prometheus_http_requests_total" and s.labels.get("handler") == "/api/v1/query_range")
-
-
 def test_season_sets_the_history_does_not_cover_are_not_fetched(weekly, tmp_path: Path, monkeypatch):
     prom, t0 = weekly
     start = t0 + 1200
@@ -130,9 +123,9 @@ def test_season_sets_the_history_does_not_cover_are_not_fetched(weekly, tmp_path
         return ask(self, query, *args, **kwargs)
 
     monkeypatch.setattr(PrometheusConnect, "custom_query_range", spy)
-    before = _range_queries(prom.url)
+    before = prometheus_requests(prom.url, RANGE)
     out, report = _tune(weekly, tmp_path / "asked", start)
-    assert _range_queries(prom.url) - before == len(sent)  # the spy saw every range query Prometheus answered
+    assert prometheus_requests(prom.url, RANGE) - before == len(sent)  # the spy saw every range query answered
 
     def seasons_read(query: str) -> set[str]:  # each season's term reads its level window `offset P` back
         return {f"{p}m" for p in (10, 30) if re.search(rf"offset {p * 60}s\b", query)}

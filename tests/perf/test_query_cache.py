@@ -8,14 +8,13 @@ import time
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from adapter.naming import compile_rules
 from adapter.provider import cache_ttl
 from adapter.querycache import QueryCache
 from adapter.rules import parse_rules
 from adapter.ttlcache import TTLCache
-from tests.support import wait_for
+from tests.support import prometheus_requests, wait_for
 
 from .conftest import AdapterProcess, Clock, direct
 
@@ -95,12 +94,6 @@ def test_default_freshness(query, flag, expected):
     assert cache_ttl(flag, rules.rules[0]) == expected
 
 
-def _prometheus_query_count(url: str) -> float:
-    text = httpx.get(f"{url}/metrics", timeout=10).text
-    return sum(s.value for fam in text_string_to_metric_families(text) for s in fam.samples
-               if s.name == "prometheus_http_requests_total" and s.labels.get("handler") == "/api/v1/query")
-
-
 QUERIES = "promscaler_adapter_prometheus_query_duration_seconds_count"
 REQUESTS = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/*/requests"
 
@@ -113,7 +106,7 @@ async def test_fifty_clients_one_prometheus_query(prometheus, rules_file):
     try:
         expected = direct(prometheus.url, 'sum(rate(app_requests_total{namespace="web",pod!=""}[1m])) by (pod)')
         before_adapter = adapter.metric(QUERIES, endpoint="query")
-        before_prom = _prometheus_query_count(prometheus.url)
+        before_prom = prometheus_requests(prometheus.url)
         async with httpx.AsyncClient(base_url=adapter.url, timeout=15,
                                      limits=httpx.Limits(max_connections=50)) as client:
             answers = await asyncio.gather(*(client.get(REQUESTS) for _ in range(50)))
@@ -123,7 +116,7 @@ async def test_fifty_clients_one_prometheus_query(prometheus, rules_file):
         items = answers[0].json()["items"]
         assert {i["describedObject"]["name"] for i in items} == set(expected)
         assert adapter.metric(QUERIES, endpoint="query") - before_adapter == 1  # ...from one query
-        assert _prometheus_query_count(prometheus.url) - before_prom == 1
+        assert prometheus_requests(prometheus.url) - before_prom == 1
     finally:
         adapter.stop()
 

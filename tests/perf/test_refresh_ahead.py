@@ -15,10 +15,9 @@ from adapter.naming import compile_rules
 from adapter.provider import CachePolicy, freshness_bound
 from adapter.querycache import QueryCache, refresh_lead
 from adapter.rules import parse_rules
-from tests.support import eventually, in_virtual_time
+from tests.support import eventually, in_virtual_time, prometheus_requests
 
 from .conftest import AdapterProcess, direct
-from .test_query_cache import _prometheus_query_count
 
 TTL = 1.0  # the shortest period refresh-ahead keeps warm
 
@@ -128,7 +127,7 @@ async def test_hpa_pattern_through_the_real_adapter(prometheus, rules_file):
     path = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/*/requests"
     try:
         expected = direct(prometheus.url, 'sum(rate(app_requests_total{namespace="web",pod!=""}[1m])) by (pod)')
-        before = _prometheus_query_count(prometheus.url)
+        before = prometheus_requests(prometheus.url)
         started = time.monotonic()
         async with httpx.AsyncClient(base_url=adapter.url, timeout=15) as client:
             for _ in range(16):
@@ -137,7 +136,7 @@ async def test_hpa_pattern_through_the_real_adapter(prometheus, rules_file):
                     assert r.status_code == 200
                     assert {i["describedObject"]["name"] for i in r.json()["items"]} == set(expected)
                 await asyncio.sleep(0.5)
-        sent = _prometheus_query_count(prometheus.url) - before
+        sent = prometheus_requests(prometheus.url) - before
         elapsed = time.monotonic() - started  # after the count: every query counted was sent within it
         period = 2.0 - refresh_lead(2.0)
         assert 1 <= sent <= elapsed / period + 2  # one per period (plus the first and one in flight)
