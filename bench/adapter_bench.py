@@ -565,12 +565,9 @@ def bench_startup_connected(prom: PrometheusServer, workdir: Path, runs: int, ba
     rules = workdir / "disc-startup-connected.yaml"
     rules.write_text(yaml.safe_dump(yaml.safe_load(data.discovery_rules("10k"))
                                     | {"resourceRules": DEFAULT_RESOURCE_RULES}))
-    ca, serving = pki.self_signed_serving("127.0.0.1")
-    (workdir / "kubesim-ca.crt").write_bytes(ca.cert_pem)
-    pki.write_pair(serving, workdir / "kubesim.crt", workdir / "kubesim.key")
-    with KubeSim(ready_delay=0, bookmark_interval=60, requests=True,
-                 tls=(str(workdir / "kubesim.crt"), str(workdir / "kubesim.key")),
-                 tls_ca=str(workdir / "kubesim-ca.crt")) as sim:
+    _, ca_file, cert, key = pki.write_self_signed(workdir / "kubesim-tls")
+    with KubeSim(ready_delay=0, bookmark_interval=60, requests=True, tls=(str(cert), str(key)),
+                 tls_ca=str(ca_file)) as sim:
         for i, (ns, pod) in enumerate(data.discovery_pods(data.DISCOVERY_SCALES["10k"])):
             sim.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": ns},
                        "spec": {"nodeName": f"node-{i % 10}", "containers": [{"name": "app", "image": "app"}]},

@@ -27,6 +27,7 @@ __all__ = [
     "new_ca",
     "self_signed_serving",
     "write_pair",
+    "write_self_signed",
 ]
 
 
@@ -164,6 +165,16 @@ def write_pair(pair: KeyPair, cert_path: Path, key_path: Path, chain: Sequence[x
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
+
+
+def write_self_signed(directory: Path, host: str = "127.0.0.1") -> tuple[KeyPair, Path, Path, Path]:
+    """`self_signed_serving(host)` written to `directory` for a server and its clients:
+    (the CA, ca.crt, tls.crt, tls.key)."""
+    ca, serving = self_signed_serving(host)
+    ca_file, cert, key = directory / "ca.crt", directory / "tls.crt", directory / "tls.key"
+    write_pair(serving, cert, key)
+    ca_file.write_bytes(ca.cert_pem)
+    return ca, ca_file, cert, key
 
 
 def load_pem_certs(data: bytes) -> list[x509.Certificate]:

@@ -5,6 +5,7 @@ and read back, and how a failed Lease call is reported."""
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 from promscaler.kubeapi import Obj
@@ -29,8 +30,10 @@ def check_timings(lease_duration: float, renew_deadline: float, retry_period: fl
 
 
 def duration_seconds(lease_duration: float) -> int:
-    """`leaseDurationSeconds` is a whole number of seconds, at least one."""
-    return max(1, round(lease_duration))
+    """`leaseDurationSeconds` is a whole number of seconds: rounded up, so that peers never take
+    over before the holder stops acting (its renew deadline is below the duration it was given).
+    client-go truncates; with whole-second flags, as Kubernetes components have, both agree."""
+    return max(1, math.ceil(lease_duration))
 
 
 def held_for(spec: Obj, default: float) -> float:

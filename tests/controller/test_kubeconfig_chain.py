@@ -162,9 +162,7 @@ async def test_in_cluster_uses_the_service_account_token_and_ca(tmp_path):
 
 def _https(tmp_path: Path) -> tuple[pki.KeyPair, tuple[str, str]]:
     """A private CA and a serving certificate for 127.0.0.1 it signed: (the CA, KubeSim's `tls` files)."""
-    ca, serving = pki.self_signed_serving("127.0.0.1")
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    pki.write_pair(serving, cert, key)
+    ca, _, cert, key = pki.write_self_signed(tmp_path)
     return ca, (str(cert), str(key))
 
 
@@ -279,8 +277,7 @@ async def test_the_sandboxs_kubeconfig_names_its_https_ca(tmp_path):
     """KubeSim over https with `tls_ca`: its own kubeconfig names the CA, so the official client
     (through promscaler.kubeconfig) and the real kubectl verify the server as on a real cluster;
     the same kubeconfig without the CA is refused by both (a CA no system store has)."""
-    ca, tls = _https(tmp_path)
-    (tmp_path / "ca.crt").write_bytes(ca.cert_pem)
+    _, tls = _https(tmp_path)
     with KubeSim(tls=tls, tls_ca=str(tmp_path / "ca.crt")) as sim:
         doc = yaml.safe_load(Path(sim.kubeconfig_path).read_text())
         assert doc["clusters"][0]["cluster"]["certificate-authority"] == str(tmp_path / "ca.crt")

@@ -158,10 +158,7 @@ def test_bearer_token_timeout_and_extra_params(token_proxy, prometheus, rules_fi
 
 def test_tls_with_a_private_ca(prometheus, rules_file, tmp_path):
     """https with `--prometheus-ca-file` (a gateway's own CA), token and keep-alive over TLS."""
-    ca, serving = pki.self_signed_serving("127.0.0.1")
-    cert, key, ca_file = tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "ca.crt"
-    pki.write_pair(serving, cert, key)
-    ca_file.write_bytes(ca.cert_pem)
+    _, ca_file, cert, key = pki.write_self_signed(tmp_path)
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(cert, key)
     server = _serve_proxy(prometheus.url, tls)

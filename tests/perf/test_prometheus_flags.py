@@ -27,9 +27,7 @@ def test_url_without_scheme_is_a_one_line_startup_error(rules_file):
 async def test_auth_incluster_uses_the_service_account_token_and_ca(prometheus, tmp_path):
     """Prometheus behind TLS with a private CA and a bearer-token check, as an in-cluster
     kube-rbac-proxy would be: the service account's ca.crt verifies it, its token passes."""
-    ca, serving = pki.self_signed_serving("127.0.0.1")
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    pki.write_pair(serving, cert, key)
+    ca, _, cert, key = pki.write_self_signed(tmp_path)
     sa = tmp_path / "serviceaccount"
     sa.mkdir()
     (sa / "ca.crt").write_bytes(ca.cert_pem)
