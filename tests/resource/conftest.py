@@ -35,9 +35,11 @@ PODS: list[tuple[str, str, str | None, tuple[Container, ...]]] = [
     ("shop", "shop-1", "Running", (Container("app", 2.0005, 1024 * MiB),)),
     ("shop", "web-1", "Running", (Container("app", 0.1255, 32 * MiB),)),  # same name, other namespace
 ]
+# Busy cores half a milli-core off a whole one, as the pods' are: a rate that lands on a whole
+# milli-core (0.75) reads 0.7499999... at some instants, and kubectl prints the truncated milli-cores.
 NODES: list[tuple[str, bool, NodeSeries | None]] = [
-    ("node-1", True, NodeSeries("node-1", {"user": 0.5, "system": 0.25}, 3.0, 16 * 1024**3, 10 * 1024**3)),
-    ("node-2", True, NodeSeries("node-2", {"user": 1.25, "system": 0.125}, 1.0, 8 * 1024**3, 7_000_000_000)),
+    ("node-1", True, NodeSeries("node-1", {"user": 0.5, "system": 0.2505}, 3.0, 16 * 1024**3, 10 * 1024**3)),
+    ("node-2", True, NodeSeries("node-2", {"user": 1.25, "system": 0.1255}, 1.0, 8 * 1024**3, 7_000_000_000)),
     ("node-ghost", False, NodeSeries("node-ghost")),  # Prometheus only
     ("node-3", True, None),  # in the cluster, no samples
 ]
