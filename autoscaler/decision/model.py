@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from .clock import delta
+from .kubeversion import CURRENT, KubeVersion
 
 # --- the world at one instant ------------------------------------------------------------------
 
@@ -109,6 +110,8 @@ class ControllerConfig:
     cpu_initialization_period: float = 300.0
     initial_readiness_delay: float = 30.0
     downscale_stabilization_window: float = 300.0
+    # The release whose HPA controller this decision follows (autoscaler.decision.kubeversion).
+    kube_version: KubeVersion = CURRENT
     # The two CPU periods as timedeltas, derived once here for the calculator's per-sync use.
     cpu_initialization_delta: timedelta = field(init=False, repr=False, compare=False)
     initial_readiness_delta: timedelta = field(init=False, repr=False, compare=False)
