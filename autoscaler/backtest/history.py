@@ -12,10 +12,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from prometheus_api_client import MetricRangeDataFrame, PrometheusConnect
+
+if TYPE_CHECKING:  # plan.py and before.py read this module's Grid and Series
+    from .before import Before
+    from .plan import Reading
 
 __all__ = ["CHUNK_POINTS", "Fetcher", "Grid", "HistoryError", "Series"]
 
@@ -93,6 +98,14 @@ class Fetcher:
                 done += 1
                 progress(done, len(chunks))
         return {q: _on_grid(frames[q], grid) for q in unique}
+
+    def read(self, reading: Reading, progress: Callable[[int, int], None] = lambda done, total: None
+             ) -> tuple[dict[str, Series], list[tuple[Before, Grid, Series]]]:
+        """A plan's history: first what its forecasts read before --from, which decides the season
+        sets kept (`Reading.keep_covered`), then every query kept over the grid in one pass."""
+        before = [(b, grid, self.fetch([b.base], grid)[b.base]) for b, grid in reading.before]
+        reading.keep_covered(before)
+        return self.fetch(reading.promql(), reading.grid, progress), before
 
 
 def _on_grid(frames: list[pd.DataFrame], grid: Grid) -> Series:

@@ -1,9 +1,9 @@
 """The plan of a backtest or tune: the specs and the adapter's rules -> every PromQL to fetch.
 
-The only thing it needs from Prometheus, the metric names a rule's seriesQuery finds, is handed
-in (`SeriesNames`, memoized by the caller: asked only for the rules the search reaches). Then
-`cli.read_histories` fetches every query of the plan in one pass, and the replays read the
-fetched series.
+The read path is plan (here: `plan_reading`), fetch (`history.Fetcher.read`), replay; `read`
+strings them together for both commands. The only thing a plan needs from Prometheus, the metric
+names a rule's seriesQuery finds, is handed in (`SeriesNames`, memoized by the caller: asked only
+for the rules the search reaches).
 
 A forecast metric can be asked with other settings than its rule's (`tune` tries horizons and
 seasons): `ForecastSetting` names one, and a plan keeps the spec's queries under each. Season
@@ -12,6 +12,7 @@ sets the history before `--from` does not cover are left out before the fetch (`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -19,11 +20,12 @@ from adapter.naming import CompiledRules, compile_rules
 from adapter.podnames import owner_pattern
 from adapter.rules import DiscoveryRule, RulesConfig
 
-from .before import covers
+from .before import Before, before_grid, covers, had_before, needed
+from .history import Grid, Series
 from .queries import MetricQuery, SeriesNames, actual_replicas_queries, forecast_name, metric_query
 from .specs import Spec
 
-__all__ = ["RULES", "ForecastSetting", "Plan", "make_plans", "pod_regex"]
+__all__ = ["RULES", "ForecastSetting", "Plan", "Reading", "make_plans", "plan_reading", "pod_regex"]
 
 
 @dataclass(frozen=True)
@@ -119,3 +121,31 @@ def make_plans(specs: Sequence[Spec], cfg: RulesConfig | None, series_names: Ser
         return out
 
     return [plan(s) for s in specs]
+
+
+@dataclass
+class Reading:
+    """What to read: every spec's plan over the replay's grid, and what their forecasts read
+    before --from (each query a forecast is made of, on the window's step)."""
+
+    plans: list[Plan]
+    grid: Grid
+    before: list[tuple[Before, Grid]]
+
+    def keep_covered(self, before: Sequence[tuple[Before, Grid, Series]]) -> None:
+        """`Plan.keep_covered` for every plan, by the history fetched before --from."""
+        for p in self.plans:
+            p.keep_covered(functools.partial(had_before, before))
+
+    def promql(self) -> list[str]:
+        """Every PromQL of every plan over the grid."""
+        return [q for p in self.plans for q in p.promql()]
+
+
+def plan_reading(specs: Sequence[Spec], cfg: RulesConfig | None, series_names: SeriesNames, grid: Grid,
+                 namespace: str | None, given_pod_regex: str | None, explicit: Mapping[str, str],
+                 settings: Sequence[ForecastSetting] = (), add_forecast: bool = False) -> Reading:
+    """The specs' plans (`make_plans`) over `grid`, and the history before it their forecasts read."""
+    plans = make_plans(specs, cfg, series_names, namespace, given_pod_regex, explicit, settings, add_forecast)
+    before = [(b, before_grid(grid, b.seconds)) for b in needed(q for p in plans for q in p.every_query())]
+    return Reading(plans, grid, before)

@@ -31,13 +31,13 @@ from promscaler import flags
 from promscaler.times import format_duration
 
 from .before import NoValue, no_value
-from .cli import Failed, Histories, add_history_flags, read_histories
 from .exposure import Reference, observed_query
 from .fastreplay import Prepared, fast_replay, prepare, supports
 from .history import Grid, Series
 from .html import write_tune_html
 from .plan import RULES, ForecastSetting, Plan
 from .queries import MetricQuery
+from .read import Failed, Histories, add_history_flags, read_histories
 from .replay import LOAD_MODEL, Replay, replay, tolerance_up
 from .report import _duration
 from .specs import SpecFileError, load_specs
