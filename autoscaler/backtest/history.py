@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 from prometheus_api_client import MetricRangeDataFrame, PrometheusConnect
 
+from . import align
+
 if TYPE_CHECKING:  # plan.py and before.py read this module's Grid and Series
     from .before import Before
     from .plan import Reading
@@ -69,6 +71,7 @@ class Fetcher:
             raise HistoryError(f"Prometheus at {self.url}: series for {series_query!r}: {exc}") from None
 
     def _chunk(self, promql: str, grid: Grid, first: int, last: int) -> pd.DataFrame | None:
+        """One chunk of a query over a grid, as sent (already framed: `align.frame`)."""
         start, end = grid.at(first), grid.at(last)
         try:
             result = self.prom.custom_query_range(promql, start_time=start, end_time=end, step=f"{grid.step:g}s")
@@ -83,21 +86,23 @@ class Fetcher:
 
     def fetch(self, queries: Sequence[str], grid: Grid,
               progress: Callable[[int, int], None] = lambda done, total: None) -> dict[str, Series]:
-        """Every query over the grid, chunked; identical queries are asked once."""
+        """Every query over the grid, chunked; identical queries are asked once, each on the
+        history's own grid (`align.frame`: the same history gives the same series wherever it lies)."""
         unique = list(dict.fromkeys(queries))
+        framed = {q: _framed(q, grid) for q in unique}
         chunks = [(q, first, min(first + CHUNK_POINTS, grid.count) - 1)
                   for q in unique for first in range(0, grid.count, CHUNK_POINTS)]
         frames: dict[str, list[pd.DataFrame]] = {q: [] for q in unique}
         done = 0
         progress(0, len(chunks))
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            for (q, _, _), frame in zip(chunks, pool.map(lambda c: self._chunk(c[0], grid, c[1], c[2]), chunks),
+            for (q, _, _), frame in zip(chunks, pool.map(lambda c: self._chunk(*framed[c[0]], c[1], c[2]), chunks),
                                         strict=True):
                 if frame is not None:
                     frames[q].append(frame)
                 done += 1
                 progress(done, len(chunks))
-        return {q: _on_grid(frames[q], grid) for q in unique}
+        return {q: _on_grid(frames[q], framed[q][1]) for q in unique}
 
     def read(self, reading: Reading, progress: Callable[[int, int], None] = lambda done, total: None
              ) -> tuple[dict[str, Series], list[tuple[Before, Grid, Series]]]:
@@ -106,6 +111,12 @@ class Fetcher:
         before = [(b, grid, self.fetch([b.base], grid)[b.base]) for b, grid in reading.before]
         reading.keep_covered(before)
         return self.fetch(reading.promql(), reading.grid, progress), before
+
+
+def _framed(promql: str, grid: Grid) -> tuple[str, Grid]:
+    """The query as sent and the grid it is evaluated on: `grid` moved back by `align.frame`'s delta."""
+    sent, delta = align.frame(promql, grid.start, grid.step)
+    return sent, Grid(grid.start - timedelta(seconds=delta), grid.step, grid.count)
 
 
 def _on_grid(frames: list[pd.DataFrame], grid: Grid) -> Series:

@@ -163,7 +163,8 @@ def _window(args: argparse.Namespace) -> _Window:
     """The replay's grid, pod requests and reference target from the flags; raises Failed."""
     now = datetime.now(UTC)
     try:
-        start = parse_when(args.start, now).replace(microsecond=0)
+        start = parse_when(args.start, now)
+        start = start.replace(microsecond=start.microsecond // 1000 * 1000)  # Prometheus' milliseconds
         end = parse_when(args.end, now)
     except ValueError as exc:
         raise Failed(f"--from/--to: {exc}", 2) from None
