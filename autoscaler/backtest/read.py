@@ -35,6 +35,7 @@ __all__ = ["Failed", "Histories", "add_history_flags", "parse_when", "read_histo
 
 _RELATIVE = re.compile(r"^now(?:\s*-\s*(\d+(?:\.\d+)?)(d|h|m|s))?$")
 
+
 def parse_when(text: str, now: datetime) -> datetime:
     """RFC 3339, Unix seconds, `now`, or `now-7d` / `now-6h` / `now-30m`."""
     m = _RELATIVE.match(text.strip())
@@ -190,10 +191,10 @@ def _window(args: argparse.Namespace) -> _Window:
 
 def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
                    settings: Sequence[ForecastSetting] = (), add_forecast: bool = False) -> Histories:
-    """Plan (each spec's PromQL, and at other forecast `settings`; with `add_forecast` the first
-    metric's forecast when the spec does not list it), fetch the history its forecasts read before
-    --from, leave out the season sets that history does not cover (`Plan.keep_covered`), then fetch
-    the rest in one pass; raises Failed."""
+    """Plan (`plan_reading`: each spec's PromQL, and at other forecast `settings`; with
+    `add_forecast` the first metric's forecast when the spec does not list it), then fetch
+    (`Fetcher.read`: the history its forecasts read before --from, which leaves out the season
+    sets it does not cover, then the rest in one pass); raises Failed."""
     window = _window(args)
     try:
         cfg = load_rules(args.rules) if args.rules else None

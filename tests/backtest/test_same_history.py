@@ -146,6 +146,8 @@ def test_a_shifted_history_gives_tune_the_same_recommendation(shifted, tmp_path:
     'sum by (pod) (busy{namespace="b"} offset 1m) / on (pod) group_left busy{namespace="b"}',
     'max_over_time(busy{namespace="b",pod=~"web-.*"}[2m]) - time()',
     'count_values("v", {__name__="busy",namespace="b"} offset -30s) > bool 5',
+    'label_replace(busy{namespace="b"}, "x", "sum by {a} offset 5m", "pod", "(.*)")',
+    'busy{namespace="b"} @ AT - ignoring (x) busy{namespace="b"}',  # AT: between two samples; `@` stays put
 ])
 @pytest.mark.parametrize("backend", ["shifted", "shifted_victoria"])
 def test_the_frame_reads_what_the_query_reads(backend: str, query: str, request):
@@ -159,6 +161,7 @@ def test_the_frame_reads_what_the_query_reads(backend: str, query: str, request)
         assert resp.status_code == 200, resp.text
         return {json.dumps(r["metric"], sort_keys=True): r["value"][1] for r in resp.json()["data"]["result"]}
 
+    query = query.replace("AT", f"{t0 + SHIFTS['b'] + 610:.1f}")
     expected = answer(query, moment)
     assert expected
     assert answer(align.shift(query, 7.3), moment - 7.3) == expected
