@@ -1,6 +1,7 @@
-"""The README's headline figures each name the date they were measured and the benchmark command
-that measured them (a script in bench/ and flags it takes), and each figure is one that
-docs/performance.md records: the front door quotes the measurements, it does not make its own."""
+"""The README is a front door: short, the two set-up commands first, and headline figures that each
+name the date they were measured and the benchmark command that measured them (a script in bench/
+and flags it takes), each one that docs/performance.md records: the front door quotes the
+measurements, it does not make its own."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ README = (ROOT / "README.md").read_text()
 PERFORMANCE = (ROOT / "docs" / "performance.md").read_text()
 # a number with the unit written after it, if any: 1.86x, 0.64 ms, 9,456, -29%
 FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?(?:-\d[\d,]*(?:\.\d+)?)?(?:x|%| ms| s| MB| min| core)?")
+
+
+def test_the_readme_is_short_and_starts_with_the_two_commands() -> None:
+    lines = README.splitlines()
+    assert len(lines) < 200
+    assert lines[:5] == ["# promscaler", "", "```bash", lines[3], lines[4]]
+    assert lines[3].startswith("./scripts/demo.sh ") and lines[4].startswith("./scripts/test.sh ")
+    assert lines[5] == "```"
 
 
 def headline_rows() -> list[dict[str, str]]:
