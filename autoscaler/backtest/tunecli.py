@@ -246,6 +246,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         specs = load_specs(args.spec)
         if len(specs) != 1:
             raise SpecFileError(f"{args.spec}: tune takes one autoscaler, the file has {len(specs)}")
+        if specs[0].spec.controls is not None and specs[0].spec.controls.composite is not None:
+            raise SpecFileError(f"{args.spec}: spec.advanced.scalingModifiers: tune does not choose a composite "
+                                "target (its triggers' thresholds play no part): backtest replays it")
         if args.top < 1 or args.workers < 1:
             raise ArgError("--top and --workers: must be at least 1")
         h = read_histories(args, specs, err, settings(args.seasons), add_forecast=True)
