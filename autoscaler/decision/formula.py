@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+import threading
 from ast import AST
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -187,10 +188,19 @@ class Formula:
     names: tuple[str, ...]         # the trigger names it reads
     python: str                    # its translation, for simpleeval
     _parsed: AST = field(repr=False, compare=False)
+    # one evaluator per thread, made once (making one costs several times an evaluation)
+    _local: threading.local = field(default_factory=threading.local, repr=False, compare=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copied or pickled by compiling its text again (an evaluator is not copied)."""
+        return compile_formula, (self.text, self.names)
 
     def value(self, values: Mapping[str, float]) -> float:
         """The formula on these trigger values; FormulaError when it cannot give a number."""
-        evaluator = EvalWithCompoundTypes(names=dict(values), functions=dict(_FUNCTIONS))  # it adds to them
+        evaluator = getattr(self._local, "evaluator", None)
+        if evaluator is None:
+            evaluator = self._local.evaluator = EvalWithCompoundTypes(functions=dict(_FUNCTIONS))  # it adds to them
+        evaluator.names = dict(values)
         try:
             result = evaluator.eval(self.python, previously_parsed=self._parsed)
         except ZeroDivisionError:

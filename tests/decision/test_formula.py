@@ -67,3 +67,13 @@ def test_a_division_by_zero_fails_that_evaluation_only() -> None:
     assert formula.value({"trig_one": 6, "trig_two": 2}) == 2
     with pytest.raises(FormulaError, match="divides by zero"):
         formula.value({"trig_one": 6, "trig_two": -1})
+
+
+def test_a_formula_is_copied_by_compiling_it_again() -> None:
+    """A spec is copied (and pickled) whole; the formula's evaluator is not: the copy evaluates alike."""
+    import copy
+    import pickle
+
+    formula = compile_formula("count([trig_one, trig_two], {# > 1})", NAMES)
+    for other in (copy.deepcopy(formula), pickle.loads(pickle.dumps(formula))):
+        assert other == formula and other.value({"trig_one": 2, "trig_two": 3}) == 2
