@@ -245,6 +245,9 @@ def test_scaling_modifiers_replay_the_composite_metric(queues, tmp_path: Path) -
     s = _run(tmp_path, doc, prom.url, start, len(ORDERS))
     assert _events(s, start) == [(4, 0, 1), (5, 1, 2), (12, 2, 1), (16, 1, 0)]
     assert s["stepsWithoutData"] == 0
+    # above its target: the composite metric, per replica, over 30 (tolerance 0.1): 60 / 1 at i4
+    # and i5 (before the decision, at least 1 replica); 60 / 2 = 30 at i6-11 is on target
+    assert s["secondsAboveOwnTargets"] == 2 * STEP
 
 
 def test_tune_refuses_scaling_modifiers_in_one_line(tmp_path: Path) -> None:
