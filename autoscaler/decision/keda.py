@@ -34,7 +34,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from promscaler.quantity import format_milli, to_milli
 from promscaler.times import DurationError, parse_time
@@ -50,7 +50,7 @@ from .controls import (
     parse_pause,
 )
 from .fields import SpecError
-from .formula import FormulaError, compile_formula
+from .formula import Formula, FormulaError, compile_formula
 from .model import Pause
 from .spec import HPASpec, parse_spec
 
@@ -243,12 +243,18 @@ def _created(meta: Mapping[str, Any]) -> datetime | None:
         raise SpecError("metadata.creationTimestamp", f"must be an RFC 3339 time, got {raw!r}") from None
 
 
+class _Modifiers(NamedTuple):
+    inputs: tuple[tuple[str, int], ...]   # (trigger name, its metric's index in the sorted metrics)
+    kept: tuple[int, ...]                 # the sorted metrics the HPA keeps (Resource)
+    formula: Formula
+    hpa_metrics: list[dict[str, Any]]     # the kept metrics, then the composite one
+
+
 def _composite(raw: Mapping[str, Any], triggers: list[Any], kinds: list[str], metrics: list[dict[str, Any]],
-               order: tuple[int, ...], so_name: str, scale_to_zero: bool) -> tuple[Any, list[dict[str, Any]]]:
+               order: tuple[int, ...], so_name: str, scale_to_zero: bool) -> _Modifiers:
     """`advanced.scalingModifiers`, checked as KEDA's validation does: the formula compiled over the
     named (non cpu/memory) triggers, and the HPA's metrics (the Resource metrics, then the composite
-    one, with its activationThreshold when KEDA scales to zero). Returns the inputs (trigger name,
-    metric index), the formula, and those metrics."""
+    one, with its activationThreshold when KEDA scales to zero)."""
     path = "spec.advanced.scalingModifiers"
     _known(raw, path, _MODIFIERS)
     text = fields.string(raw.get("formula"), f"{path}.formula", required=False)
@@ -280,8 +286,7 @@ def _composite(raw: Mapping[str, Any], triggers: list[Any], kinds: list[str], me
     if scale_to_zero:
         composite["activationThreshold"] = _milli_text(activation)
     kept = tuple(j for j, i in enumerate(order) if metrics[i]["type"] == "Resource")  # hpa.go keeps rm.Resource
-    hpa_metrics = [*(metrics[order[j]] for j in kept), composite]
-    return (tuple(inputs), kept, formula), hpa_metrics
+    return _Modifiers(tuple(inputs), kept, formula, [*(metrics[order[j]] for j in kept), composite])
 
 
 def _keda_path(path: str, triggers: tuple[int, ...]) -> str:
@@ -358,8 +363,8 @@ def read_scaled_object(doc: Mapping[str, Any]) -> ScaledObject:
     order = tuple(sorted(range(len(metrics)), key=lambda i: metrics[i]["type"]))  # hpa.go: sorted by type
     sorted_metrics = [metrics[i] for i in order]
     modifiers = fields.obj(advanced.get("scalingModifiers"), "spec.advanced.scalingModifiers", required=False)
-    composite, hpa_metrics = (_composite(modifiers, raw_triggers, kinds, metrics, order, name, scale_to_zero)
-                              if modifiers else (None, sorted_metrics))
+    composite = _composite(modifiers, raw_triggers, kinds, metrics, order, name, scale_to_zero) if modifiers else None
+    hpa_metrics = composite.hpa_metrics if composite is not None else sorted_metrics
     fallback = fields.obj(spec.get("fallback"), "spec.fallback", required=False)
     if fallback is not None:
         _known(fallback, "spec.fallback", _FALLBACK)
@@ -396,10 +401,9 @@ def read_scaled_object(doc: Mapping[str, Any]) -> ScaledObject:
                                                                                            KEDA_PAUSED)
         raise SpecError(_keda_path(path, order), exc.reason.replace("promscaler.io/", "autoscaling.keda.sh/")) from None
     if composite is not None:
-        inputs, kept, formula = composite
         composed = parse_spec({**ha_spec, "metrics": hpa_metrics}, "spec").metrics
-        parsed = replace(parsed, controls=replace(parsed.controls or Controls(),
-                                                  composite=Composite(formula, inputs, kept, composed)))
+        parsed = replace(parsed, controls=replace(parsed.controls or Controls(), composite=Composite(
+            composite.formula, composite.inputs, composite.kept, composed)))
     if scale_to_zero and parsed.controls is not None:
         keda = KedaScaling(cooldown, polling, max(min_count, 1), initial_cooldown, created)
         parsed = replace(parsed, controls=replace(parsed.controls, keda=keda))
