@@ -261,3 +261,20 @@ def test_tune_refuses_scaling_modifiers_in_one_line(tmp_path: Path) -> None:
     assert code == 2
     assert err.getvalue().strip() == (f"autoscaler tune: {path}: spec.advanced.scalingModifiers: tune does not choose "
                                       "a composite target (its triggers' thresholds play no part): backtest replays it")
+
+
+def test_tune_keeps_idle_replica_count_and_initial_cooldown(queue, tmp_path: Path) -> None:
+    """tune replays its candidates with them (the threshold and behavior are what it changes) and
+    writes them back as given (before, tune refused both)."""
+    prom, start = queue
+    doc = _doc(idleReplicaCount=0, minReplicaCount=2, initialCooldownPeriod=60)
+    report = tmp_path / "tune"
+    err = io.StringIO()
+    code = tunecli.main([str(_write(tmp_path, doc)), "--prometheus-url", prom.url, "--from", str(start),
+                         "--to", str(start + (STEPS - 1) * STEP), "--step", "15s", "--report", str(report),
+                         "--no-png", "--no-progress"], io.StringIO(), err)
+    assert code == 0, err.getvalue()
+    recommended = yaml.safe_load((report / "recommended.yaml").read_text())
+    assert (recommended["spec"]["idleReplicaCount"], recommended["spec"]["minReplicaCount"],
+            recommended["spec"]["initialCooldownPeriod"]) == (0, 2, 60)
+    read_scaled_object(recommended)
