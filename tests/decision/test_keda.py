@@ -294,9 +294,9 @@ def test_scaling_modifiers_keep_the_resource_metrics() -> None:
     so = read_scaled_object(doc)
     assert [m["type"] for m in so.hpa["spec"]["metrics"]] == ["Resource", "External"]
     assert so.hpa["spec"]["metrics"][1]["external"]["metric"]["name"] == "composite-metric"
+    doc["spec"]["triggers"][2]["name"] = "trig_three"
+    doc["spec"]["advanced"]["scalingModifiers"]["formula"] = "trig_three"
     with pytest.raises(SpecError, match="unknown name trig_three"):
-        doc["spec"]["triggers"][2]["name"] = "trig_three"
-        doc["spec"]["advanced"]["scalingModifiers"]["formula"] = "trig_three"
         read_scaled_object(doc)
 
 
