@@ -27,7 +27,7 @@ from promscaler.quantity import QuantityError, to_milli
 from promscaler.times import DurationError, format_duration, parse_time
 
 from .before import Before, before_grid, had_before, needed, no_value
-from .exposure import Reference, observed_query, reference_for
+from .exposure import Reference, observed, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
 from .html import write_backtest_html
 from .plan import ForecastSetting, Plan, make_plans
@@ -161,7 +161,7 @@ class Histories:
         return min(max(initial, spec.min_replicas), spec.max_replicas) if initial > 0 else initial
 
     def reference(self, plan: Plan, tolerance: float) -> Reference:
-        query = observed_query(plan.queries)
+        query = observed(plan.spec.spec, plan.queries, self.data)[0]
         target = self.reference_target
         if target is None:
             target = _target_value(query.metric, self.requests)
@@ -267,8 +267,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         result = replay(plan.spec.spec, plan.queries, h.data, h.grid, h.initial(args, plan), args.startup_delay,
                         h.config, h.requests)
         tolerance = tolerance_up(plan.spec.spec, h.config)
+        by, total = observed(plan.spec.spec, plan.queries, h.data)
         outcomes.append(Outcome(plan.spec.label, plan.queries, result, tolerance, actual, source,
-                                h.reference(plan, tolerance), h.data[observed_query(plan.queries).promql].total))
+                                h.reference(plan, tolerance), total, by))
     replayed = time.perf_counter() - started
     summaries = [summarize(o) for o in outcomes]
     fetched_before = h.fetched_before()

@@ -32,7 +32,7 @@ from promscaler.times import format_duration
 
 from .before import NoValue, no_value
 from .cli import Failed, Histories, add_history_flags, read_histories
-from .exposure import Reference, observed_query
+from .exposure import Reference, observed
 from .fastreplay import Prepared, fast_replay, prepare, supports
 from .history import Grid, Series
 from .html import write_tune_html
@@ -152,7 +152,8 @@ class _Search:
     def __init__(self, h: Histories, plan: Plan, args: argparse.Namespace, reference: Reference) -> None:
         self.h, self.plan, self.args, self.reference = h, plan, args, reference
         self.initial = h.initial(args, plan)
-        self.observed = h.data[observed_query(plan.queries).promql].total
+        # the load is read as the given spec reads it (a candidate changes targets, not that)
+        self.observed_by, self.observed = observed(plan.spec.spec, plan.queries, h.data)
         self.split = max(1, min(h.grid.count - 1, round(h.grid.count * args.choose_on)))
         self.choose_grid = Grid(h.grid.start, h.grid.step, self.split)
         self.fast = supports(plan.spec.spec)
@@ -214,12 +215,12 @@ class _Search:
             s = self.setting(knobs)
         except SpecError:
             return Score(float("inf"), float("inf"), 0, 0.0)
-        return score(self.replay(s, False), observed_query(s.queries), self.observed[: self.split], self.reference,
+        return score(self.replay(s, False), self.observed_by, self.observed[: self.split], self.reference,
                      slice(0, self.split))
 
     def held_out(self, s: _Setting) -> tuple[Score, Replay]:
         r = self.replay(s, True)
-        return score(r, observed_query(s.queries), self.observed, self.reference, slice(self.split, None)), r
+        return score(r, self.observed_by, self.observed, self.reference, slice(self.split, None)), r
 
 
 def _yaml(raw: dict[str, Any]) -> str:

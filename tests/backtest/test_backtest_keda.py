@@ -248,6 +248,13 @@ def test_scaling_modifiers_replay_the_composite_metric(queues, tmp_path: Path) -
     # above its target: the composite metric, per replica, over 30 (tolerance 0.1): 60 / 1 at i4
     # and i5 (before the decision, at least 1 replica); 60 / 2 = 30 at i6-11 is on target
     assert s["secondsAboveOwnTargets"] == 2 * STEP
+    # the exposure reads the load the HPA sees, the composite metric's, per ready pod (pods ready
+    # 30 s after the scale-up) against 30 x 1.1: 60 with none ready at i4, i5, 60 / 1 at i6, 30 / 2
+    # from i7 on; 4 with none ready from i17 to the end: 10 steps, 2 rises, the last one open
+    exposure = s["exposure"]
+    assert (exposure["referenceMetric"], exposure["referenceTarget"]) == ("External composite-metric", 30.0)
+    assert exposure["secondsUnderProvisioned"] == 10 * STEP
+    assert exposure["timeToCapacitySeconds"] == {"rises": 2, "median": 3 * STEP, "max": 3 * STEP, "open": 1}
 
 
 def test_tune_refuses_scaling_modifiers_in_one_line(tmp_path: Path) -> None:
