@@ -247,9 +247,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         specs = load_specs(args.spec)
         if len(specs) != 1:
             raise SpecFileError(f"{args.spec}: tune takes one autoscaler, the file has {len(specs)}")
-        if specs[0].spec.controls is not None and specs[0].spec.controls.composite is not None:
-            raise SpecFileError(f"{args.spec}: spec.advanced.scalingModifiers: tune does not choose a composite "
-                                "target (its triggers' thresholds play no part): backtest replays it")
+        if (specs[0].spec.controls is not None and specs[0].spec.controls.composite is not None
+                and specs[0].spec.metrics[0].type != "External"):
+            raise SpecFileError(f"{args.spec}: spec.advanced.scalingModifiers: tune chooses the composite target "
+                                "only when no cpu/memory trigger has a containerName (its metric sorts first)")
         if args.top < 1 or args.workers < 1:
             raise ArgError("--top and --workers: must be at least 1")
         h = read_histories(args, specs, err, settings(args.seasons), add_forecast=True)

@@ -92,7 +92,8 @@ class ScaledObject:
     name: str
     namespace: str | None
     hpa: dict[str, Any]           # the autoscaling/v2 HorizontalPodAutoscaler KEDA would create
-    autoscaler: dict[str, Any]    # the HorizontalAutoscaler promscaler decides with (KEDA's semantics: `spec`)
+    autoscaler: dict[str, Any]    # the HorizontalAutoscaler promscaler decides with (KEDA's semantics: `spec`);
+                                  # with scalingModifiers, its External metrics carry the composite target
     spec: HPASpec                 # its parsed spec, with KEDA's scale to and from zero (Controls.keda)
     queries: dict[str, str]       # External metric name -> the PromQL backtest replays
     pause: Pause | None
@@ -386,6 +387,11 @@ def read_scaled_object(doc: Mapping[str, Any]) -> ScaledObject:
            "spec": hpa_spec}
     ha_spec = {**copy.deepcopy(hpa_spec), "minReplicas": 0 if scale_to_zero else max(min_count, 1),
                "metrics": copy.deepcopy(sorted_metrics)}
+    if composite is not None:  # the triggers' thresholds play no part: their metrics carry the composite target
+        target = composite.hpa_metrics[-1]["external"]["target"]
+        for m in ha_spec["metrics"]:
+            if m["type"] == "External":
+                m["external"]["target"] = dict(target)
     if fallback is not None:
         ha_spec["fallback"] = dict(fallback)
     annotations = _annotations(meta)
@@ -420,17 +426,21 @@ def write_scaled_object(original: Mapping[str, Any], autoscaler: Mapping[str, An
                         triggers: tuple[int, ...] | None = None) -> dict[str, Any]:
     """`original` with the targets and behavior of `autoscaler` (an edit, by `tune`, of the
     HorizontalAutoscaler read_scaled_object made of it): the ScaledObject to apply. `triggers`:
-    `read_scaled_object(original).triggers`, when the caller has read it already."""
+    `read_scaled_object(original).triggers`, when the caller has read it already. With
+    scalingModifiers, an External metric's target is the composite one (`scalingModifiers.target`)."""
     if triggers is None:
         triggers = read_scaled_object(original).triggers
     out = copy.deepcopy(dict(original))
+    modifiers = (out["spec"].get("advanced") or {}).get("scalingModifiers")
     spec = autoscaler["spec"]
     for j, metric in enumerate(spec["metrics"][:len(triggers)]):
         trigger = out["spec"]["triggers"][triggers[j]]
         block = metric.get({"External": "external", "Resource": "resource",
                             "ContainerResource": "containerResource"}[metric["type"]])
         target = block["target"]
-        if metric["type"] == "External":
+        if metric["type"] == "External" and modifiers:
+            modifiers["target"] = _threshold(target)
+        elif metric["type"] == "External":
             trigger["metadata"]["threshold"] = _threshold(target)
         elif target["type"] == "Utilization":
             trigger["metadata"]["value"] = str(target["averageUtilization"])

@@ -233,16 +233,7 @@ def test_scaling_modifiers_replay_the_composite_metric(queues, tmp_path: Path) -
       i16  polled: inactive 90 s > 60 s: KEDA scales to zero (4 > 0 would keep each
            trigger active)                                                                 1 -> 0"""
     prom, start = queues
-    doc = _doc()
-    trigger = doc["spec"]["triggers"][0]
-    doc["spec"]["triggers"] = [
-        {**trigger, "name": name, "metadata": {
-            **trigger["metadata"], "threshold": "10", "activationThreshold": "0",
-            "query": f'sum(queue_messages_ready{{namespace="shop",queue="{name}"}})'}}
-        for name in ("orders", "refunds")]
-    doc["spec"]["advanced"]["scalingModifiers"] = {"formula": "(orders + refunds)/2", "target": "30",
-                                                   "activationTarget": "5"}
-    s = _run(tmp_path, doc, prom.url, start, len(ORDERS))
+    s = _run(tmp_path, _composite_doc(), prom.url, start, len(ORDERS))
     assert _events(s, start) == [(4, 0, 1), (5, 1, 2), (12, 2, 1), (16, 1, 0)]
     assert s["stepsWithoutData"] == 0
     # above its target: the composite metric, per replica, over 30 (tolerance 0.1): 60 / 1 at i4
@@ -257,17 +248,58 @@ def test_scaling_modifiers_replay_the_composite_metric(queues, tmp_path: Path) -
     assert exposure["timeToCapacitySeconds"] == {"rises": 2, "median": 3 * STEP, "max": 3 * STEP, "open": 1}
 
 
-def test_tune_refuses_scaling_modifiers_in_one_line(tmp_path: Path) -> None:
+def _composite_doc() -> dict[str, Any]:
     doc = _doc()
-    doc["spec"]["triggers"][0]["name"] = "orders"
-    doc["spec"]["advanced"]["scalingModifiers"] = {"formula": "orders * 2", "target": "30"}
+    trigger = doc["spec"]["triggers"][0]
+    doc["spec"]["triggers"] = [
+        {**trigger, "name": name, "metadata": {
+            **trigger["metadata"], "threshold": "10", "activationThreshold": "0",
+            "query": f'sum(queue_messages_ready{{namespace="shop",queue="{name}"}})'}}
+        for name in ("orders", "refunds")]
+    doc["spec"]["advanced"]["scalingModifiers"] = {"formula": "(orders + refunds)/2", "target": "30",
+                                                   "activationTarget": "5"}
+    return doc
+
+
+def test_tune_chooses_the_composite_target(queues, tmp_path: Path) -> None:
+    """With scalingModifiers the HPA's target is scalingModifiers.target: tune tries fractions of
+    it (the triggers' thresholds play no part) and writes the chosen one there."""
+    prom, start = queues
+    doc = _composite_doc()
+    report = tmp_path / "tune"
+    err = io.StringIO()
+    code = tunecli.main([str(_write(tmp_path, doc)), "--prometheus-url", prom.url, "--from", str(start),
+                         "--to", str(start + (len(ORDERS) - 1) * STEP), "--step", "15s", "--report", str(report),
+                         "--no-png", "--no-progress"], io.StringIO(), err)
+    assert code == 0, err.getvalue()
+    summary = json.loads((report / "tune.json").read_text())
+    assert summary["given"]["knobs"]["target"] == "30"
+    # 0.7 x 30 = 21 is tried, and replays otherwise than 30 (ceil(60 / 21) = 3 replicas, not 2): the
+    # knob is the composite target, not a trigger's threshold
+    by_target = {row["knobs"]["target"]: row["chosenOn"]["replicaHours"] for row in summary["all"]
+                 if row["knobs"]["scaleDownPolicy"] == "given" and row["knobs"]["scaleDownWindowSeconds"] is None}
+    assert by_target["21"] > by_target["30"], by_target
+    chosen = summary["best"]["knobs"] if summary["recommended"] else summary["given"]["knobs"]
+    recommended = yaml.safe_load((report / "recommended.yaml").read_text())
+    assert float(recommended["spec"]["advanced"]["scalingModifiers"]["target"]) == float(chosen["target"])
+    assert [t["metadata"]["threshold"] for t in recommended["spec"]["triggers"]] == ["10", "10"]
+    assert read_scaled_object(recommended).hpa["spec"]["metrics"][0]["external"]["metric"]["name"] == \
+        "composite-metric"
+
+
+def test_tune_refuses_a_composite_target_behind_a_container_metric(tmp_path: Path) -> None:
+    doc = _composite_doc()
+    doc["spec"]["minReplicaCount"] = 1
+    doc["spec"]["triggers"].append({"type": "memory", "metricType": "AverageValue",
+                                    "metadata": {"value": "512Mi", "containerName": "app"}})
     path = _write(tmp_path, doc)
     err = io.StringIO()
     code = tunecli.main([str(path), "--prometheus-url", "http://127.0.0.1:9", "--from", "now-1h", "--report",
                          str(tmp_path / "r"), "--no-png"], io.StringIO(), err)
     assert code == 2
-    assert err.getvalue().strip() == (f"autoscaler tune: {path}: spec.advanced.scalingModifiers: tune does not choose "
-                                      "a composite target (its triggers' thresholds play no part): backtest replays it")
+    assert err.getvalue().strip() == (f"autoscaler tune: {path}: spec.advanced.scalingModifiers: tune chooses the "
+                                      "composite target only when no cpu/memory trigger has a containerName "
+                                      "(its metric sorts first)")
 
 
 def test_tune_keeps_idle_replica_count_and_initial_cooldown(queue, tmp_path: Path) -> None:

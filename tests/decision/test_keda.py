@@ -300,6 +300,22 @@ def test_scaling_modifiers_keep_the_resource_metrics() -> None:
         read_scaled_object(doc)
 
 
+def test_a_tuned_composite_target_is_written_as_scaling_modifiers_target() -> None:
+    """tune edits the autoscaler's first metric's target (and every one alike): with
+    scalingModifiers that is the composite target, written back to scalingModifiers.target."""
+    doc = _composite()
+    so = read_scaled_object(doc)
+    assert [m["external"]["target"] for m in so.autoscaler["spec"]["metrics"]] == \
+        [{"type": "AverageValue", "averageValue": "2"}] * 2
+    tuned = copy.deepcopy(so.autoscaler)
+    for m in tuned["spec"]["metrics"]:
+        m["external"]["target"]["averageValue"] = "1500m"
+    out = write_scaled_object(doc, tuned)
+    assert out["spec"]["advanced"]["scalingModifiers"]["target"] == "1.5"
+    assert out["spec"]["triggers"] == doc["spec"]["triggers"]   # the thresholds play no part: as given
+    assert read_scaled_object(out).hpa["spec"]["metrics"][0]["external"]["target"]["averageValue"] == "1500m"
+
+
 def test_idle_replica_count_and_initial_cooldown_are_kedas_scaling() -> None:
     """idleReplicaCount 0 below minReplicaCount 3: KEDA scales to zero itself and from zero to 3,
     its HPA has minReplicas 3; initialCooldownPeriod counts from metadata.creationTimestamp."""
