@@ -16,7 +16,7 @@ from typing import TextIO
 from autoscaler.commandline import ArgError, Parser
 
 from .before import no_value
-from .exposure import observed_query
+from .exposure import observed
 from .html import write_backtest_html
 from .plan import Plan
 from .read import Failed, Histories, add_history_flags, parse_when, read_histories
@@ -63,8 +63,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         result = replay(plan.spec.spec, plan.queries, h.data, h.grid, h.initial(args, plan), args.startup_delay,
                         h.config, h.requests)
         tolerance = tolerance_up(plan.spec.spec, h.config)
+        by, total = observed(plan.spec.spec, plan.queries, h.data)
         outcomes.append(Outcome(plan.spec.label, plan.queries, result, tolerance, actual, source,
-                                h.reference(plan, tolerance), h.data[observed_query(plan.queries).promql].total))
+                                h.reference(plan, tolerance), total, by))
     replayed = time.perf_counter() - started
     summaries = [summarize(o) for o in outcomes]
     fetched_before = h.fetched_before()

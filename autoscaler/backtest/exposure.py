@@ -3,7 +3,8 @@
 A spec's own figures judge each metric against its own target, so a spec that adds a forecast
 metric, or raises its target, changes them without changing what the pods carried. These figures
 hold one reference fixed (`Reference`: a target and a tolerance, by default the spec's first
-metric's) and look at the observed load of that metric:
+metric's) and look at the observed load of that metric (`observed`; a KEDA ScaledObject with
+scalingModifiers: its composite metric, the formula over the observed totals of its triggers):
 
 - load per ready pod: the observed total / the simulated ready pods for a per-pod metric (Pods,
   Resource) and for an AverageValue External/Object metric; the observed value for a Value one;
@@ -18,15 +19,21 @@ Pure functions over arrays; the replay supplies the ready pods.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from autoscaler.decision.formula import FormulaError
+from autoscaler.decision.spec import HPASpec
+from promscaler.quantity import to_milli
+
+from .history import Series
 from .queries import MetricQuery
 
-__all__ = ["Exposure", "Reference", "exposure", "load_per_pod", "observed_query", "reference_for"]
+__all__ = ["Exposure", "Reference", "exposure", "load_per_pod", "observed", "observed_query", "reference_for"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,32 @@ class Reference:
 def observed_query(queries: Sequence[MetricQuery]) -> MetricQuery:
     """The metric the load is read from: the spec's first metric that is not a forecast."""
     return next((q for q in queries if q.forecast is None), queries[0])
+
+
+def observed(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Series]) -> tuple[MetricQuery,
+                                                                                                 np.ndarray]:
+    """The metric the load is read from and its observed total per step: `observed_query`'s; with
+    KEDA's scalingModifiers, the composite metric's, the formula over its triggers' totals as
+    decide() computes it (milli-units truncated; NaN where a trigger has no data or the formula
+    gives no number)."""
+    composite = spec.controls.composite if spec.controls is not None else None
+    if composite is None:
+        query = observed_query(queries)
+        return query, data[query.promql].total
+    query = MetricQuery(composite.metrics[-1], f"scalingModifiers.formula: {composite.formula.text}", "total",
+                        "scalingModifiers")
+    inputs = [(name, data[queries[k].promql].total.tolist()) for name, k in composite.inputs]
+    count = len(data[queries[0].promql].total)
+    total = np.full(count, math.nan)
+    for i in range(count):
+        if any(series[i] != series[i] for _, series in inputs):  # NaN: no data at this step
+            continue
+        values = {name: to_milli(series[i]) / 1000 for name, series in inputs}  # as the replay reads them
+        try:
+            total[i] = math.trunc(composite.formula.value(values) * 1000) / 1000
+        except FormulaError:
+            continue
+    return query, total
 
 
 def reference_for(query: MetricQuery, target: float, tolerance: float) -> Reference:

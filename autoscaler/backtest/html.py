@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .exposure import exposure, load_per_pod, observed_query
+from .exposure import exposure
 from .report import Outcome, summary_rows
 
 __all__ = ["BUCKETS", "backtest_page", "tune_page", "write_backtest_html", "write_tune_html"]
@@ -48,9 +48,8 @@ def _spec_data(o: Outcome) -> dict[str, Any]:
     times = grid.times
     columns: list[tuple[str, str, np.ndarray]] = []
     bands = []
-    load = None
-    if o.reference is not None and o.observed is not None and o.queries:
-        load = load_per_pod(observed_query(o.queries), o.observed, r.ready)
+    load = o.load()
+    if load is not None and o.reference is not None:
         columns.append((f"observed {o.reference.metric} per ready pod", "load", load))
     for k, q in enumerate(o.queries):
         columns.append((f"{q.metric.type} {q.metric.name} (as the engine saw it)", "load", r.values[k]))

@@ -24,7 +24,7 @@ from promscaler.quantity import QuantityError, to_milli
 from promscaler.times import DurationError, format_duration, parse_time
 
 from .before import Before, had_before
-from .exposure import Reference, observed_query, reference_for
+from .exposure import Reference, observed, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
 from .plan import ForecastSetting, Plan, plan_reading
 from .queries import QueryError
@@ -146,7 +146,7 @@ class Histories:
         return min(max(initial, spec.min_replicas), spec.max_replicas) if initial > 0 else initial
 
     def reference(self, plan: Plan, tolerance: float) -> Reference:
-        query = observed_query(plan.queries)
+        query = observed(plan.spec.spec, plan.queries, self.data)[0]
         target = self.reference_target
         if target is None:
             target = _target_value(query.metric, self.requests)

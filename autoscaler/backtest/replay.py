@@ -34,6 +34,7 @@ from autoscaler.decision import (
     record_scale,
     tolerances_for,
 )
+from autoscaler.decision.controls import Composite, compose
 from autoscaler.decision.spec import HPASpec, MetricSpec
 from promscaler.quantity import to_milli
 
@@ -69,7 +70,8 @@ class Replay:
     grid: Grid
     replicas: np.ndarray          # spec.replicas after each step's decision
     ready: np.ndarray             # simulated ready pods at each step (before the decision)
-    ratios: np.ndarray            # per metric x step: the value the engine saw / its target (NaN: none)
+    ratios: np.ndarray            # per metric x step: the value the engine saw / its target (NaN: none);
+                                  # a composite metric's inputs: the composite metric's (scalingModifiers)
     values: np.ndarray            # per metric x step: per-pod (or total, for Value targets) value the engine saw
     events: list[ScaleStep] = field(default_factory=list)
     failures: int = 0             # steps where some metric had no data
@@ -132,6 +134,19 @@ class _Pods:
         return tuple(infos), ready
 
 
+def _composite_ratio(composite: Composite, readings: Sequence[Reading], now: datetime, current: int) -> float:
+    """The composite metric's value (KEDA's scalingModifiers, as decide() computes it) over its
+    target, per replica for an AverageValue target: what its inputs' ratios are in the report."""
+    reading = compose(composite, readings, now)[-1]
+    if not isinstance(reading, ExternalReading):
+        return math.nan
+    metric = composite.metrics[-1]
+    value = sum(reading.millis) / 1000.0
+    if metric.target.average_value_milli is not None:
+        value /= max(current, 1)
+    return value / _target_value(metric, {})
+
+
 def replay(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Series], grid: Grid,
            initial_replicas: int, startup_delay: float = 30.0, config: ControllerConfig = _DEFAULT_CONFIG,
            requests: Mapping[str, int] | None = None) -> Replay:
@@ -147,6 +162,8 @@ def replay(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Ser
     current = initial_replicas
     history = History()
     out = Replay(grid, replicas_out, ready_out, ratios, values, controls=spec.controls is not None)
+    composite = spec.controls.composite if spec.controls is not None else None
+    inputs = [k for _, k in composite.inputs] if composite is not None else []
     for i in range(n):
         now = grid.at(i)
         infos, ready = pods.state(now)
@@ -179,6 +196,8 @@ def replay(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Ser
                     values[k, i] = total
                 ratios[k, i] = values[k, i] / targets[k]
         out.failures += missing
+        if composite is not None:
+            ratios[inputs, i] = _composite_ratio(composite, readings, now, current)
         decision = decide(DecisionInput(spec=spec, current_replicas=current, status_replicas=len(pods.pods),
                                         pods=infos, readings=readings, now=now, config=config, history=history))
         history = decision.history

@@ -43,6 +43,13 @@ class Outcome:
     actual_source: str | None = None
     reference: Reference | None = None  # what the exposure is measured against
     observed: np.ndarray | None = None  # the reference metric's observed total (or value) per step
+    observed_by: MetricQuery | None = None  # that metric (exposure.observed); None: observed_query(queries)
+
+    def load(self) -> np.ndarray | None:
+        """The observed load per ready pod (exposure.load_per_pod); None without a reference."""
+        if self.reference is None or self.observed is None or not self.queries:
+            return None
+        return load_per_pod(self.observed_by or observed_query(self.queries), self.observed, self.replay.ready)
 
 
 def _fmt_time(grid: Grid, i: int) -> str:
@@ -77,8 +84,8 @@ def summarize(o: Outcome) -> dict[str, Any]:
         "events": [{"time": e.time.isoformat().replace("+00:00", "Z"), "from": e.before, "to": e.after}
                    for e in r.events],
     }
-    if o.reference is not None and o.observed is not None and o.queries:
-        load = load_per_pod(observed_query(o.queries), o.observed, r.ready)
+    load = o.load()
+    if load is not None and o.reference is not None:
         out["exposure"] = exposure(load, o.reference, grid.step).summary()
     if o.actual is not None:
         known = o.actual[np.isfinite(o.actual)]
@@ -211,8 +218,8 @@ def write_png(outcomes: Sequence[Outcome], path: Path) -> None:
                 value = milli / 1000.0
                 ax2.axhline(value, color="black", linewidth=0.8)
                 ax2.axhspan(value * (1 - o.tolerance), value * (1 + o.tolerance), color="tab:green", alpha=0.15)
-        if o.reference is not None and o.observed is not None and o.queries:
-            load = load_per_pod(observed_query(o.queries), o.observed, r.ready)
+        load = o.load()
+        if load is not None and o.reference is not None:
             ref = o.reference
             ax2.plot(times, _peaks(load, every), color="black", linewidth=0.7, drawstyle="steps-post",
                      label=f"observed {ref.metric} per ready pod")

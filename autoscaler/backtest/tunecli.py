@@ -31,7 +31,7 @@ from promscaler import flags
 from promscaler.times import format_duration
 
 from .before import NoValue, no_value
-from .exposure import Reference, observed_query
+from .exposure import Reference, observed
 from .fastreplay import Prepared, fast_replay, prepare, supports
 from .history import Grid, Series
 from .html import write_tune_html
@@ -152,7 +152,8 @@ class _Search:
     def __init__(self, h: Histories, plan: Plan, args: argparse.Namespace, reference: Reference) -> None:
         self.h, self.plan, self.args, self.reference = h, plan, args, reference
         self.initial = h.initial(args, plan)
-        self.observed = h.data[observed_query(plan.queries).promql].total
+        # the load is read as the given spec reads it (a candidate changes targets, not that)
+        self.observed_by, self.observed = observed(plan.spec.spec, plan.queries, h.data)
         self.split = max(1, min(h.grid.count - 1, round(h.grid.count * args.choose_on)))
         self.choose_grid = Grid(h.grid.start, h.grid.step, self.split)
         self.fast = supports(plan.spec.spec)
@@ -214,12 +215,12 @@ class _Search:
             s = self.setting(knobs)
         except SpecError:
             return Score(float("inf"), float("inf"), 0, 0.0)
-        return score(self.replay(s, False), observed_query(s.queries), self.observed[: self.split], self.reference,
+        return score(self.replay(s, False), self.observed_by, self.observed[: self.split], self.reference,
                      slice(0, self.split))
 
     def held_out(self, s: _Setting) -> tuple[Score, Replay]:
         r = self.replay(s, True)
-        return score(r, observed_query(s.queries), self.observed, self.reference, slice(self.split, None)), r
+        return score(r, self.observed_by, self.observed, self.reference, slice(self.split, None)), r
 
 
 def _yaml(raw: dict[str, Any]) -> str:
@@ -246,6 +247,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         specs = load_specs(args.spec)
         if len(specs) != 1:
             raise SpecFileError(f"{args.spec}: tune takes one autoscaler, the file has {len(specs)}")
+        if (specs[0].spec.controls is not None and specs[0].spec.controls.composite is not None
+                and specs[0].spec.metrics[0].type != "External"):
+            raise SpecFileError(f"{args.spec}: spec.advanced.scalingModifiers: tune chooses the composite target "
+                                "only when no cpu/memory trigger has a containerName (its metric sorts first)")
         if args.top < 1 or args.workers < 1:
             raise ArgError("--top and --workers: must be at least 1")
         h = read_histories(args, specs, err, settings(args.seasons), add_forecast=True)

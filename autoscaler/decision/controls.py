@@ -15,27 +15,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from promscaler.quantity import format_milli
 
 from . import fields
 from .fields import MAX_INT32, SpecError
-from .model import ExternalReading, ObjectReading, Pause, Reading
+from .formula import Formula, FormulaError
+from .model import ExternalReading, MetricFailure, ObjectReading, Pause, Reading
 from .schedules import Schedule, parse_schedules
 
 if TYPE_CHECKING:  # spec.py builds on this module (HPASpec.controls); the metrics are only read here
     from .spec import MetricSpec
 
 __all__ = [
+    "COMPOSITE_METRIC",
     "CONTROL_LINES",
     "FALLBACK_BEHAVIORS",
     "PAUSED_ANNOTATION",
     "PAUSED_REPLICAS_ANNOTATION",
+    "Composite",
     "Controls",
     "Fallback",
     "KedaScaling",
     "activate",
+    "compose",
     "failures_so_far",
     "parse_controls",
     "parse_pause",
@@ -71,17 +76,60 @@ class Controls:
     schedules: tuple[Schedule, ...] = ()
     activates: bool = False   # some metric has an activationThreshold (its MetricSpec.activation_milli)
     keda: KedaScaling | None = None   # a KEDA ScaledObject's scaling to and from zero (decision/keda.py)
+    composite: Composite | None = None   # a KEDA ScaledObject's scalingModifiers (decision/keda.py)
 
 
 @dataclass(frozen=True, slots=True)
 class KedaScaling:
-    """How KEDA scales a ScaledObject to and from zero, itself, beside the HPA it makes (whose
-    minReplicas is then 1): every `polling_interval` seconds it checks the triggers; an active one
-    starts a target at zero; when none has been active for more than `cooldown` seconds it scales
-    the target straight to zero (pkg/scaling/executor/scale_scaledobjects.go)."""
+    """How KEDA scales a ScaledObject to and from zero (or idle: `idleReplicaCount` 0), itself,
+    beside the HPA it makes (whose minReplicas is then `floor`): every `polling_interval` seconds it
+    checks the triggers; an active one scales a target at zero to `floor`; when none has been active
+    for more than `cooldown` seconds it scales the target straight to zero. Before any trigger was
+    active, it waits until `initial_cooldown` seconds after the ScaledObject's creation (`created`;
+    None: the first polling, the replay's start) (pkg/scaling/executor/scale_scaledobjects.go)."""
 
     cooldown: int
     polling_interval: int
+    floor: int = 1                 # max(minReplicaCount, 1): the HPA's minReplicas, and the count from zero
+    initial_cooldown: int = 0
+    created: datetime | None = None
+
+
+COMPOSITE_METRIC = "composite-metric"   # kedav1alpha1.CompositeMetricName
+
+
+@dataclass(frozen=True, slots=True)
+class Composite:
+    """KEDA's `advanced.scalingModifiers`: the HPA KEDA makes has one External metric,
+    `composite-metric`, whose value is `formula` over the named triggers' values, instead of the
+    triggers' own; of the others it keeps the Resource metrics (controllers/keda/hpa.go;
+    pkg/scaling/modifiers/formula.go). The spec's metrics stay the triggers' (what is read);
+    `compose` turns them and their readings into what the HPA sees."""
+
+    formula: Formula
+    inputs: tuple[tuple[str, int], ...]   # trigger name -> its metric's index in the spec's metrics
+    kept: tuple[int, ...]                 # the indices of the metrics the HPA keeps (Resource)
+    metrics: tuple[MetricSpec, ...]       # the HPA's metrics: the kept ones, then the composite metric
+
+
+def compose(composite: Composite, readings: Sequence[Reading], now: datetime) -> tuple[Reading, ...]:
+    """The readings of `composite.metrics`: the kept metrics' own, then the formula's value on the
+    triggers' (each an External metric's total). A trigger that could not be read fails the
+    composite metric, as a scaler's error fails KEDA's."""
+    kept = tuple(readings[i] for i in composite.kept)
+    values: dict[str, float] = {}
+    for name, i in composite.inputs:
+        reading = readings[i]
+        if isinstance(reading, MetricFailure):
+            return (*kept, MetricFailure(f"trigger {name}: {reading.message}"))
+        milli = _value(reading)
+        assert milli is not None
+        values[name] = milli / 1000
+    try:
+        value = composite.formula.value(values)
+    except FormulaError as exc:
+        return (*kept, MetricFailure(f"scalingModifiers.formula {composite.formula.text!r} {exc}"))
+    return (*kept, ExternalReading((int(value * 1000),), now))
 
 
 def _parse_fallback(raw: Any, path: str) -> Fallback | None:

@@ -18,7 +18,7 @@ from promscaler.times import format_time
 
 from . import conditions as C
 from .clock import before, delta
-from .controls import KedaScaling, activate
+from .controls import KedaScaling, activate, compose
 from .explain import explain
 from .model import (
     Condition,
@@ -76,6 +76,7 @@ class _Sync:
     activation: str | None = None
     last_active: datetime | None = None
     polled: datetime | None = None
+    created: datetime | None = None
 
 
 class _Metrics(NamedTuple):
@@ -97,6 +98,10 @@ def decide(inp: DecisionInput) -> Decision:
         return _decide_paused(inp)
     window = None
     controls = inp.spec.controls
+    if controls is not None and controls.composite is not None:  # KEDA's scalingModifiers: what its HPA sees
+        composite = controls.composite
+        inp = replace(inp, spec=replace(inp.spec, metrics=composite.metrics),
+                      readings=compose(composite, inp.readings, inp.now))
     if controls is not None and controls.schedules:
         window = floor_window(controls.schedules, inp.now)
         if window is not None and window.schedule.min_replicas > inp.spec.min_replicas:
@@ -112,6 +117,8 @@ def decide(inp: DecisionInput) -> Decision:
     else:
         sync = _Sync({C.ABLE_TO_SCALE: _GOT_SCALE}, recommendations)
     sync.failures, sync.window = history.failures, window
+    if controls is not None and controls.keda is not None and history.created is None:
+        sync.created = controls.keda.created or inp.now   # the ScaledObject's creation: else the replay's start
     if window is not None:
         w = window.schedule
         sync.pre.append(f"schedule {w.name} is open ({window.opened:%Y-%m-%d %H:%M %Z} to "
@@ -146,8 +153,11 @@ def _metrics_decide(inp: DecisionInput, sync: _Sync) -> bool:
     [minReplicas, maxReplicas]); True when the metrics decide instead."""
     spec, current = inp.spec, inp.current_replicas
     from_zero = inp.scaled_to_zero and (spec.min_replicas != 0 or spec.has_object_or_external)
-    keda = spec.controls is not None and spec.controls.keda is not None
-    fixed = replicas_before_metrics(current, spec.min_replicas, spec.max_replicas, from_zero or keda)
+    keda_scaling = spec.controls.keda if spec.controls is not None else None
+    keda = keda_scaling is not None
+    # above zero, the minReplicas of the HPA KEDA makes (KEDA itself scales to and from zero)
+    low = keda_scaling.floor if keda_scaling is not None and current > 0 else spec.min_replicas
+    fixed = replicas_before_metrics(current, low, spec.max_replicas, from_zero or keda)
     if fixed is None:
         if current == 0:
             sync.pre.append("the target is at 0 replicas: KEDA scales it up from zero when a trigger is active" if keda
@@ -165,7 +175,7 @@ def _metrics_decide(inp: DecisionInput, sync: _Sync) -> bool:
                         f"scale to {fixed} without reading metrics")
         return False
     sync.desired, sync.rescale_reason = fixed, "Current number of replicas below Spec.MinReplicas"
-    sync.pre.append(f"current {current} replicas are below minReplicas {spec.min_replicas}: "
+    sync.pre.append(f"current {current} replicas are below minReplicas {low}: "
                     f"scale to {fixed} without reading metrics")
     return False
 
@@ -254,36 +264,46 @@ def _activate(inp: DecisionInput, sync: _Sync, recommendation: int) -> tuple[int
 
 def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: int) -> tuple[int, bool]:
     """A ScaledObject's scaling to and from zero (KEDA's scale executor): the HPA KEDA makes has
-    minReplicas 1, so above zero the recommendation is at least 1. At a polling (the first sync,
-    then every pollingInterval) KEDA checks the triggers: an active one scales a target at zero to 1;
-    when none has been active for longer than `cooldownPeriod` (at once when none ever was, as with
-    no `status.lastActiveTime`) it scales straight to zero. Returns the recommendation and whether
-    to go to zero now."""
+    minReplicas `floor` (minReplicaCount, at least 1), so above zero the recommendation is at least
+    that. At a polling (the first sync, then every pollingInterval) KEDA checks the triggers: an
+    active one scales a target at zero to `floor`; when none has been active for longer than
+    `cooldownPeriod` it scales straight to zero (idleReplicaCount 0 included). When none ever was
+    (no `status.lastActiveTime`), that is once `initialCooldownPeriod` has passed since the
+    ScaledObject's creation. Returns the recommendation and whether to go to zero now."""
     now, current, history = inp.now, inp.current_replicas, inp.history
+    floor = keda.floor
     polled = history.polled
     if polled is not None and now - polled < delta(keda.polling_interval):
         sync.pre.append(f"activation not checked: KEDA polls every {keda.polling_interval}s, last at "
                         f"{format_time(polled)}")
-        return (0 if current == 0 else max(recommendation, 1)), False
+        return (0 if current == 0 else max(recommendation, floor)), False
     sync.polled = now
     recommendation, active = _activate(inp, sync, recommendation)
     last, cooldown = history.last_active, keda.cooldown
     if active:
         sync.last_active = now
-        if current == 0:  # scaleFromZeroOrIdle: 1 replica; the HPA takes over at its next sync
-            sync.pre.append("activation: KEDA scales from zero to 1 replica")
-            return 1, False
-        return recommendation, False
+        if current == 0:  # scaleFromZeroOrIdle: minReplicaCount (at least 1); the HPA takes over at its next sync
+            sync.pre.append(f"activation: KEDA scales from zero to {floor} replica{'s' if floor > 1 else ''}")
+            return floor, False
+        return max(recommendation, floor), False
     if current == 0:
         return recommendation, False
+    if last is None:
+        created = keda.created or history.created or sync.created or now
+        waited = now - created
+        if keda.initial_cooldown and not waited > delta(keda.initial_cooldown):
+            sync.pre.append(f"activation initial cooldown: no trigger was active yet, the ScaledObject was created "
+                            f"{int(waited.total_seconds())}s ago, within initialCooldownPeriod "
+                            f"{keda.initial_cooldown}s: at least {floor} replica{'s' if floor > 1 else ''}")
+            return max(recommendation, floor), False
     if last is None or now - last > delta(cooldown):
         since = "no trigger was active yet" if last is None else f"no trigger active since {format_time(last)}"
         sync.pre.append(f"activation cooldown over: {since}, more than cooldownPeriod {cooldown}s ago: "
                         "scale to zero")
-        return max(recommendation, 1), True
+        return max(recommendation, floor), True
     sync.pre.append(f"activation cooldown: a trigger was active {int((now - last).total_seconds())}s ago, "
-                    f"within cooldownPeriod {cooldown}s: at least 1 replica")
-    return max(recommendation, 1), False
+                    f"within cooldownPeriod {cooldown}s: at least {floor} replica{'s' if floor > 1 else ''}")
+    return max(recommendation, floor), False
 
 
 def _fallback(inp: DecisionInput, sync: _Sync, metrics: _Metrics) -> bool:
@@ -382,10 +402,11 @@ def _decision(inp: DecisionInput, sync: _Sync) -> Decision:
     history = inp.history
     # set only by a sync at which KEDA polled (last_active: and found a trigger active)
     last_active, polled = sync.last_active or history.last_active, sync.polled or history.polled
+    created = sync.created or history.created
     if (sync.recommendations is not history.recommendations or sync.failures != history.failures
-            or last_active != history.last_active or polled != history.polled):
+            or last_active != history.last_active or polled != history.polled or created != history.created):
         history = replace(history, recommendations=sync.recommendations, failures=sync.failures,
-                          last_active=last_active, polled=polled)
+                          last_active=last_active, polled=polled, created=created)
     outcomes = sync.outcomes
     controls = _in_force(inp, sync)
     conditions = C.ordered(sync.conditions)

@@ -14,9 +14,15 @@ What KEDA does, and where it says so (kedacore/keda):
   is above `activationThreshold` (default 0), an empty result is 0 unless `ignoreNullValues: false`;
 - pkg/scalers/cpu_memory_scaler.go: `cpu`/`memory` are Resource metrics (ContainerResource with
   `containerName`), Utilization or AverageValue of `value`; they are always active;
-- pkg/scaling/executor/scale_scaledobjects.go: with `minReplicaCount` 0 KEDA scales from zero to 1
-  when some trigger is active, and to zero when none has been for `cooldownPeriod` (default 300 s);
+- pkg/scaling/executor/scale_scaledobjects.go: with `minReplicaCount` 0 (or `idleReplicaCount` 0)
+  KEDA scales from zero to 1 (to `minReplicaCount`) when some trigger is active, and to zero when
+  none has been for `cooldownPeriod` (default 300 s), or, when none ever was, once
+  `initialCooldownPeriod` (default 0) has passed since the ScaledObject's creation;
   `autoscaling.keda.sh/paused-replicas` (wins) and `autoscaling.keda.sh/paused` pause it;
+- `advanced.scalingModifiers` (hpa.go, pkg/scaling/modifiers, apis/keda/v1alpha1 validation): the
+  HPA gets one External metric `composite-metric`, `formula` (decision/formula.py) over the named
+  triggers, with `target` (AverageValue, or `metricType: Value`); KEDA is active when its value
+  is above `activationTarget` (default 0); the Resource metrics stay, the triggers' External go;
 - keda docs "ScaledObject specification", "Prometheus" scaler: the defaults above, `pollingInterval`
   30 s, `fallback` (failureThreshold, replicas, behavior) only with AverageValue triggers.
 """
@@ -27,13 +33,24 @@ import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from promscaler.quantity import format_milli, to_milli
+from promscaler.times import DurationError, parse_time
 
 from . import fields
-from .controls import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION, KedaScaling, parse_pause
+from .controls import (
+    COMPOSITE_METRIC,
+    PAUSED_ANNOTATION,
+    PAUSED_REPLICAS_ANNOTATION,
+    Composite,
+    Controls,
+    KedaScaling,
+    parse_pause,
+)
 from .fields import SpecError
+from .formula import Formula, FormulaError, compile_formula
 from .model import Pause
 from .spec import HPASpec, parse_spec
 
@@ -47,9 +64,10 @@ _SELECTOR_LABEL = "scaledobject.keda.sh/name"
 
 # The fields read, per object; a field KEDA has that is not here is refused, naming why.
 _SPEC = {"scaleTargetRef", "pollingInterval", "cooldownPeriod", "minReplicaCount", "maxReplicaCount", "fallback",
-         "advanced", "triggers"}
+         "advanced", "triggers", "idleReplicaCount", "initialCooldownPeriod"}
 _TARGET = {"name", "apiVersion", "kind", "envSourceContainerName"}
-_ADVANCED = {"horizontalPodAutoscalerConfig", "restoreToOriginalReplicaCount"}
+_ADVANCED = {"horizontalPodAutoscalerConfig", "restoreToOriginalReplicaCount", "scalingModifiers"}
+_MODIFIERS = {"formula", "target", "activationTarget", "metricType"}
 _HPA_CONFIG = {"name", "behavior"}
 _FALLBACK = {"failureThreshold", "replicas", "behavior"}
 _TRIGGER = {"type", "name", "metadata", "metricType", "authenticationRef"}
@@ -59,15 +77,12 @@ _CONNECTION = {"serverAddress", "authModes", "unsafeSsl", "timeout", "customHead
 _PROMETHEUS = {"query", "threshold", "activationThreshold", "metricName", "ignoreNullValues", *_CONNECTION}
 _RESOURCE = {"value", "type", "containerName"}
 _UNSUPPORTED = {
-    "idleReplicaCount": "scaling to an idle count other than 0 is not replayed",
-    "initialCooldownPeriod": "the delay after creation is not replayed",
-    "scalingModifiers": "composite metrics (formula) are not replayed",
     "namespace": "a Thanos tenant changes the data: give the query for --prometheus-url",
     "queryParameters": "extra query parameters change the data: give the query for --prometheus-url",
     "cortexOrgID": "a Cortex tenant changes the data: give the query for --prometheus-url",
     "useCachedMetrics": "cached reads (the value of the last polling) are not replayed",
 }
-_INERT = {"useCachedMetrics": (False, "false"), "initialCooldownPeriod": (0, "0")}  # values that change nothing
+_INERT = {"useCachedMetrics": (False, "false")}  # values that change nothing
 
 
 @dataclass(frozen=True)
@@ -77,7 +92,8 @@ class ScaledObject:
     name: str
     namespace: str | None
     hpa: dict[str, Any]           # the autoscaling/v2 HorizontalPodAutoscaler KEDA would create
-    autoscaler: dict[str, Any]    # the HorizontalAutoscaler promscaler decides with (KEDA's semantics: `spec`)
+    autoscaler: dict[str, Any]    # the HorizontalAutoscaler promscaler decides with (KEDA's semantics: `spec`);
+                                  # with scalingModifiers, its External metrics carry the composite target
     spec: HPASpec                 # its parsed spec, with KEDA's scale to and from zero (Controls.keda)
     queries: dict[str, str]       # External metric name -> the PromQL backtest replays
     pause: Pause | None
@@ -203,6 +219,77 @@ def _annotations(meta: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def _idle(spec: Mapping[str, Any], min_count: int) -> int | None:
+    """`idleReplicaCount`: KEDA's validation (less than minReplicaCount); only 0 is replayed, the
+    only value KEDA's docs say works."""
+    if spec.get("idleReplicaCount") is None:
+        return None
+    idle = fields.integer(spec["idleReplicaCount"], "spec.idleReplicaCount", minimum=0)
+    if idle >= min_count:
+        raise SpecError("spec.idleReplicaCount", f"must be less than minReplicaCount ({min_count}), as KEDA requires")
+    if idle != 0:
+        raise SpecError("spec.idleReplicaCount", "is supported only as 0, the only value KEDA supports: the HPA "
+                        "scales a target above 0 and below minReplicaCount back up (kedacore/keda#2314)")
+    return idle
+
+
+def _created(meta: Mapping[str, Any]) -> datetime | None:
+    """`metadata.creationTimestamp`, from which initialCooldownPeriod counts (else the replay's start)."""
+    raw = meta.get("creationTimestamp")
+    if raw is None:
+        return None
+    try:
+        return parse_time(raw)
+    except DurationError:
+        raise SpecError("metadata.creationTimestamp", f"must be an RFC 3339 time, got {raw!r}") from None
+
+
+class _Modifiers(NamedTuple):
+    inputs: tuple[tuple[str, int], ...]   # (trigger name, its metric's index in the sorted metrics)
+    kept: tuple[int, ...]                 # the sorted metrics the HPA keeps (Resource)
+    formula: Formula
+    hpa_metrics: list[dict[str, Any]]     # the kept metrics, then the composite one
+
+
+def _composite(raw: Mapping[str, Any], triggers: list[Any], kinds: list[str], metrics: list[dict[str, Any]],
+               order: tuple[int, ...], so_name: str, scale_to_zero: bool) -> _Modifiers:
+    """`advanced.scalingModifiers`, checked as KEDA's validation does: the formula compiled over the
+    named (non cpu/memory) triggers, and the HPA's metrics (the Resource metrics, then the composite
+    one, with its activationThreshold when KEDA scales to zero)."""
+    path = "spec.advanced.scalingModifiers"
+    _known(raw, path, _MODIFIERS)
+    text = fields.string(raw.get("formula"), f"{path}.formula", required=False)
+    if text is None:
+        raise SpecError(f"{path}.formula", "required (KEDA: ScalingModifiers.Formula is mandatory)")
+    if raw.get("target") in (None, ""):
+        raise SpecError(f"{path}.target", "required when formula is given")
+    target = _number(raw["target"], f"{path}.target")
+    if target <= 0:
+        raise SpecError(f"{path}.target", f"must be greater than 0, got {raw['target']!r}")
+    metric_type = fields.one_of(raw.get("metricType"), f"{path}.metricType", ("AverageValue", "Value"),
+                                " (Utilization is not supported for an External metric)", default="AverageValue")
+    activation = 0.0 if raw.get("activationTarget") in (None, "") else \
+        _number(raw["activationTarget"], f"{path}.activationTarget")
+    inputs = []
+    for i, (t, kind) in enumerate(zip(triggers, kinds, strict=True)):
+        name = t.get("name")
+        if kind == "prometheus" and isinstance(name, str) and name:
+            inputs.append((name, order.index(i)))
+    try:
+        formula = compile_formula(text, [n for n, _ in inputs])
+    except FormulaError as exc:
+        raise SpecError(f"{path}.formula", str(exc)) from None
+    target_block: dict[str, Any] = {"type": metric_type}
+    target_block["averageValue" if metric_type == "AverageValue" else "value"] = _milli_text(target)
+    composite: dict[str, Any] = {"type": "External", "external": {
+        "metric": {"name": COMPOSITE_METRIC, "selector": {"matchLabels": {_SELECTOR_LABEL: _trim(so_name)}}},
+        "target": target_block}}
+    if scale_to_zero:
+        composite["activationThreshold"] = _milli_text(activation)
+    kept = tuple(j for j, i in enumerate(order) if metrics[i]["type"] == "Resource")  # hpa.go keeps rm.Resource
+    return _Modifiers(tuple(inputs), kept, formula, [*(metrics[order[j]] for j in kept), composite])
+
+
 def _keda_path(path: str, triggers: tuple[int, ...]) -> str:
     """A path of the HorizontalAutoscaler's spec as the ScaledObject's field."""
     for mine, theirs in (("spec.behavior", "spec.advanced.horizontalPodAutoscalerConfig.behavior"),
@@ -235,6 +322,10 @@ def read_scaled_object(doc: Mapping[str, Any]) -> ScaledObject:
         fields.integer(spec["maxReplicaCount"], "spec.maxReplicaCount", minimum=1)
     if max_count < min_count:
         raise SpecError("spec.maxReplicaCount", "must be greater than or equal to minReplicaCount")
+    idle = _idle(spec, min_count)
+    initial_cooldown = 0 if spec.get("initialCooldownPeriod") is None else \
+        fields.integer(spec["initialCooldownPeriod"], "spec.initialCooldownPeriod", minimum=0)
+    created = _created(meta)
     polling = DEFAULT_POLLING if spec.get("pollingInterval") is None else \
         fields.integer(spec["pollingInterval"], "spec.pollingInterval", minimum=1)
     cooldown = DEFAULT_COOLDOWN if spec.get("cooldownPeriod") is None else \
@@ -259,8 +350,8 @@ def read_scaled_object(doc: Mapping[str, Any]) -> ScaledObject:
         if kind not in TRIGGERS:
             raise SpecError(f"{path}.type", f"{kind} is not supported ({', '.join(TRIGGERS)})")
         kinds.append(kind)
-    # KEDA scales to zero itself; cpu/memory triggers are always active, so then it never does.
-    scale_to_zero = min_count == 0 and all(k == "prometheus" for k in kinds)
+    # KEDA scales to zero (or idle) itself; cpu/memory triggers are always active, so then it never does.
+    scale_to_zero = (min_count == 0 or idle == 0) and all(k == "prometheus" for k in kinds)
     metrics, queries = [], {}
     for i, (t, kind) in enumerate(zip(raw_triggers, kinds, strict=True)):
         path = f"spec.triggers[{i}]"
@@ -272,6 +363,9 @@ def read_scaled_object(doc: Mapping[str, Any]) -> ScaledObject:
         metrics.append(metric)
     order = tuple(sorted(range(len(metrics)), key=lambda i: metrics[i]["type"]))  # hpa.go: sorted by type
     sorted_metrics = [metrics[i] for i in order]
+    modifiers = fields.obj(advanced.get("scalingModifiers"), "spec.advanced.scalingModifiers", required=False)
+    composite = _composite(modifiers, raw_triggers, kinds, metrics, order, name, scale_to_zero) if modifiers else None
+    hpa_metrics = composite.hpa_metrics if composite is not None else sorted_metrics
     fallback = fields.obj(spec.get("fallback"), "spec.fallback", required=False)
     if fallback is not None:
         _known(fallback, "spec.fallback", _FALLBACK)
@@ -281,7 +375,7 @@ def read_scaled_object(doc: Mapping[str, Any]) -> ScaledObject:
                                 f"(not spec.triggers[{i}])")
     behavior = hpa_config.get("behavior")
     hpa_spec: dict[str, Any] = {"scaleTargetRef": target_ref, "minReplicas": max(min_count, 1),
-                                "maxReplicas": max_count, "metrics": copy.deepcopy(sorted_metrics)}
+                                "maxReplicas": max_count, "metrics": copy.deepcopy(hpa_metrics)}
     for m in hpa_spec["metrics"]:
         m.pop("activationThreshold", None)
     if behavior is not None:
@@ -293,6 +387,11 @@ def read_scaled_object(doc: Mapping[str, Any]) -> ScaledObject:
            "spec": hpa_spec}
     ha_spec = {**copy.deepcopy(hpa_spec), "minReplicas": 0 if scale_to_zero else max(min_count, 1),
                "metrics": copy.deepcopy(sorted_metrics)}
+    if composite is not None:  # the triggers' thresholds play no part: their metrics carry the composite target
+        target = composite.hpa_metrics[-1]["external"]["target"]
+        for m in ha_spec["metrics"]:
+            if m["type"] == "External":
+                m["external"]["target"] = dict(target)
     if fallback is not None:
         ha_spec["fallback"] = dict(fallback)
     annotations = _annotations(meta)
@@ -307,8 +406,13 @@ def read_scaled_object(doc: Mapping[str, Any]) -> ScaledObject:
         path = exc.path.replace(PAUSED_REPLICAS_ANNOTATION, KEDA_PAUSED_REPLICAS).replace(PAUSED_ANNOTATION,
                                                                                            KEDA_PAUSED)
         raise SpecError(_keda_path(path, order), exc.reason.replace("promscaler.io/", "autoscaling.keda.sh/")) from None
+    if composite is not None:
+        composed = parse_spec({**ha_spec, "metrics": hpa_metrics}, "spec").metrics
+        parsed = replace(parsed, controls=replace(parsed.controls or Controls(), composite=Composite(
+            composite.formula, composite.inputs, composite.kept, composed)))
     if scale_to_zero and parsed.controls is not None:
-        parsed = replace(parsed, controls=replace(parsed.controls, keda=KedaScaling(cooldown, polling)))
+        keda = KedaScaling(cooldown, polling, max(min_count, 1), initial_cooldown, created)
+        parsed = replace(parsed, controls=replace(parsed.controls, keda=keda))
     return ScaledObject(name, namespace, hpa, autoscaler, parsed, queries, pause, polling, cooldown, order)
 
 
@@ -322,17 +426,21 @@ def write_scaled_object(original: Mapping[str, Any], autoscaler: Mapping[str, An
                         triggers: tuple[int, ...] | None = None) -> dict[str, Any]:
     """`original` with the targets and behavior of `autoscaler` (an edit, by `tune`, of the
     HorizontalAutoscaler read_scaled_object made of it): the ScaledObject to apply. `triggers`:
-    `read_scaled_object(original).triggers`, when the caller has read it already."""
+    `read_scaled_object(original).triggers`, when the caller has read it already. With
+    scalingModifiers, an External metric's target is the composite one (`scalingModifiers.target`)."""
     if triggers is None:
         triggers = read_scaled_object(original).triggers
     out = copy.deepcopy(dict(original))
+    modifiers = (out["spec"].get("advanced") or {}).get("scalingModifiers")
     spec = autoscaler["spec"]
     for j, metric in enumerate(spec["metrics"][:len(triggers)]):
         trigger = out["spec"]["triggers"][triggers[j]]
         block = metric.get({"External": "external", "Resource": "resource",
                             "ContainerResource": "containerResource"}[metric["type"]])
         target = block["target"]
-        if metric["type"] == "External":
+        if metric["type"] == "External" and modifiers:
+            modifiers["target"] = _threshold(target)
+        elif metric["type"] == "External":
             trigger["metadata"]["threshold"] = _threshold(target)
         elif target["type"] == "Utilization":
             trigger["metadata"]["value"] = str(target["averageUtilization"])

@@ -151,6 +151,9 @@ class History:
     # triggers; None before any.
     last_active: datetime | None = None
     polled: datetime | None = None
+    # Added (KedaScaling.initial_cooldown): when the ScaledObject was created, else the first sync
+    # (the replay's start); None for anything else.
+    created: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

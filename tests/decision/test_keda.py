@@ -148,10 +148,30 @@ REFUSED = {
                      "spec.triggers[0].metadata.threshold: required"),
     "a threshold that is no number": (lambda d: d["spec"]["triggers"][0]["metadata"].update(threshold="lots"),
                                       "spec.triggers[0].metadata.threshold: must be a number, got 'lots'"),
-    "scalingModifiers": (lambda d: d["spec"].update(advanced={"scalingModifiers": {"formula": "a + b"}}),
-                         "spec.advanced.scalingModifiers: is not supported (composite metrics"),
-    "idleReplicaCount": (lambda d: d["spec"].update(idleReplicaCount=0, minReplicaCount=1),
-                         "spec.idleReplicaCount: is not supported"),
+    # KEDA's validation (apis/keda/v1alpha1): idle below min; formula and target both given, target
+    # a number above 0, metricType AverageValue or Value, the formula over named triggers
+    "an idle count not below min": (lambda d: d["spec"].update(idleReplicaCount=1, minReplicaCount=1),
+                                    "spec.idleReplicaCount: must be less than minReplicaCount (1)"),
+    "an idle count other than 0": (lambda d: d["spec"].update(idleReplicaCount=1, minReplicaCount=3),
+                                   "spec.idleReplicaCount: is supported only as 0, the only value KEDA supports"),
+    "a negative initial cooldown": (lambda d: d["spec"].update(initialCooldownPeriod=-1),
+                                    "spec.initialCooldownPeriod: must be greater than or equal to 0"),
+    "a creation time that is no time": (lambda d: d["metadata"].update(creationTimestamp="yesterday"),
+                                        "metadata.creationTimestamp: must be an RFC 3339 time"),
+    "a formula without target": (lambda d: d["spec"].update(advanced={"scalingModifiers": {"formula": "a + b"}}),
+                                 "spec.advanced.scalingModifiers.target: required when formula is given"),
+    "a target without formula": (lambda d: d["spec"].update(advanced={"scalingModifiers": {"target": "2"}}),
+                                 "spec.advanced.scalingModifiers.formula: required"),
+    "a target of 0": (lambda d: d["spec"].update(advanced={"scalingModifiers": {"formula": "1", "target": "0"}}),
+                      "spec.advanced.scalingModifiers.target: must be greater than 0"),
+    "a Utilization composite": (lambda d: d["spec"].update(advanced={"scalingModifiers": {
+        "formula": "1", "target": "2", "metricType": "Utilization"}}),
+        "spec.advanced.scalingModifiers.metricType: must be AverageValue or Value (Utilization is not supported"),
+    "an unnamed trigger in the formula": (
+        lambda d: d["spec"].update(advanced={"scalingModifiers": {"formula": "s0 * 2", "target": "2"}}),
+        "spec.advanced.scalingModifiers.formula: unknown name s0"),
+    "a formula typo": (lambda d: d["spec"].update(advanced={"scalingModifiers": {"formul": "1", "target": "2"}}),
+                       "spec.advanced.scalingModifiers.formul: is not supported (known: activationTarget, formula"),
     "cached metrics": (lambda d: d["spec"]["triggers"][0].update(useCachedMetrics=True),
                        "spec.triggers[0].useCachedMetrics: is not supported"),
     "max below min": (lambda d: d["spec"].update(minReplicaCount=5, maxReplicaCount=2),
@@ -232,3 +252,79 @@ def test_a_tune_candidate_is_read_once(tmp_path, monkeypatch) -> None:
     assert reads[0]["spec"]["triggers"][1]["metadata"]["threshold"] == "80"
     assert reads[0]["spec"]["triggers"][0] == doc["spec"]["triggers"][0]
     assert parsed.metrics[0].target.average_value_milli == 80_000
+
+
+def _composite(**modifiers: Any) -> dict[str, Any]:
+    """KEDA's docs' "compose average value" example, with two prometheus triggers named as there."""
+    doc = copy.deepcopy(PROMETHEUS)
+    trigger = PROMETHEUS["spec"]["triggers"][0]
+    doc["spec"]["triggers"] = [{**copy.deepcopy(trigger), "name": "trig_one"},
+                               {**copy.deepcopy(trigger), "name": "trig_two"}]
+    doc["spec"]["advanced"] = {"scalingModifiers": {"formula": "(trig_one + trig_two)/2", "target": "2",
+                                                    "activationTarget": "2", "metricType": "AverageValue",
+                                                    **modifiers}}
+    return doc
+
+
+def test_scaling_modifiers_give_the_hpa_one_composite_metric() -> None:
+    """hpa.go: with scalingModifiers the HPA has the External metric `composite-metric`, selected
+    by the ScaledObject's name, with `target` in milli-units, instead of the triggers' metrics."""
+    so = read_scaled_object(_composite())
+    assert so.hpa["spec"]["metrics"] == [{"type": "External", "external": {
+        "metric": {"name": "composite-metric",
+                   "selector": {"matchLabels": {"scaledobject.keda.sh/name": "prometheus-scaledobject"}}},
+        "target": {"type": "AverageValue", "averageValue": "2"}}}]
+    # the triggers are still what is read (backtest replays both queries); the composite decides
+    assert [m.name for m in so.spec.metrics] == ["s0-prometheus", "s1-prometheus"]
+    assert set(so.queries) == {"s0-prometheus", "s1-prometheus"}
+    composite = so.spec.controls.composite if so.spec.controls else None
+    assert composite is not None and composite.inputs == (("trig_one", 0), ("trig_two", 1))
+    (metric,) = composite.metrics
+    assert (metric.name, metric.target.average_value_milli, metric.activation_milli) == ("composite-metric", 2000, 2000)
+    value = read_scaled_object(_composite(metricType="Value", target="0.5")).hpa["spec"]["metrics"][0]
+    assert value["external"]["target"] == {"type": "Value", "value": "500m"}
+
+
+def test_scaling_modifiers_keep_the_resource_metrics() -> None:
+    """hpa.go keeps the specs with a Resource source beside the composite metric (a cpu trigger is
+    no formula input: KEDA's validation leaves cpu/memory out of the formula's names)."""
+    doc = _composite(formula="trig_one * 2")
+    doc["spec"]["minReplicaCount"] = 1
+    doc["spec"]["triggers"].append({"type": "cpu", "metricType": "Utilization", "metadata": {"value": "60"}})
+    so = read_scaled_object(doc)
+    assert [m["type"] for m in so.hpa["spec"]["metrics"]] == ["Resource", "External"]
+    assert so.hpa["spec"]["metrics"][1]["external"]["metric"]["name"] == "composite-metric"
+    doc["spec"]["triggers"][2]["name"] = "trig_three"
+    doc["spec"]["advanced"]["scalingModifiers"]["formula"] = "trig_three"
+    with pytest.raises(SpecError, match="unknown name trig_three"):
+        read_scaled_object(doc)
+
+
+def test_a_tuned_composite_target_is_written_as_scaling_modifiers_target() -> None:
+    """tune edits the autoscaler's first metric's target (and every one alike): with
+    scalingModifiers that is the composite target, written back to scalingModifiers.target."""
+    doc = _composite()
+    so = read_scaled_object(doc)
+    assert [m["external"]["target"] for m in so.autoscaler["spec"]["metrics"]] == \
+        [{"type": "AverageValue", "averageValue": "2"}] * 2
+    tuned = copy.deepcopy(so.autoscaler)
+    for m in tuned["spec"]["metrics"]:
+        m["external"]["target"]["averageValue"] = "1500m"
+    out = write_scaled_object(doc, tuned)
+    assert out["spec"]["advanced"]["scalingModifiers"]["target"] == "1.5"
+    assert out["spec"]["triggers"] == doc["spec"]["triggers"]   # the thresholds play no part: as given
+    assert read_scaled_object(out).hpa["spec"]["metrics"][0]["external"]["target"]["averageValue"] == "1500m"
+
+
+def test_idle_replica_count_and_initial_cooldown_are_kedas_scaling() -> None:
+    """idleReplicaCount 0 below minReplicaCount 3: KEDA scales to zero itself and from zero to 3,
+    its HPA has minReplicas 3; initialCooldownPeriod counts from metadata.creationTimestamp."""
+    doc = _with(idleReplicaCount=0, minReplicaCount=3, initialCooldownPeriod=120)
+    doc["metadata"]["creationTimestamp"] = "2026-03-02T09:00:00Z"
+    so = read_scaled_object(doc)
+    assert so.hpa["spec"]["minReplicas"] == 3
+    assert so.spec.min_replicas == 0 and so.spec.metrics[0].activation_milli == 5500
+    keda_scaling = so.spec.controls.keda if so.spec.controls else None
+    assert keda_scaling is not None
+    assert (keda_scaling.floor, keda_scaling.initial_cooldown) == (3, 120)
+    assert keda_scaling.created is not None and keda_scaling.created.isoformat() == "2026-03-02T09:00:00+00:00"
