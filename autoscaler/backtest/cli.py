@@ -80,10 +80,24 @@ def add_history_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pod-requests", type=flags.key_value, action="append", default=[], metavar="RESOURCE=QUANTITY",
                    help="each simulated pod's requests, for Utilization targets (cpu=500m)")
     p.add_argument("--reference-target", metavar="QUANTITY",
-                   help="the per-pod load (or value) the seconds under-provisioned are measured against "
-                        "(default: the spec's first metric's target)")
+                   help="the per-pod load (or value) every spec's seconds under-provisioned are measured against "
+                        "(default: the baseline's first metric's target; the baseline is backtest's first spec, "
+                        "tune's given one)")
+    p.add_argument("--reference-tolerance", type=_tolerance, metavar="SHARE",
+                   help="the reference band's upper edge is target x (1 + this) (default: the baseline's scale-up "
+                        "tolerance)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar while fetching history")
     add_controller_flags(p)
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r} (0.1 for 10%)") from None
+    if not 0 <= value < 1e6:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be 0 or more")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -123,6 +137,7 @@ class Histories:
     config: ControllerConfig
     requests: dict[str, int]
     reference_target: float | None
+    reference_tolerance: float | None
     plans: list[Plan]
     data: dict[str, Series]
     fetched_seconds: float
@@ -160,12 +175,19 @@ class Histories:
             initial = int(first) if math.isfinite(first) else (int(known[0]) if known.size else spec.min_replicas)
         return min(max(initial, spec.min_replicas), spec.max_replicas) if initial > 0 else initial
 
-    def reference(self, plan: Plan, tolerance: float) -> Reference:
-        query = observed_query(plan.queries)
-        target = self.reference_target
+    def reference(self, baseline: Plan) -> Reference:
+        """The one reference every spec's exposure is measured against: the baseline's observed
+        metric, and the flags' target and tolerance, else the baseline's (`exposure.py`)."""
+        query = observed_query(baseline.queries)
+        target, tolerance = self.reference_target, self.reference_tolerance
+        given = [f for f, v in (("--reference-target", target), ("--reference-tolerance", tolerance)) if v is not None]
+        of = [f for f, v in (("first metric's target", target), ("scale-up tolerance", tolerance)) if v is None]
         if target is None:
             target = _target_value(query.metric, self.requests)
-        return reference_for(query, target, tolerance)
+        if tolerance is None:
+            tolerance = tolerance_up(baseline.spec.spec, self.config)
+        source = " and ".join(given + ([f"{baseline.spec.label}'s {' and '.join(of)}"] if of else []))
+        return reference_for(query, target, tolerance, source)
 
 
 @dataclass(frozen=True)
@@ -173,6 +195,7 @@ class _Window:
     grid: Grid
     requests: dict[str, int]
     reference_target: float | None
+    reference_tolerance: float | None
 
 
 def _window(args: argparse.Namespace) -> _Window:
@@ -200,7 +223,7 @@ def _window(args: argparse.Namespace) -> _Window:
         if reference_target <= 0:
             raise Failed("--reference-target: must be positive", 2)
     grid = Grid(start, args.step, math.floor((end - start).total_seconds() / args.step) + 1)
-    return _Window(grid, requests, reference_target)
+    return _Window(grid, requests, reference_target, args.reference_tolerance)
 
 
 def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
@@ -239,8 +262,8 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
         raise Failed(str(exc), 2) from None
     except (QueryError, HistoryError) as exc:
         raise Failed(str(exc), 1) from None
-    return Histories(window.grid, config, window.requests, window.reference_target, plans, data,
-                     time.perf_counter() - started, before)
+    return Histories(window.grid, config, window.requests, window.reference_target, window.reference_tolerance, plans,
+                     data, time.perf_counter() - started, before)
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -262,13 +285,14 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return fail(str(exc), exc.code)
     started = time.perf_counter()
     outcomes = []
+    reference = h.reference(h.plans[0])  # one for every spec: the first is the baseline
+    observed = h.data[reference.query.promql].total
     for plan in h.plans:
         actual, source = h.actual(plan)
         result = replay(plan.spec.spec, plan.queries, h.data, h.grid, h.initial(args, plan), args.startup_delay,
                         h.config, h.requests)
         tolerance = tolerance_up(plan.spec.spec, h.config)
-        outcomes.append(Outcome(plan.spec.label, plan.queries, result, tolerance, actual, source,
-                                h.reference(plan, tolerance), h.data[observed_query(plan.queries).promql].total))
+        outcomes.append(Outcome(plan.spec.label, plan.queries, result, tolerance, actual, source, reference, observed))
     replayed = time.perf_counter() - started
     summaries = [summarize(o) for o in outcomes]
     fetched_before = h.fetched_before()
@@ -282,7 +306,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     report = Path(args.report)
     try:
         report.mkdir(parents=True, exist_ok=True)
-        write_summary(summaries, report / "summary.json")
+        write_summary(summaries, report / "summary.json", reference)
         if not args.no_png:
             write_png(outcomes, report / "backtest.png")
         if not args.no_html:
@@ -292,7 +316,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     written = time.perf_counter() - started - replayed
     for note in notes:
         print(note, file=out)
-    table(summaries, out)
+    table(summaries, out, reference)
     print(f"fetched in {h.fetched_seconds:.1f}s, replayed {h.grid.count * len(specs)} decisions in {replayed:.1f}s, "
           f"wrote the report in {written:.1f}s; "
           f"report: {report / 'summary.json'}" + ("" if args.no_html else f", {report / 'report.html'}")

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .exposure import exposure, load_per_pod, observed_query
+from .exposure import exposure
 from .report import Outcome, summary_rows
 
 __all__ = ["BUCKETS", "backtest_page", "tune_page", "write_backtest_html", "write_tune_html"]
@@ -49,8 +49,8 @@ def _spec_data(o: Outcome) -> dict[str, Any]:
     columns: list[tuple[str, str, np.ndarray]] = []
     bands = []
     load = None
-    if o.reference is not None and o.observed is not None and o.queries:
-        load = load_per_pod(observed_query(o.queries), o.observed, r.ready)
+    if o.reference is not None and o.observed is not None:
+        load = o.reference.load(o.observed, r.ready)
         columns.append((f"observed {o.reference.metric} per ready pod", "load", load))
     for k, q in enumerate(o.queries):
         columns.append((f"{q.metric.type} {q.metric.name} (as the engine saw it)", "load", r.values[k]))
@@ -110,6 +110,7 @@ def backtest_page(outcomes: Sequence[Outcome], summaries: Sequence[dict[str, Any
         "buckets": BUCKETS,
         "subtitle": f"step {first['stepSeconds']:g}s, {first['decisions']} decisions per spec; "
                     f"load model: {first['loadModel']}",
+        "reference": outcomes[0].reference.text() if outcomes and outcomes[0].reference else None,
         "specs": [_spec_data(o) for o in outcomes],
         "table": {"heads": heads, "rows": rows},
     })

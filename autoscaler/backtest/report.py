@@ -4,8 +4,9 @@ the PNG (matplotlib, imported only when a PNG is written).
 - replica-hours: the simulated replicas integrated over the range;
 - scale events: replica changes the engine made;
 - seconds under-provisioned (exposure) and time to capacity per rise: the observed load per
-  ready pod against one reference target (`exposure.py`): what the pods went through, comparable
-  between specs whatever metrics and targets each lists;
+  ready pod against one reference for every spec of the run (`exposure.py`; the baseline's, the
+  first spec's, unless the flags set it): what the pods went through, comparable between specs
+  whatever metrics and targets each lists, and with `tune`'s figures;
 - time above its own targets: steps where some metric's value as the engine saw it (per pod, or
   the value for Value targets) exceeds that metric's own target x (1 + scale-up tolerance), times
   the step: what the spec itself aimed at (a forecast metric or another target changes it);
@@ -23,7 +24,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .exposure import Reference, exposure, load_per_pod, observed_query
+from .exposure import Reference, exposure
 from .history import Grid
 from .queries import MetricQuery
 from .replay import LOAD_MODEL, Replay
@@ -41,7 +42,7 @@ class Outcome:
     tolerance: float
     actual: np.ndarray | None = None   # the cluster's replicas per step (NaN where unknown)
     actual_source: str | None = None
-    reference: Reference | None = None  # what the exposure is measured against
+    reference: Reference | None = None  # what the exposure is measured against (one for every spec of a run)
     observed: np.ndarray | None = None  # the reference metric's observed total (or value) per step
 
 
@@ -77,8 +78,8 @@ def summarize(o: Outcome) -> dict[str, Any]:
         "events": [{"time": e.time.isoformat().replace("+00:00", "Z"), "from": e.before, "to": e.after}
                    for e in r.events],
     }
-    if o.reference is not None and o.observed is not None and o.queries:
-        load = load_per_pod(observed_query(o.queries), o.observed, r.ready)
+    if o.reference is not None and o.observed is not None:
+        load = o.reference.load(o.observed, r.ready)
         out["exposure"] = exposure(load, o.reference, grid.step).summary()
     if o.actual is not None:
         known = o.actual[np.isfinite(o.actual)]
@@ -126,7 +127,7 @@ def summary_rows(summaries: Sequence[dict[str, Any]]) -> tuple[list[str], list[l
     return [s["spec"] for s in summaries], [[name, *(fn(s) for s in summaries)] for name, fn in rows]
 
 
-def table(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
+def table(summaries: Sequence[dict[str, Any]], out: TextIO, reference: Reference | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -143,6 +144,8 @@ def table(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
     console.print(f"backtest {first['from']} .. {first['to']}, step {first['stepSeconds']:g}s, "
                   f"{first['decisions']} decisions per spec")
     console.print(t)
+    if reference is not None:
+        console.print(reference.text())
     console.print(f"load model: {LOAD_MODEL}", style="dim")
 
 
@@ -154,8 +157,9 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f}h"
 
 
-def write_summary(summaries: Sequence[dict[str, Any]], path: Path) -> None:
-    path.write_text(json.dumps({"specs": list(summaries)}, indent=2) + "\n")
+def write_summary(summaries: Sequence[dict[str, Any]], path: Path, reference: Reference | None = None) -> None:
+    head = {} if reference is None else {"reference": reference.row()}
+    path.write_text(json.dumps({**head, "specs": list(summaries)}, indent=2) + "\n")
 
 
 PLOT_POINTS = 3000
@@ -211,9 +215,9 @@ def write_png(outcomes: Sequence[Outcome], path: Path) -> None:
                 value = milli / 1000.0
                 ax2.axhline(value, color="black", linewidth=0.8)
                 ax2.axhspan(value * (1 - o.tolerance), value * (1 + o.tolerance), color="tab:green", alpha=0.15)
-        if o.reference is not None and o.observed is not None and o.queries:
-            load = load_per_pod(observed_query(o.queries), o.observed, r.ready)
+        if o.reference is not None and o.observed is not None:
             ref = o.reference
+            load = ref.load(o.observed, r.ready)
             ax2.plot(times, _peaks(load, every), color="black", linewidth=0.7, drawstyle="steps-post",
                      label=f"observed {ref.metric} per ready pod")
             ax2.axhline(ref.band, color="tab:red", linewidth=0.8, linestyle=":",

@@ -32,7 +32,7 @@ from promscaler.times import format_duration
 
 from .before import NoValue, no_value
 from .cli import Failed, Histories, add_history_flags, read_histories
-from .exposure import Reference, observed_query
+from .exposure import Reference
 from .fastreplay import Prepared, fast_replay, prepare, supports
 from .history import Grid, Series
 from .html import write_tune_html
@@ -152,7 +152,7 @@ class _Search:
     def __init__(self, h: Histories, plan: Plan, args: argparse.Namespace, reference: Reference) -> None:
         self.h, self.plan, self.args, self.reference = h, plan, args, reference
         self.initial = h.initial(args, plan)
-        self.observed = h.data[observed_query(plan.queries).promql].total
+        self.observed = h.data[reference.query.promql].total
         self.split = max(1, min(h.grid.count - 1, round(h.grid.count * args.choose_on)))
         self.choose_grid = Grid(h.grid.start, h.grid.step, self.split)
         self.fast = supports(plan.spec.spec)
@@ -214,12 +214,19 @@ class _Search:
             s = self.setting(knobs)
         except SpecError:
             return Score(float("inf"), float("inf"), 0, 0.0)
-        return score(self.replay(s, False), observed_query(s.queries), self.observed[: self.split], self.reference,
+        return score(self.replay(s, False), self.reference.query, self.observed[: self.split], self.reference,
                      slice(0, self.split))
 
     def held_out(self, s: _Setting) -> tuple[Score, Replay]:
         r = self.replay(s, True)
-        return score(r, observed_query(s.queries), self.observed, self.reference, slice(self.split, None)), r
+        return score(r, self.reference.query, self.observed, self.reference, slice(self.split, None)), r
+
+
+def _backtest_hint(given: str, recommended: Path, reference: Reference) -> str:
+    """How `backtest` reads the same seconds under-provisioned: with the given spec first (the
+    baseline), or with the reference's flags."""
+    return (f"backtest {given} {recommended} with the same flags (the first spec is the baseline), or any spec "
+            f"with {' '.join(reference.flags())}")
 
 
 def _yaml(raw: dict[str, Any]) -> str:
@@ -258,7 +265,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     fetched = time.perf_counter() - started
     plan = h.plans[0]
     given_spec = plan.spec.spec
-    reference = h.reference(plan, tolerance_up(given_spec, h.config))
+    reference = h.reference(plan)  # the given spec is the baseline, as backtest's first spec
     search = _Search(h, plan, args, reference)
     given = knobs_of(plan.spec.raw, search.default_window)
     step = h.grid.step
@@ -309,7 +316,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
                       f"(1 + {reference.tolerance:g}) ({reference.metric}) "
                       + ("no longer than with the given spec" if share is None
                          else f"at most {share:.2%} of the time")),
-        "reference": {"metric": reference.metric, "target": reference.target, "tolerance": reference.tolerance},
+        "reference": {**reference.row(), "text": reference.text(), "flags": reference.flags(),
+                      "backtest": _backtest_hint(args.spec, Path(args.report) / "recommended.yaml", reference)},
         "budgetShare": share, "budgetSeconds": {"chosenOn": budget, "reportedOn": held_budget}, "margin": MARGIN,
         "loadModel": LOAD_MODEL, "startupDelaySeconds": args.startup_delay,
         "engine": "fast_replay (the engine's decisions, tested step for step)" if search.fast else "replay (decide())",
@@ -399,6 +407,7 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
     p(f"tune {summary['spec']}: {summary['candidates']} candidates over {summary['from']} .. {summary['to']}, "
       f"step {summary['stepSeconds']:g}s")
     p(f"objective: {summary['objective']}")
+    p(f"{summary['reference']['text']}; to read the same in backtest: {summary['reference']['backtest']}")
     p(f"against over-fitting: chosen on {summary['chosenOn']['from']} .. {summary['chosenOn']['to']} "
       f"(budget {_duration(budget)}, chosen within {MARGIN:.0%} of it), "
       f"reported on {summary['reportedOn']['from']} .. {summary['reportedOn']['to']} "

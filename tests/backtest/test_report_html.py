@@ -94,6 +94,11 @@ def test_backtest_report_in_chromium(history, tmp_path: Path):
         assert [i for i in range(data.STEPS) if long[5][i] is not None] == [4, 8]
         # the summary table: the terminal's figures
         assert page.inner_text("table.summary").count("6 (4/2)") == 1
+        # the one reference both rows are measured against, named as the terminal names it
+        assert page.inner_text("#reference") == ("under-provisioned: the observed Pods inflight_requests per ready pod "
+                                                 "above 10 x (1 + 0.1) = 11 (short.yaml (short)'s first metric's "
+                                                 "target and scale-up tolerance)")
+        assert page.inner_text("#reference") in " ".join(out.split())
         # hovering the first scale-up (i4: 40 over 2 ready pods = 20 per pod, ratio 2 -> 4) shows the engine's words
         box = page.evaluate("""i => { const u = window.report.charts[0], r = u.over.getBoundingClientRect();
             return [r.left + u.valToPos(u.data[0][i], 'x'), r.top + u.valToPos(4, 'replicas')]; }""", 4)
@@ -206,5 +211,8 @@ def test_tune_report_in_chromium(tune_history, tmp_path: Path):
         assert recommended["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 0
         assert yaml.safe_load(page.inner_text("#given-yaml")) == tunedata.GIVEN
         assert "recommended" in page.inner_text(".verdict")
+        assert page.inner_text("#reference").startswith(
+            "under-provisioned: the observed Pods busy_workers per ready pod above 10 x (1 + 0.1) = 11 "
+            "(--reference-target and web.yaml (web)'s scale-up tolerance); to read the same in backtest: backtest ")
         page.screenshot(path=str(_screenshot_dir(tmp_path) / "tune-report.png"), full_page=True)
         assert errors == [] and requests == []

@@ -91,6 +91,7 @@
 
   function backtest() {
     root.append(table(["", ...data.table.heads], data.table.rows, "summary"));
+    if (data.reference) root.append(el("p", { id: "reference", textContent: data.reference }));
     const ends = data.specs.flatMap(s => [s.start, s.start + (s.series[0].values.length - 1) * s.step]);
     const full = [Math.min(...ends), Math.max(...ends)];
     const specs = [];
@@ -232,7 +233,8 @@
     const fig = p => [p.replicaHours, p.secondsUnderProvisioned, p.scaleEvents];
     root.append(el("p", { className: "verdict", textContent: s.verdict }),
       el("p", { textContent: `objective: ${s.objective}; ${s.candidates} candidates, chosen on ` +
-        `${s.chosenOn.from} .. ${s.chosenOn.to}, reported on ${s.reportedOn.from} .. ${s.reportedOn.to} (held out)` }));
+        `${s.chosenOn.from} .. ${s.chosenOn.to}, reported on ${s.reportedOn.from} .. ${s.reportedOn.to} (held out)` }),
+      el("p", { id: "reference", textContent: `${s.reference.text}; to read the same in backtest: ${s.reference.backtest}` }));
     const charts = el("div", { className: "side" });
     root.append(charts);
     const pt = p => p && p.replicaHours != null && p.secondsUnderProvisioned != null;
