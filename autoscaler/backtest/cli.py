@@ -28,6 +28,7 @@ from promscaler.times import DurationError, format_duration, parse_time
 
 from .before import Before, before_grid, had_before, needed, no_value
 from .exposure import Reference, observed_query, reference_for
+from .forecasterror import checks
 from .history import Fetcher, Grid, HistoryError, Series
 from .html import write_backtest_html
 from .plan import ForecastSetting, Plan, make_plans
@@ -266,6 +267,13 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
                      data, time.perf_counter() - started, before)
 
 
+def _with_forecast_bases(url: str, h: Histories) -> dict[str, Series]:
+    """The history with the query each listed forecast is made of (the load it forecast, for the
+    report's forecast panel), fetched over the window where the specs do not list it already."""
+    bases = [q.base for p in h.plans for q in p.queries if q.forecast is not None and q.base not in h.data]
+    return {**h.data, **Fetcher(url).fetch(bases, h.grid)} if bases else h.data
+
+
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     out, err = stdout or sys.stdout, stderr or sys.stderr
 
@@ -283,6 +291,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return fail(str(exc), 2)
     except Failed as exc:
         return fail(str(exc), exc.code)
+    try:
+        data = _with_forecast_bases(args.prometheus_url, h)
+    except HistoryError as exc:
+        return fail(str(exc), 1)
     started = time.perf_counter()
     outcomes = []
     reference = h.reference(h.plans[0])  # one for every spec: the first is the baseline
@@ -292,7 +304,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         result = replay(plan.spec.spec, plan.queries, h.data, h.grid, h.initial(args, plan), args.startup_delay,
                         h.config, h.requests)
         tolerance = tolerance_up(plan.spec.spec, h.config)
-        outcomes.append(Outcome(plan.spec.label, plan.queries, result, tolerance, actual, source, reference, observed))
+        outcomes.append(Outcome(plan.spec.label, plan.queries, result, tolerance, actual, source, reference, observed,
+                                checks(plan.queries, data, h.grid.step)))
     replayed = time.perf_counter() - started
     summaries = [summarize(o) for o in outcomes]
     fetched_before = h.fetched_before()
@@ -316,7 +329,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     written = time.perf_counter() - started - replayed
     for note in notes:
         print(note, file=out)
-    table(summaries, out, reference)
+    table(summaries, out, reference, [(o.label, f) for o in outcomes for f in o.forecasts])
     print(f"fetched in {h.fetched_seconds:.1f}s, replayed {h.grid.count * len(specs)} decisions in {replayed:.1f}s, "
           f"wrote the report in {written:.1f}s; "
           f"report: {report / 'summary.json'}" + ("" if args.no_html else f", {report / 'report.html'}")

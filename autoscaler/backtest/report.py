@@ -10,7 +10,8 @@ the PNG (matplotlib, imported only when a PNG is written).
 - time above its own targets: steps where some metric's value as the engine saw it (per pod, or
   the value for Value targets) exceeds that metric's own target x (1 + scale-up tolerance), times
   the step: what the spec itself aimed at (a forecast metric or another target changes it);
-- highest replicas.
+- highest replicas;
+- each forecast metric's error against the load it forecast (`forecasterror.py`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
 from .exposure import Reference, exposure
+from .forecasterror import ForecastCheck
 from .history import Grid
 from .queries import MetricQuery
 from .replay import LOAD_MODEL, Replay
@@ -44,6 +46,7 @@ class Outcome:
     actual_source: str | None = None
     reference: Reference | None = None  # what the exposure is measured against (one for every spec of a run)
     observed: np.ndarray | None = None  # the reference metric's observed total (or value) per step
+    forecasts: list[ForecastCheck] = field(default_factory=list)  # each forecast metric beside the load it forecast
 
 
 def _fmt_time(grid: Grid, i: int) -> str:
@@ -81,6 +84,8 @@ def summarize(o: Outcome) -> dict[str, Any]:
     if o.reference is not None and o.observed is not None:
         load = o.reference.load(o.observed, r.ready)
         out["exposure"] = exposure(load, o.reference, grid.step).summary()
+    if o.forecasts:
+        out["forecasts"] = [f.row() for f in o.forecasts]
     if o.actual is not None:
         known = o.actual[np.isfinite(o.actual)]
         out["actual"] = {"source": o.actual_source,
@@ -127,7 +132,8 @@ def summary_rows(summaries: Sequence[dict[str, Any]]) -> tuple[list[str], list[l
     return [s["spec"] for s in summaries], [[name, *(fn(s) for s in summaries)] for name, fn in rows]
 
 
-def table(summaries: Sequence[dict[str, Any]], out: TextIO, reference: Reference | None = None) -> None:
+def table(summaries: Sequence[dict[str, Any]], out: TextIO, reference: Reference | None = None,
+          forecasts: Sequence[tuple[str, ForecastCheck]] = ()) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -146,6 +152,8 @@ def table(summaries: Sequence[dict[str, Any]], out: TextIO, reference: Reference
     console.print(t)
     if reference is not None:
         console.print(reference.text())
+    for label, f in forecasts:
+        console.print(f"{label}: {f.text()}")
     console.print(f"load model: {LOAD_MODEL}", style="dim")
 
 
