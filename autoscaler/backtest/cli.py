@@ -96,8 +96,8 @@ def _tolerance(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r} (0.1 for 10%)") from None
-    if not 0 <= value < 1e6:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be 0 or more")
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a number, 0 or more")
     return value
 
 
