@@ -222,11 +222,11 @@ class _Search:
         return score(r, self.reference.query, self.observed, self.reference, slice(self.split, None)), r
 
 
-def _backtest_hint(given: str, recommended: Path, reference: Reference) -> str:
+def _backtest_hint(given: str, reference: Reference) -> str:
     """How `backtest` reads the same seconds under-provisioned: with the given spec first (the
-    baseline), or with the reference's flags."""
-    return (f"backtest {given} {recommended} with the same flags (the first spec is the baseline), or any spec "
-            f"with {' '.join(reference.flags())}")
+    baseline), or with the reference's flags (recommended.yaml: the one beside tune.json)."""
+    return (f"backtest {Path(given).name} recommended.yaml with the same flags (the first spec is the baseline), "
+            f"or any spec with {' '.join(reference.flags())}")
 
 
 def _yaml(raw: dict[str, Any]) -> str:
@@ -317,7 +317,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
                       + ("no longer than with the given spec" if share is None
                          else f"at most {share:.2%} of the time")),
         "reference": {**reference.row(), "text": reference.text(), "flags": reference.flags(),
-                      "backtest": _backtest_hint(args.spec, Path(args.report) / "recommended.yaml", reference)},
+                      "backtest": _backtest_hint(args.spec, reference)},
         "budgetShare": share, "budgetSeconds": {"chosenOn": budget, "reportedOn": held_budget}, "margin": MARGIN,
         "loadModel": LOAD_MODEL, "startupDelaySeconds": args.startup_delay,
         "engine": "fast_replay (the engine's decisions, tested step for step)" if search.fast else "replay (decide())",

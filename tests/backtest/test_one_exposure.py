@@ -101,7 +101,7 @@ def test_the_backtest_of_a_recommendation_reads_tune_s_figure(small_rises, tmp_p
         "flags": ["--reference-target", "12", "--reference-tolerance", "0.1"]}
     assert summary["reference"] == {k: tune["reference"][k] for k in ("metric", "target", "tolerance", "from")}
     assert "per ready pod above 12 x (1 + 0.1) = 13.2" in out.getvalue()
-    assert tune["reference"]["backtest"].startswith(f"backtest {given} {recommended} with the same flags")
+    assert tune["reference"]["backtest"].startswith("backtest web.yaml recommended.yaml with the same flags")
     assert "to read the same in backtest: backtest" in out.getvalue()
 
     # over the whole range: the chosen-on and the held-out parts together
