@@ -148,3 +148,26 @@ def test_one_reference_for_every_spec_and_its_flags(small_rises, tmp_path: Path)
     code = cli.main([str(twelve), *_flags(small_rises, tmp_path, HALF), "--reference-tolerance", "-1",
                      "--report", str(tmp_path / "bad")], out, err)
     assert code == 2 and err.getvalue().count("\n") == 1 and "--reference-tolerance" in err.getvalue()
+
+
+def test_over_tune_s_whole_range_its_two_parts_add_up(small_rises, tmp_path: Path):
+    """With a budget of 5% (30 s a half, chosen within 70% of it: one step), target 12 with a fast
+    scale-down is cheapest: 9 pods at 100 (11.1 per pod), 130 / 9 = 14.4 above 13.2 for the step before
+    11 pods are ready (11.8): 15 s at each rise, one rise a half. backtest reads 15 s on the chosen-on
+    half and 30 s over both, tune's two figures added."""
+    given = tmp_path / "web.yaml"
+    given.write_text(yaml.safe_dump(GIVEN))
+    out, err = io.StringIO(), io.StringIO()
+    code = tunecli.main([str(given), *_flags(small_rises, tmp_path, len(LOAD)), "--max-above-target", "5%",
+                         "--report", str(tmp_path / "tune"), "--workers", "1", "--no-html"], out, err)
+    assert code == 0, err.getvalue()
+    tune = json.loads((tmp_path / "tune" / "tune.json").read_text())
+    best = tune["best"]
+    assert tune["recommended"] and best["chosenOn"]["secondsUnderProvisioned"] == 15
+    assert best["chosenOn"]["replicaHours"] == round((9 * 20 + 11 * 20) * STEP / 3600, 3)
+    recommended = tmp_path / "tune" / "recommended.yaml"
+    summary, _ = _backtest(small_rises, tmp_path, [given, recommended], HALF)
+    assert summary["specs"][1]["exposure"]["secondsUnderProvisioned"] == 15
+    summary, _ = _backtest(small_rises, tmp_path, [given, recommended], len(LOAD))
+    assert summary["specs"][1]["exposure"]["secondsUnderProvisioned"] == \
+        best["chosenOn"]["secondsUnderProvisioned"] + best["reportedOn"]["secondsUnderProvisioned"] == 30
