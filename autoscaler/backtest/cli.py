@@ -17,6 +17,8 @@ from autoscaler.commandline import ArgError, Parser
 
 from .before import no_value
 from .exposure import observed
+from .forecasterror import checks
+from .history import Fetcher, HistoryError, Series
 from .html import write_backtest_html
 from .plan import Plan
 from .read import Failed, Histories, add_history_flags, parse_when, read_histories
@@ -39,6 +41,13 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _with_forecast_bases(url: str, h: Histories) -> dict[str, Series]:
+    """The history with the query each listed forecast is made of (the load it forecast, for the
+    report's forecast panel), fetched over the window where the specs do not list it already."""
+    bases = [q.base for p in h.plans for q in p.queries if q.forecast is not None and q.base not in h.data]
+    return {**h.data, **Fetcher(url).fetch(bases, h.grid)} if bases else h.data
+
+
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     out, err = stdout or sys.stdout, stderr or sys.stderr
 
@@ -56,16 +65,22 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return fail(str(exc), 2)
     except Failed as exc:
         return fail(str(exc), exc.code)
+    try:
+        data = _with_forecast_bases(args.prometheus_url, h)
+    except HistoryError as exc:
+        return fail(str(exc), 1)
     started = time.perf_counter()
     outcomes = []
+    baseline = h.plans[0]  # one reference for every spec: the first is the baseline
+    reference = h.reference(baseline)
+    load = observed(baseline.spec.spec, baseline.queries, h.data)[1]
     for plan in h.plans:
         actual, source = h.actual(plan)
         result = replay(plan.spec.spec, plan.queries, h.data, h.grid, h.initial(args, plan), args.startup_delay,
                         h.config, h.requests)
         tolerance = tolerance_up(plan.spec.spec, h.config)
-        by, total = observed(plan.spec.spec, plan.queries, h.data)
-        outcomes.append(Outcome(plan.spec.label, plan.queries, result, tolerance, actual, source,
-                                h.reference(plan, tolerance), total, by))
+        outcomes.append(Outcome(plan.spec.label, plan.queries, result, tolerance, actual, source, reference, load,
+                                checks(plan.queries, data, h.grid.step)))
     replayed = time.perf_counter() - started
     summaries = [summarize(o) for o in outcomes]
     fetched_before = h.fetched_before()
@@ -79,7 +94,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     report = Path(args.report)
     try:
         report.mkdir(parents=True, exist_ok=True)
-        write_summary(summaries, report / "summary.json")
+        write_summary(summaries, report / "summary.json", reference)
         if not args.no_png:
             write_png(outcomes, report / "backtest.png")
         if not args.no_html:
@@ -89,7 +104,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     written = time.perf_counter() - started - replayed
     for note in notes:
         print(note, file=out)
-    table(summaries, out)
+    table(summaries, out, reference, [(o.label, f) for o in outcomes for f in o.forecasts])
     print(f"fetched in {h.fetched_seconds:.1f}s, replayed {h.grid.count * len(specs)} decisions in {replayed:.1f}s, "
           f"wrote the report in {written:.1f}s; "
           f"report: {report / 'summary.json'}" + ("" if args.no_html else f", {report / 'report.html'}")

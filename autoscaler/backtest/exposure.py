@@ -2,9 +2,11 @@
 
 A spec's own figures judge each metric against its own target, so a spec that adds a forecast
 metric, or raises its target, changes them without changing what the pods carried. These figures
-hold one reference fixed (`Reference`: a target and a tolerance, by default the spec's first
-metric's) and look at the observed load of that metric (`observed`; a KEDA ScaledObject with
-scalingModifiers: its composite metric, the formula over the observed totals of its triggers):
+hold ONE reference fixed for every spec of a run (`Reference`: the observed metric the load is read
+from, a per-pod capacity and a tolerance; by default the baseline's: the first spec of `backtest`,
+the given spec of `tune`) and look at the observed load of that metric (`observed`; a KEDA
+ScaledObject with scalingModifiers: its composite metric, the formula over the observed totals of
+its triggers), so the same spec reads the same seconds in `backtest` and `tune`:
 
 - load per ready pod: the observed total / the simulated ready pods for a per-pod metric (Pods,
   Resource) and for an AverageValue External/Object metric; the observed value for a Value one;
@@ -38,13 +40,35 @@ __all__ = ["Exposure", "Reference", "exposure", "load_per_pod", "observed", "obs
 
 @dataclass(frozen=True)
 class Reference:
-    metric: str          # the observed metric the load is read from ("Pods http_requests")
+    query: MetricQuery   # the observed metric the load is read from (the baseline's first non-forecast one)
     target: float        # per pod (or the value, for a Value target), in the metric's units
     tolerance: float     # the band's upper edge is target x (1 + tolerance)
+    source: str = ""     # where target and tolerance come from, as the reports name it
+
+    @property
+    def metric(self) -> str:
+        """"Pods http_requests": how the reports name the metric."""
+        return f"{self.query.metric.type} {self.query.metric.name}"
 
     @property
     def band(self) -> float:
         return self.target * (1.0 + self.tolerance)
+
+    def load(self, observed: np.ndarray, ready: np.ndarray) -> np.ndarray:
+        """The observed load per ready pod of one replay (its ready pods)."""
+        return load_per_pod(self.query, observed, ready)
+
+    def flags(self) -> list[str]:
+        """The flags that set this reference in `backtest` and `tune` whatever spec comes first."""
+        return ["--reference-target", f"{self.target:g}", "--reference-tolerance", f"{self.tolerance:g}"]
+
+    def text(self) -> str:
+        """One line for the printed reports."""
+        return (f"under-provisioned: the observed {self.metric} per ready pod above {self.target:g} x "
+                f"(1 + {self.tolerance:g}) = {self.band:g}" + (f" ({self.source})" if self.source else ""))
+
+    def row(self) -> dict[str, Any]:
+        return {"metric": self.metric, "target": self.target, "tolerance": self.tolerance, "from": self.source}
 
 
 def observed_query(queries: Sequence[MetricQuery]) -> MetricQuery:
@@ -78,8 +102,8 @@ def observed(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, S
     return query, total
 
 
-def reference_for(query: MetricQuery, target: float, tolerance: float) -> Reference:
-    return Reference(f"{query.metric.type} {query.metric.name}", target, tolerance)
+def reference_for(query: MetricQuery, target: float, tolerance: float, source: str = "") -> Reference:
+    return Reference(query, target, tolerance, source)
 
 
 def load_per_pod(query: MetricQuery, total: np.ndarray, ready: np.ndarray) -> np.ndarray:
@@ -111,6 +135,7 @@ class Exposure:
             "referenceMetric": self.reference.metric,
             "referenceTarget": self.reference.target,
             "tolerance": self.reference.tolerance,
+            "referenceFrom": self.reference.source,
             "secondsUnderProvisioned": self.seconds,
             "timeToCapacitySeconds": {
                 "rises": len(done) + self.open,

@@ -2,7 +2,8 @@
 and the charting library (uPlot, from npm: web/package.json, installed by scripts/setup.sh) inline.
 
 The page itself is web/report.js and web/report.css; this module only lays out the data: every
-step of every series, and the scale events with the engine's explanation. The page decimates what
+step of every series, the scale events with the engine's explanation, and each forecast metric
+beside the load it forecast (its value at t, the load that came at t + horizon) with its error. The page decimates what
 is in view where the screen cannot show the points: beyond `BUCKETS` steps in view, buckets of
 ceil(steps / BUCKETS) steps (aligned on multiples of that size), each keeping its first step and
 every series' lowest and highest, and every scale event's step always. Zoomed in to `BUCKETS`
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from promscaler.times import format_duration
 
 from .exposure import exposure
 from .report import Outcome, summary_rows
@@ -72,6 +75,13 @@ def _spec_data(o: Outcome) -> dict[str, Any]:
         "bands": bands,
         "under": [],
         "reference": None,
+        "forecasts": [{"label": f.metric, "start": float(times[0]), "step": grid.step, "events": [], "text": f.text(),
+                       "error": f.error.row(),
+                       "series": [{"label": f"{f.metric} made at t (a total)", "scale": "load",
+                                   "values": _values(f.forecast)},
+                                  {"label": f"the load it forecast, as it came at t + {format_duration(f.horizon)}",
+                                   "scale": "load", "values": _values(f.came)}]}
+                      for f in o.forecasts],
     }
     if load is not None and o.reference is not None and math.isfinite(o.reference.band):
         ref = o.reference
@@ -109,6 +119,7 @@ def backtest_page(outcomes: Sequence[Outcome], summaries: Sequence[dict[str, Any
         "buckets": BUCKETS,
         "subtitle": f"step {first['stepSeconds']:g}s, {first['decisions']} decisions per spec; "
                     f"load model: {first['loadModel']}",
+        "reference": outcomes[0].reference.text() if outcomes and outcomes[0].reference else None,
         "specs": [_spec_data(o) for o in outcomes],
         "table": {"heads": heads, "rows": rows},
     })

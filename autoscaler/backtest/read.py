@@ -28,7 +28,7 @@ from .exposure import Reference, observed, reference_for
 from .history import Fetcher, Grid, HistoryError, Series
 from .plan import ForecastSetting, Plan, plan_reading
 from .queries import QueryError
-from .replay import _target_value
+from .replay import _target_value, tolerance_up
 from .specs import Spec
 
 __all__ = ["Failed", "Histories", "add_history_flags", "parse_when", "read_histories"]
@@ -76,10 +76,24 @@ def add_history_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pod-requests", type=flags.key_value, action="append", default=[], metavar="RESOURCE=QUANTITY",
                    help="each simulated pod's requests, for Utilization targets (cpu=500m)")
     p.add_argument("--reference-target", metavar="QUANTITY",
-                   help="the per-pod load (or value) the seconds under-provisioned are measured against "
-                        "(default: the spec's first metric's target)")
+                   help="the per-pod load (or value) every spec's seconds under-provisioned are measured against "
+                        "(default: the baseline's first metric's target; the baseline is backtest's first spec, "
+                        "tune's given one)")
+    p.add_argument("--reference-tolerance", type=_tolerance, metavar="SHARE",
+                   help="the reference band's upper edge is target x (1 + this) (default: the baseline's scale-up "
+                        "tolerance)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar while fetching history")
     add_controller_flags(p)
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r} (0.1 for 10%)") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a number, 0 or more")
+    return value
 
 
 def _progress(enabled: bool, err: TextIO) -> Any:
@@ -108,6 +122,7 @@ class Histories:
     config: ControllerConfig
     requests: dict[str, int]
     reference_target: float | None
+    reference_tolerance: float | None
     plans: list[Plan]
     data: dict[str, Series]
     fetched_seconds: float
@@ -145,12 +160,19 @@ class Histories:
             initial = int(first) if math.isfinite(first) else (int(known[0]) if known.size else spec.min_replicas)
         return min(max(initial, spec.min_replicas), spec.max_replicas) if initial > 0 else initial
 
-    def reference(self, plan: Plan, tolerance: float) -> Reference:
-        query = observed(plan.spec.spec, plan.queries, self.data)[0]
-        target = self.reference_target
+    def reference(self, baseline: Plan) -> Reference:
+        """The one reference every spec's exposure is measured against: the baseline's observed
+        metric, and the flags' target and tolerance, else the baseline's (`exposure.py`)."""
+        query = observed(baseline.spec.spec, baseline.queries, self.data)[0]
+        target, tolerance = self.reference_target, self.reference_tolerance
+        given = [f for f, v in (("--reference-target", target), ("--reference-tolerance", tolerance)) if v is not None]
+        of = [f for f, v in (("first metric's target", target), ("scale-up tolerance", tolerance)) if v is None]
         if target is None:
             target = _target_value(query.metric, self.requests)
-        return reference_for(query, target, tolerance)
+        if tolerance is None:
+            tolerance = tolerance_up(baseline.spec.spec, self.config)
+        source = " and ".join(given + ([f"{baseline.spec.label}'s {' and '.join(of)}"] if of else []))
+        return reference_for(query, target, tolerance, source)
 
 
 @dataclass(frozen=True)
@@ -158,6 +180,7 @@ class _Window:
     grid: Grid
     requests: dict[str, int]
     reference_target: float | None
+    reference_tolerance: float | None
 
 
 def _window(args: argparse.Namespace) -> _Window:
@@ -186,7 +209,7 @@ def _window(args: argparse.Namespace) -> _Window:
         if reference_target <= 0:
             raise Failed("--reference-target: must be positive", 2)
     grid = Grid(start, args.step, math.floor((end - start).total_seconds() / args.step) + 1)
-    return _Window(grid, requests, reference_target)
+    return _Window(grid, requests, reference_target, args.reference_tolerance)
 
 
 def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
@@ -217,5 +240,5 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
         raise Failed(str(exc), 2) from None
     except (QueryError, HistoryError) as exc:
         raise Failed(str(exc), 1) from None
-    return Histories(window.grid, config, window.requests, window.reference_target, reading.plans, data,
-                     time.perf_counter() - started, before)
+    return Histories(window.grid, config, window.requests, window.reference_target, window.reference_tolerance,
+                     reading.plans, data, time.perf_counter() - started, before)

@@ -4,12 +4,14 @@ the PNG (matplotlib, imported only when a PNG is written).
 - replica-hours: the simulated replicas integrated over the range;
 - scale events: replica changes the engine made;
 - seconds under-provisioned (exposure) and time to capacity per rise: the observed load per
-  ready pod against one reference target (`exposure.py`): what the pods went through, comparable
-  between specs whatever metrics and targets each lists;
+  ready pod against one reference for every spec of the run (`exposure.py`; the baseline's, the
+  first spec's, unless the flags set it): what the pods went through, comparable between specs
+  whatever metrics and targets each lists, and with `tune`'s figures;
 - time above its own targets: steps where some metric's value as the engine saw it (per pod, or
   the value for Value targets) exceeds that metric's own target x (1 + scale-up tolerance), times
   the step: what the spec itself aimed at (a forecast metric or another target changes it);
-- highest replicas.
+- highest replicas;
+- each forecast metric's error against the load it forecast (`forecasterror.py`).
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
-from .exposure import Reference, exposure, load_per_pod, observed_query
+from .exposure import Reference, exposure
+from .forecasterror import ForecastCheck
 from .history import Grid
 from .queries import MetricQuery
 from .replay import LOAD_MODEL, Replay
@@ -41,15 +44,15 @@ class Outcome:
     tolerance: float
     actual: np.ndarray | None = None   # the cluster's replicas per step (NaN where unknown)
     actual_source: str | None = None
-    reference: Reference | None = None  # what the exposure is measured against
+    reference: Reference | None = None  # what the exposure is measured against (one for every spec of a run)
     observed: np.ndarray | None = None  # the reference metric's observed total (or value) per step
-    observed_by: MetricQuery | None = None  # that metric (exposure.observed); None: observed_query(queries)
+    forecasts: list[ForecastCheck] = field(default_factory=list)  # each forecast metric beside the load it forecast
 
     def load(self) -> np.ndarray | None:
-        """The observed load per ready pod (exposure.load_per_pod); None without a reference."""
-        if self.reference is None or self.observed is None or not self.queries:
+        """The observed load per ready pod, as the reference reads it; None without a reference."""
+        if self.reference is None or self.observed is None:
             return None
-        return load_per_pod(self.observed_by or observed_query(self.queries), self.observed, self.replay.ready)
+        return self.reference.load(self.observed, self.replay.ready)
 
 
 def _fmt_time(grid: Grid, i: int) -> str:
@@ -87,6 +90,8 @@ def summarize(o: Outcome) -> dict[str, Any]:
     load = o.load()
     if load is not None and o.reference is not None:
         out["exposure"] = exposure(load, o.reference, grid.step).summary()
+    if o.forecasts:
+        out["forecasts"] = [f.row() for f in o.forecasts]
     if o.actual is not None:
         known = o.actual[np.isfinite(o.actual)]
         out["actual"] = {"source": o.actual_source,
@@ -133,7 +138,8 @@ def summary_rows(summaries: Sequence[dict[str, Any]]) -> tuple[list[str], list[l
     return [s["spec"] for s in summaries], [[name, *(fn(s) for s in summaries)] for name, fn in rows]
 
 
-def table(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
+def table(summaries: Sequence[dict[str, Any]], out: TextIO, reference: Reference | None = None,
+          forecasts: Sequence[tuple[str, ForecastCheck]] = ()) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -150,6 +156,10 @@ def table(summaries: Sequence[dict[str, Any]], out: TextIO) -> None:
     console.print(f"backtest {first['from']} .. {first['to']}, step {first['stepSeconds']:g}s, "
                   f"{first['decisions']} decisions per spec")
     console.print(t)
+    if reference is not None:
+        console.print(reference.text())
+    for label, f in forecasts:
+        console.print(f"{label}: {f.text()}")
     console.print(f"load model: {LOAD_MODEL}", style="dim")
 
 
@@ -161,8 +171,9 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f}h"
 
 
-def write_summary(summaries: Sequence[dict[str, Any]], path: Path) -> None:
-    path.write_text(json.dumps({"specs": list(summaries)}, indent=2) + "\n")
+def write_summary(summaries: Sequence[dict[str, Any]], path: Path, reference: Reference | None = None) -> None:
+    head = {} if reference is None else {"reference": reference.row()}
+    path.write_text(json.dumps({**head, "specs": list(summaries)}, indent=2) + "\n")
 
 
 PLOT_POINTS = 3000

@@ -152,8 +152,8 @@ class _Search:
     def __init__(self, h: Histories, plan: Plan, args: argparse.Namespace, reference: Reference) -> None:
         self.h, self.plan, self.args, self.reference = h, plan, args, reference
         self.initial = h.initial(args, plan)
-        # the load is read as the given spec reads it (a candidate changes targets, not that)
-        self.observed_by, self.observed = observed(plan.spec.spec, plan.queries, h.data)
+        # the load is read as the given spec (the baseline) reads it: a candidate changes targets, not that
+        self.observed = observed(plan.spec.spec, plan.queries, h.data)[1]
         self.split = max(1, min(h.grid.count - 1, round(h.grid.count * args.choose_on)))
         self.choose_grid = Grid(h.grid.start, h.grid.step, self.split)
         self.fast = supports(plan.spec.spec)
@@ -215,12 +215,19 @@ class _Search:
             s = self.setting(knobs)
         except SpecError:
             return Score(float("inf"), float("inf"), 0, 0.0)
-        return score(self.replay(s, False), self.observed_by, self.observed[: self.split], self.reference,
+        return score(self.replay(s, False), self.reference.query, self.observed[: self.split], self.reference,
                      slice(0, self.split))
 
     def held_out(self, s: _Setting) -> tuple[Score, Replay]:
         r = self.replay(s, True)
-        return score(r, self.observed_by, self.observed, self.reference, slice(self.split, None)), r
+        return score(r, self.reference.query, self.observed, self.reference, slice(self.split, None)), r
+
+
+def _backtest_hint(given: str, reference: Reference) -> str:
+    """How `backtest` reads the same seconds under-provisioned: with the given spec first (the
+    baseline), or with the reference's flags (recommended.yaml: the one beside tune.json)."""
+    return (f"backtest {Path(given).name} recommended.yaml with the same flags (the first spec is the baseline), "
+            f"or any spec with {' '.join(reference.flags())}")
 
 
 def _yaml(raw: dict[str, Any]) -> str:
@@ -263,7 +270,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     fetched = time.perf_counter() - started
     plan = h.plans[0]
     given_spec = plan.spec.spec
-    reference = h.reference(plan, tolerance_up(given_spec, h.config))
+    reference = h.reference(plan)  # the given spec is the baseline, as backtest's first spec
     search = _Search(h, plan, args, reference)
     given = knobs_of(plan.spec.raw, search.default_window)
     step = h.grid.step
@@ -314,7 +321,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
                       f"(1 + {reference.tolerance:g}) ({reference.metric}) "
                       + ("no longer than with the given spec" if share is None
                          else f"at most {share:.2%} of the time")),
-        "reference": {"metric": reference.metric, "target": reference.target, "tolerance": reference.tolerance},
+        "reference": {**reference.row(), "text": reference.text(), "flags": reference.flags(),
+                      "backtest": _backtest_hint(args.spec, reference)},
         "budgetShare": share, "budgetSeconds": {"chosenOn": budget, "reportedOn": held_budget}, "margin": MARGIN,
         "loadModel": LOAD_MODEL, "startupDelaySeconds": args.startup_delay,
         "engine": "fast_replay (the engine's decisions, tested step for step)" if search.fast else "replay (decide())",
@@ -404,6 +412,7 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
     p(f"tune {summary['spec']}: {summary['candidates']} candidates over {summary['from']} .. {summary['to']}, "
       f"step {summary['stepSeconds']:g}s")
     p(f"objective: {summary['objective']}")
+    p(f"{summary['reference']['text']}; to read the same in backtest: {summary['reference']['backtest']}")
     p(f"against over-fitting: chosen on {summary['chosenOn']['from']} .. {summary['chosenOn']['to']} "
       f"(budget {_duration(budget)}, chosen within {MARGIN:.0%} of it), "
       f"reported on {summary['reportedOn']['from']} .. {summary['reportedOn']['to']} "

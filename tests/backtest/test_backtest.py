@@ -101,6 +101,7 @@ def test_replay_matches_the_hand_computed_steps(history, tmp_path: Path):
     # of 15 s, 15 s and 30 s; long keeps 8 pods from i8, so 80/8 = 10 at i14-15: two rises of 15 s
     assert short["exposure"] == {
         "referenceMetric": "Pods inflight_requests", "referenceTarget": 10.0, "tolerance": 0.1,
+        "referenceFrom": "short.yaml (short)'s first metric's target and scale-up tolerance",
         "secondsUnderProvisioned": 60.0,
         "timeToCapacitySeconds": {"rises": 3, "median": 15.0, "max": 30.0, "open": 0}}
     assert long["exposure"]["secondsUnderProvisioned"] == 30.0

@@ -7,6 +7,7 @@ A screenshot of each page goes to $REPORT_SCREENSHOTS (docs/ when the docs' figu
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from autoscaler.backtest import html
+from autoscaler.backtest import cli, html
 from autoscaler.backtest.html import BUCKETS
 from tests.support import chromium_page
 
@@ -94,6 +95,11 @@ def test_backtest_report_in_chromium(history, tmp_path: Path):
         assert [i for i in range(data.STEPS) if long[5][i] is not None] == [4, 8]
         # the summary table: the terminal's figures
         assert page.inner_text("table.summary").count("6 (4/2)") == 1
+        # the one reference both rows are measured against, named as the terminal names it
+        assert page.inner_text("#reference") == ("under-provisioned: the observed Pods inflight_requests per ready pod "
+                                                 "above 10 x (1 + 0.1) = 11 (short.yaml (short)'s first metric's "
+                                                 "target and scale-up tolerance)")
+        assert page.inner_text("#reference") in " ".join(out.split())
         # hovering the first scale-up (i4: 40 over 2 ready pods = 20 per pod, ratio 2 -> 4) shows the engine's words
         box = page.evaluate("""i => { const u = window.report.charts[0], r = u.over.getBoundingClientRect();
             return [r.left + u.valToPos(u.data[0][i], 'x'), r.top + u.valToPos(4, 'replicas')]; }""", 4)
@@ -206,5 +212,73 @@ def test_tune_report_in_chromium(tune_history, tmp_path: Path):
         assert recommended["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 0
         assert yaml.safe_load(page.inner_text("#given-yaml")) == tunedata.GIVEN
         assert "recommended" in page.inner_text(".verdict")
+        assert page.inner_text("#reference").startswith(
+            "under-provisioned: the observed Pods busy_workers per ready pod above 10 x (1 + 0.1) = 11 "
+            "(--reference-target and web.yaml (web)'s scale-up tolerance); to read the same in backtest: backtest ")
         page.screenshot(path=str(_screenshot_dir(tmp_path) / "tune-report.png"), full_page=True)
+        assert errors == [] and requests == []
+
+
+def test_backtest_report_draws_each_forecast_beside_the_load_it_forecast(history, tmp_path: Path):
+    """A spec listing a linear forecast of its metric (window 1m, 30 s ahead). The panel draws, at
+    each step t, the forecast made then (Prometheus asked its PromQL directly) and the load that
+    came 2 steps later (the known history's totals); its figures are numpy's over the same pairs."""
+    import re
+
+    import httpx
+    import numpy as np
+
+    prom, start = history
+    rules = json.loads(json.dumps(data.RULES))
+    rules["rules"][0]["forecast"] = {"method": "linear", "window": "1m", "resolution": "15s", "horizon": "30s"}
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    spec = data.spec("fc", 30)
+    spec["spec"]["metrics"].append({"type": "Pods", "pods": {"metric": {"name": "inflight_requests_forecast"},
+                                                             "target": {"type": "AverageValue", "averageValue": "10"}}})
+    (tmp_path / "fc.yaml").write_text(yaml.safe_dump(spec))
+    end = start + (data.STEPS - 1) * data.STEP
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main([str(tmp_path / "fc.yaml"), "--prometheus-url", prom.url, "--rules", str(tmp_path / "rules.yaml"),
+                     "--from", str(start), "--to", str(end), "--startup-delay", "15s", "--no-png",
+                     "--report", str(tmp_path / "report")], out, err) == 0, err.getvalue()
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())["specs"][0]
+    answer = httpx.get(f"{prom.url}/api/v1/query_range", params={
+        "query": summary["metrics"][1]["promql"], "start": start, "end": end, "step": data.STEP}).json()
+    forecast = np.full(data.STEPS, np.nan)
+    for t, v in answer["data"]["result"][0]["values"]:
+        forecast[round((t - start) / data.STEP)] = float(v)
+    shift = 30 // data.STEP
+    came = np.array(data.totals()[shift:] + [np.nan] * shift)
+    both = np.isfinite(forecast) & np.isfinite(came)
+    f, a = forecast[both], came[both]
+    assert 0 < both.sum() < data.STEPS and (f < a).any() and (f > a).any()  # a forecast both below and above
+    bias, below = float(np.mean(f - a)), float(np.mean(f < a))
+    expected = {"metric": "Pods inflight_requests_forecast", "horizonSeconds": 30.0, "steps": int(both.sum()),
+                "bias": pytest.approx(bias), "relativeBias": pytest.approx(bias / float(np.mean(a))),
+                "belowShare": pytest.approx(below)}
+    assert summary["forecasts"] == [expected]
+    with chromium_page() as (page, errors, requests):
+        _open(page, tmp_path / "report" / "report.html")
+        charts = page.evaluate(CHARTS)
+        assert len(charts) == 2  # the spec's row, then its forecast's
+        grid = [start + i * data.STEP for i in range(data.STEPS)]
+        assert charts[1][0] == grid
+        assert charts[1][1] == pytest.approx([None if np.isnan(v) else v for v in forecast], abs=1e-4)
+        assert charts[1][2] == [None if np.isnan(v) else v for v in came]
+        labels = page.evaluate("window.report.charts[1].series.map(s => s.label)")
+        assert labels == ["time", "Pods inflight_requests_forecast made at t (a total)",
+                          "the load it forecast, as it came at t + 30s"]
+        text = page.inner_text("#forecast-0-0")
+        m = re.fullmatch(r"Pods inflight_requests_forecast \(30s ahead\) against the load that came: bias "
+                         r"([-+][0-9.e+-]+) \(([-+][0-9.]+)%\), below it ([0-9.]+)% of (\d+) steps", text)
+        assert m, text
+        assert float(m[1]) == pytest.approx(bias, rel=1e-3)
+        assert float(m[2]) == pytest.approx(100 * bias / float(np.mean(a)), abs=0.05)
+        assert float(m[3]) == pytest.approx(100 * below, abs=0.05) and int(m[4]) == both.sum()
+        assert text in " ".join(out.getvalue().split())  # the terminal prints the same line
+        page.screenshot(path=str(_screenshot_dir(tmp_path) / "backtest-forecast.png"), full_page=True)
+        # zooming zooms the forecast's panel with the spec's row
+        page.evaluate(f"window.report.zoom({grid[4]}, {grid[12]})")
+        assert page.evaluate("window.report.charts.map(u => [u.scales.x.min, u.scales.x.max])") == \
+            [[grid[4], grid[12]]] * 2
         assert errors == [] and requests == []

@@ -89,8 +89,12 @@
     return out;
   }
 
+  // a forecast panel has no scale events: its chart has no marker series
+  const dataOf = (spec, min, max) => spec.text === undefined ? view(spec, min, max) : view(spec, min, max).slice(0, -1);
+
   function backtest() {
     root.append(table(["", ...data.table.heads], data.table.rows, "summary"));
+    if (data.reference) root.append(el("p", { id: "reference", textContent: data.reference }));
     const ends = data.specs.flatMap(s => [s.start, s.start + (s.series[0].values.length - 1) * s.step]);
     const full = [Math.min(...ends), Math.max(...ends)];
     const specs = [];
@@ -101,7 +105,7 @@
       else if (min < full[0]) { min = full[0]; max = min + span; }
       else if (max > full[1]) { max = full[1]; min = max - span; }
       report.charts.forEach((u, n) => {
-        u.setData(view(specs[n], min, max), false);
+        u.setData(dataOf(specs[n], min, max), false);
         u.setScale("x", { min, max });
       });
     }
@@ -222,7 +226,40 @@
         zoom(t - (t - min) * f, t + (max - t) * f);
       }, { passive: false });
       report.charts.push(u);
+      spec.forecasts.forEach((f, k) => forecast(f, `forecast-${n}-${k}`));
     });
+
+    // a forecast beside the load it forecast: at each t, its value made then and the load that came
+    // at t + horizon (the two lines meet where it was right), and its error in numbers
+    function forecast(f, id) {
+      specs.push(f);
+      const box = el("div", { className: "chart", id: `${id}-chart` });
+      root.append(el("h3", { textContent: `${f.label}: the forecast made at t beside the load that came at t + horizon` }),
+        el("p", { className: "forecast-error", id, textContent: f.text }), box);
+      const drawnNow = drawnOnce();
+      const u = new uPlot({
+        width: width(), height: 220,
+        cursor: { sync: { key: "backtest" }, drag: { x: true, y: false, setScale: false },
+          bind: { dblclick: () => () => { report.reset(); return null; } } },
+        scales: { x: { time: true }, load: { range: (u, min, max) => [0, (max || 0) * 1.08 || 1] } },
+        axes: [{}, { scale: "load", label: "total", size: 60 },
+          { scale: "load", side: 1, label: "total", grid: { show: false } }],  // aligned with the row above
+        series: [{ label: "time" },
+          { label: f.series[0].label, scale: "load", stroke: "#9467bd", width: 1.5, spanGaps: false, points: { show: false } },
+          { label: f.series[1].label, scale: "load", stroke: "#111", width: 1, spanGaps: false, points: { show: false } }],
+        hooks: {
+          draw: [drawnNow],
+          setSelect: [u => {
+            const { left, width: w } = u.select;
+            if (w < 2) return;
+            const min = u.posToVal(left, "x"), max = u.posToVal(left + w, "x");
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+            zoom(min, max);
+          }],
+        },
+      }, dataOf(f, full[0], full[1]), box);
+      report.charts.push(u);
+    }
   }
 
   function tune() {
@@ -232,7 +269,8 @@
     const fig = p => [p.replicaHours, p.secondsUnderProvisioned, p.scaleEvents];
     root.append(el("p", { className: "verdict", textContent: s.verdict }),
       el("p", { textContent: `objective: ${s.objective}; ${s.candidates} candidates, chosen on ` +
-        `${s.chosenOn.from} .. ${s.chosenOn.to}, reported on ${s.reportedOn.from} .. ${s.reportedOn.to} (held out)` }));
+        `${s.chosenOn.from} .. ${s.chosenOn.to}, reported on ${s.reportedOn.from} .. ${s.reportedOn.to} (held out)` }),
+      el("p", { id: "reference", textContent: `${s.reference.text}; to read the same in backtest: ${s.reference.backtest}` }));
     const charts = el("div", { className: "side" });
     root.append(charts);
     const pt = p => p && p.replicaHours != null && p.secondsUnderProvisioned != null;
