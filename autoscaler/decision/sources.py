@@ -132,9 +132,9 @@ def _pods(ms: MetricSpec, reading: Reading | None, inp: DecisionInput, tol: Tole
 def _object(ms: MetricSpec, reading: Reading | None, inp: DecisionInput, tol: Tolerances) -> MetricOutcome:
     """`computeStatusForObjectMetric`: Value (ratio x ready pods) or AverageValue (per pod)."""
     if isinstance(reading, MetricFailure):
-        raise CalcError(f"unable to get metric {ms.name}: {reading.message}")
+        raise CalcError(_object_error(ms, inp, reading.message))
     if not isinstance(reading, ObjectReading):
-        raise CalcError(f"unable to get metric {ms.name}: expected an object value")
+        raise CalcError(_object_error(ms, inp, "expected an object value"))
     described = ms.described_object
     ref: dict[str, Any] = {"kind": described.kind, "name": described.name} if described else {}
     if described and described.api_version:
@@ -150,6 +150,16 @@ def _object(ms: MetricSpec, reading: Reading | None, inp: DecisionInput, tol: To
         text = (_per_pod_text, current["averageValue"], reading.milli)
     status = {"type": "Object", "object": {"describedObject": ref, "metric": ms.identifier(), "current": current}}
     return _ok(ms, calc, status, text)
+
+
+def _object_error(ms: MetricSpec, inp: DecisionInput, error: str) -> str:
+    """GetObject(PerPod)MetricReplicas' error. Until 1.37 (#139029) its format's arguments were out of
+    order, so the object's kind stood where the error belongs and the error after the slash."""
+    ref = ms.described_object
+    kind, name, ns = (ref.kind, ref.name, inp.namespace) if ref else ("", "", inp.namespace)
+    if inp.config.features.object_error_in_order:
+        return f"unable to get metric {ms.name} on {kind} {ns}/{name}: {error}"
+    return f"unable to get metric {ms.name}: {kind} on {ns} {name}/{error}"
 
 
 def _external(ms: MetricSpec, reading: Reading | None, inp: DecisionInput, tol: Tolerances) -> MetricOutcome:

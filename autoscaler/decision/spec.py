@@ -22,6 +22,7 @@ from promscaler.selectors import Selector, SelectorError, from_label_selector, g
 from . import fields
 from .controls import Controls, parse_controls
 from .fields import SpecError
+from .kubeversion import CURRENT, KubeVersion, features
 
 __all__ = [
     "METRIC_TYPES",
@@ -304,9 +305,12 @@ def _parse_rules(raw: Any, path: str, default: ScalingRules) -> ScalingRules:
     return ScalingRules(window, select, policies, tolerance)
 
 
-def parse_spec(spec: Any, path: str = "hpa.spec") -> HPASpec:
+def parse_spec(spec: Any, path: str = "hpa.spec", kube_version: KubeVersion = CURRENT) -> HPASpec:
     """Validate and default an autoscaling/v2 HorizontalPodAutoscalerSpec (a camelCase dict), with the
-    HorizontalAutoscaler's controls (decision/controls.py) when it has any."""
+    HorizontalAutoscaler's controls (decision/controls.py) when it has any, as the API server of
+    `kube_version` validates a new object: 1.36 (HPAScaleToZero off) refuses minReplicas 0 unless
+    activation thresholds scale to zero (promscaler's own control). An object already stored with
+    minReplicas 0 stays valid there (the API server ratchets), so the controller parses at the default."""
     root = fields.obj(spec, path)
     assert root is not None
     target_ref = _parse_reference(root.get("scaleTargetRef"), f"{path}.scaleTargetRef")
@@ -323,6 +327,10 @@ def parse_spec(spec: Any, path: str = "hpa.spec") -> HPASpec:
         if min_replicas == 0 and not has_obj_ext:
             raise SpecError(f"{path}.minReplicas", "must be greater than or equal to 1 "
                                                    "(0 is allowed only with an Object or External metric)")
+    if min_replicas == 0 and not features(kube_version).scale_to_zero and \
+            not any(m.activation_milli is not None for m in metrics):
+        raise SpecError(f"{path}.minReplicas", f"must be greater than or equal to 1 (Kubernetes {kube_version}: "
+                                               "HPAScaleToZero is off by default)")
     if max_replicas < min_replicas:
         raise SpecError(f"{path}.maxReplicas", "must be greater than or equal to `minReplicas`")
     if min_replicas != 0:

@@ -1,0 +1,38 @@
+"""Which autoscalers select the same pods: the check behind ScalingActive False / AmbiguousSelector.
+
+Kubernetes keeps the selector each HPA of a namespace had at its last sync (1.37:
+hpa_selector_store.go; a BiMultimap before) and, before it reads any metric, asks which of them
+match some pod this HPA selects. More than one (this one included) and it stops, naming them, so
+that two autoscalers never take turns at the same pods. The caller (the controller) keeps the
+selectors; these are the pure parts: who matches, and the words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from promscaler.selectors import Selector
+
+from .model import SelectorOverlap
+
+__all__ = ["ambiguous_message", "overlap", "selecting"]
+
+
+def selecting(pod_labels: Iterable[Mapping[str, str]], selectors: Mapping[str, Selector]) -> tuple[str, ...]:
+    """The keys ("namespace/name") of the selectors that match at least one of the pods, sorted. Pods
+    of one ReplicaSet share their labels: each distinct label set is matched once."""
+    distinct = {tuple(sorted(labels.items())): labels for labels in pod_labels}
+    return tuple(sorted(key for key, sel in selectors.items()
+                        if any(sel.matches(labels) for labels in distinct.values())))
+
+
+def overlap(selector: str, pod_labels: Iterable[Mapping[str, str]],
+            selectors: Mapping[str, Selector]) -> SelectorOverlap:
+    """The autoscalers selecting these pods (the pods the scale's `selector` selects)."""
+    return SelectorOverlap(selector, selecting(pod_labels, selectors))
+
+
+def ambiguous_message(found: SelectorOverlap) -> str:
+    """horizontal.go's words: the scale's selector as written, the keys as Go prints a slice of them."""
+    return (f"pods by selector {found.selector} are controlled by multiple HPAs: "
+            f"[{' '.join(found.autoscalers)}]")
