@@ -233,6 +233,8 @@ class Reconciler:
                     for c in prev_status.get("conditions") or ()
                 ),
                 paused=paused,
+                namespace=ns,
+                native=kind == HPA,
             )
         )
         self.observer.replicas(key, scale.replicas, decision.desired_replicas)

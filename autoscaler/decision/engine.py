@@ -149,18 +149,15 @@ def replicas_before_metrics(current: int, min_replicas: int, max_replicas: int, 
 
 
 def _scaled_to_zero(inp: DecisionInput) -> bool:
-    """Whether the autoscaler's ScaledToZero condition counts: it was True and scaling to zero is on,
-    by the release (HPAScaleToZero: 1.37 on, 1.36 off by default) or by the autoscaler's own
-    activation or KEDA scaling (docs/controls.md), which do not depend on the gate."""
-    if not inp.scaled_to_zero:
-        return False
-    return _zero_scaling(inp)
+    """Whether the autoscaler's ScaledToZero condition counts: it was True and scaling to zero is on."""
+    return inp.scaled_to_zero and _zero_scaling(inp)
 
 
 def _zero_scaling(inp: DecisionInput) -> bool:
-    """Scaling to and from zero is on for this decision: HPAScaleToZero in the release followed, or
-    an autoscaler with activation thresholds or a KEDA ScaledObject (their own zero handling)."""
-    if inp.config.features.scale_to_zero:
+    """Scaling to and from zero is on for this decision: for a native HPA where the release has
+    HPAScaleToZero on (1.37; off in 1.36), always for a HorizontalAutoscaler or a KEDA ScaledObject
+    (promscaler's and KEDA's own, docs/controls.md#kubernetes-136-and-137)."""
+    if inp.config.features.scale_to_zero or not inp.native:
         return True
     controls = inp.spec.controls
     return controls is not None and (controls.activates or controls.keda is not None)

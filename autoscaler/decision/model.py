@@ -192,6 +192,9 @@ class DecisionInput:
     paused: Pause | None = None
     # The autoscaler's namespace, as Kubernetes names a failed Object metric's object ("Deployment ns/name").
     namespace: str = "default"
+    # A HorizontalPodAutoscaler (False: a HorizontalAutoscaler, which scales to and from zero as
+    # promscaler's own feature whatever the release; a native HPA only where HPAScaleToZero is on).
+    native: bool = True
     # The autoscalers selecting the same pods (None: not known, as offline); see SelectorOverlap.
     overlap: SelectorOverlap | None = None
 

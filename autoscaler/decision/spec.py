@@ -22,7 +22,7 @@ from promscaler.selectors import Selector, SelectorError, from_label_selector, g
 from . import fields
 from .controls import Controls, parse_controls
 from .fields import SpecError
-from .kubeversion import CURRENT, KubeVersion, features
+from .kubeversion import KubeVersion, features
 
 __all__ = [
     "METRIC_TYPES",
@@ -34,6 +34,7 @@ __all__ = [
     "ScalingPolicy",
     "ScalingRules",
     "SpecError",
+    "admit",
     "parse_spec",
 ]
 
@@ -305,12 +306,21 @@ def _parse_rules(raw: Any, path: str, default: ScalingRules) -> ScalingRules:
     return ScalingRules(window, select, policies, tolerance)
 
 
-def parse_spec(spec: Any, path: str = "hpa.spec", kube_version: KubeVersion = CURRENT) -> HPASpec:
+def admit(spec: HPASpec, kind: str | None, kube_version: KubeVersion, path: str = "spec") -> None:
+    """What `kube_version`'s API server refuses in a new HorizontalPodAutoscaler beyond `parse_spec`:
+    1.36 (HPAScaleToZero alpha, off) refuses minReplicas 0. A HorizontalAutoscaler scales to zero
+    as promscaler's own feature, on any release; and an object already stored with 0 stays valid
+    (the API server ratchets), so the controller, which reads stored objects, never calls this."""
+    if kind == "HorizontalAutoscaler" or spec.min_replicas != 0 or features(kube_version).scale_to_zero:
+        return
+    raise SpecError(f"{path}.minReplicas", f"must be greater than or equal to 1 (Kubernetes {kube_version}: "
+                                           "HPAScaleToZero is off by default)")
+
+
+def parse_spec(spec: Any, path: str = "hpa.spec") -> HPASpec:
     """Validate and default an autoscaling/v2 HorizontalPodAutoscalerSpec (a camelCase dict), with the
-    HorizontalAutoscaler's controls (decision/controls.py) when it has any, as the API server of
-    `kube_version` validates a new object: 1.36 (HPAScaleToZero off) refuses minReplicas 0 unless
-    activation thresholds scale to zero (promscaler's own control). An object already stored with
-    minReplicas 0 stays valid there (the API server ratchets), so the controller parses at the default."""
+    HorizontalAutoscaler's controls (decision/controls.py) when it has any. What differs by release
+    is `admit`'s."""
     root = fields.obj(spec, path)
     assert root is not None
     target_ref = _parse_reference(root.get("scaleTargetRef"), f"{path}.scaleTargetRef")
@@ -327,10 +337,6 @@ def parse_spec(spec: Any, path: str = "hpa.spec", kube_version: KubeVersion = CU
         if min_replicas == 0 and not has_obj_ext:
             raise SpecError(f"{path}.minReplicas", "must be greater than or equal to 1 "
                                                    "(0 is allowed only with an Object or External metric)")
-    if min_replicas == 0 and not features(kube_version).scale_to_zero and \
-            not any(m.activation_milli is not None for m in metrics):
-        raise SpecError(f"{path}.minReplicas", f"must be greater than or equal to 1 (Kubernetes {kube_version}: "
-                                               "HPAScaleToZero is off by default)")
     if max_replicas < min_replicas:
         raise SpecError(f"{path}.maxReplicas", "must be greater than or equal to `minReplicas`")
     if min_replicas != 0:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from autoscaler.decision import ControllerConfig, SpecError, decide, parse_spec
+from autoscaler.decision import ControllerConfig, SpecError, admit, decide, parse_spec
 from autoscaler.decision.kubeversion import KubeVersion, features, supported_version
 from autoscaler.decision.model import SelectorOverlap
 from autoscaler.decision.overlap import overlap, selecting
@@ -37,13 +37,12 @@ def _conds(decision) -> dict[str, tuple[str, str, str]]:
     return {c.type: (c.status, c.reason, c.message) for c in decision.conditions}
 
 
-def _zero_spec(version: KubeVersion | None = None, activation: str | None = None, metric: dict | None = None):
+def _zero_spec(activation: str | None = None, metric: dict | None = None):
     metric = metric or ext_value("1")
     if activation is not None:
         metric = {**metric, "activationThreshold": activation}
-    raw = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "t"},
-           "minReplicas": 0, "maxReplicas": 10, "metrics": [metric]}
-    return parse_spec(raw, "spec") if version is None else parse_spec(raw, "spec", version)
+    return parse_spec({"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "t"},
+                       "minReplicas": 0, "maxReplicas": 10, "metrics": [metric]}, "spec")
 
 
 # ---- HPAScaleToZero: alpha and off in 1.36, beta and on in 1.37 (#139648) -------------------------
@@ -52,14 +51,14 @@ def test_136_refuses_min_replicas_zero_as_its_api_server_does():
     # pkg/apis/autoscaling/validation: with the gate off, minReplicas 0 "must be greater than or
     # equal to 1" (TestValidateHorizontalPodAutoscalerScaleToZeroDisabled); with it on, valid.
     with pytest.raises(SpecError) as err:
-        _zero_spec(KubeVersion(1, 36))
+        admit(_zero_spec(), "HorizontalPodAutoscaler", KubeVersion(1, 36))
     assert str(err.value).startswith("spec.minReplicas: must be greater than or equal to 1")
-    assert _zero_spec(KubeVersion(1, 37)).min_replicas == 0
+    admit(_zero_spec(), "HorizontalPodAutoscaler", KubeVersion(1, 37))
 
 
-def test_136_allows_min_replicas_zero_with_promscalers_own_activation():
-    # activationThreshold is promscaler's control (docs/controls.md): its zero handling needs no gate.
-    assert _zero_spec(KubeVersion(1, 36), activation="5").min_replicas == 0
+def test_136_admits_min_replicas_zero_in_a_horizontal_autoscaler():
+    # promscaler's own scaling to zero needs no gate (docs/controls.md#kubernetes-136-and-137).
+    admit(_zero_spec(), "HorizontalAutoscaler", KubeVersion(1, 36))
 
 
 def test_136_at_zero_is_disabled_even_after_scaling_there():
@@ -91,11 +90,19 @@ def test_136_goes_to_zero_but_writes_no_scaled_to_zero_condition():
     assert _conds(new)["ScaledToZero"] == ("True", "ScaledToZero", "the HPA controller scaled the workload to zero")
 
 
+def test_136_horizontal_autoscaler_scales_from_zero_as_on_137():
+    # A HorizontalAutoscaler decides as 1.37's HPA here whatever the release: 3, as above.
+    at_zero = inp(_zero_spec(), 0, (), [external(2500)], scaled_to_zero=True, config=V136)
+    decision = decide(replace(at_zero, native=False))
+    assert decision.desired_replicas == 3
+    assert _conds(decision)["ScaledToZero"][:2] == ("False", "NotScaledToZero")
+
+
 def test_136_activation_still_scales_from_zero():
     # promscaler's activation works the same in both releases: above the threshold, out of zero, to
     # ceil(6000m / 1) = 6, which the legacy scale-up limit max(2 x 0, 4) holds to 4.
-    ha = _zero_spec(KubeVersion(1, 36), activation="5")
-    decision = decide(inp(ha, 0, (), [external(6000)], scaled_to_zero=True, config=V136))
+    at_zero = inp(_zero_spec(activation="5"), 0, (), [external(6000)], scaled_to_zero=True, config=V136)
+    decision = decide(replace(at_zero, native=False))
     assert decision.desired_replicas == 4
     assert decision.controls is not None and decision.controls.activation == "active"
 
