@@ -10,6 +10,7 @@ selectors; these are the pure parts: who matches, and the words.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
 from promscaler.selectors import Selector
 
@@ -17,19 +18,21 @@ from .model import SelectorOverlap
 
 __all__ = ["ambiguous_message", "overlap", "selecting"]
 
+K = TypeVar("K")
 
-def selecting(pod_labels: Iterable[Mapping[str, str]], selectors: Mapping[str, Selector]) -> tuple[str, ...]:
-    """The keys ("namespace/name") of the selectors that match at least one of the pods, sorted. Pods
+
+def selecting(pod_labels: Iterable[Mapping[str, str]], selectors: Mapping[K, Selector]) -> list[K]:
+    """The keys of the selectors that match at least one of the pods, in the mapping's order. Pods
     of one ReplicaSet share their labels: each distinct label set is matched once."""
     distinct = {tuple(sorted(labels.items())): labels for labels in pod_labels}
-    return tuple(sorted(key for key, sel in selectors.items()
-                        if any(sel.matches(labels) for labels in distinct.values())))
+    return [key for key, sel in selectors.items() if any(sel.matches(labels) for labels in distinct.values())]
 
 
 def overlap(selector: str, pod_labels: Iterable[Mapping[str, str]],
             selectors: Mapping[str, Selector]) -> SelectorOverlap:
-    """The autoscalers selecting these pods (the pods the scale's `selector` selects)."""
-    return SelectorOverlap(selector, selecting(pod_labels, selectors))
+    """The autoscalers ("namespace/name" -> selector) selecting these pods, the pods the scale's
+    `selector` selects."""
+    return SelectorOverlap(selector, tuple(sorted(selecting(pod_labels, selectors))))
 
 
 def ambiguous_message(found: SelectorOverlap) -> str:

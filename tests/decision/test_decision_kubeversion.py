@@ -147,8 +147,8 @@ def test_selecting_matches_each_selector_against_the_pods_labels():
         "default/canary": parse_selector("app=scaletestapp,track=canary"),
     }
     pod_labels = [{"app": "scaletestapp", "pod-template-hash": "5d8f"}] * 4
-    assert selecting(pod_labels, selectors) == ("default/scaletestapp-hpa", "default/scaletestapp-hpa-rps")
-    assert selecting([], selectors) == ()
+    assert selecting(pod_labels, selectors) == ["default/scaletestapp-hpa", "default/scaletestapp-hpa-rps"]
+    assert selecting([], selectors) == []
 
 
 def test_ambiguous_selector_stops_the_autoscaler_with_kubernetes_words():
