@@ -359,7 +359,7 @@ class Reconciler:
                 "Warning",
                 "FailedComputeMetricsReplicas",
                 f"invalid metrics ({len(failed)} invalid out of {len(decision.proposals)}), "
-                f"first error is: {failed[0].error}",
+                f"first error is: {failed[0].wrapped or failed[0].error}",
                 now,
             )
 

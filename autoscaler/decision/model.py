@@ -207,7 +207,10 @@ class Proposal:
     type: str                # Resource | ContainerResource | Pods | Object | External
     name: str                # the metric's name
     replicas: int | None     # None when it could not be computed
-    error: str | None = None
+    error: str | None = None    # as the FailedGet*Metric condition and Event say it
+    # as computeReplicasForMetric returns it, wrapped once more ("failed to get pods metric value:
+    # ..."): the first error of the FailedComputeMetricsReplicas Event
+    wrapped: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
