@@ -71,3 +71,11 @@ def test_136_horizontal_autoscaler_scales_to_and_from_zero(tmp_path: Path):
     decided = _decided(tmp_path, doc)
     assert decided["desiredReplicas"] == 4
     assert decided["conditions"]["ScaledToZero"]["reason"] == "NotScaledToZero"
+
+
+def test_the_report_says_which_release_decided_when_not_the_current(tmp_path: Path):
+    rc, out, err = run_main(write(tmp_path, _from_zero("1.36")))
+    assert rc == 0, err
+    assert "decided as Kubernetes 1.36's HPA controller" in out
+    rc, out, _ = run_main(write(tmp_path, _from_zero()))
+    assert rc == 0 and "decided as Kubernetes" not in out
