@@ -126,7 +126,7 @@ def decide(inp: DecisionInput) -> Decision:
         elif found is not None and len(found.autoscalers) > 1:
             message = ambiguous_message(found)
             sync.conditions[C.SCALING_ACTIVE] = C.make(C.SCALING_ACTIVE, False, C.AMBIGUOUS_SELECTOR, message)
-            sync.pre.append(f"{message}: no autoscaler of these pods scales them")
+            sync.pre.append(f"{message}: none of them scales until one is left")
             sync.desired, sync.rescale = inp.current_replicas, False
         else:
             _scale_on_metrics(inp, sync)

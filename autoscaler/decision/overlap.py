@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
-from promscaler.selectors import Selector
+from promscaler.selectors import Operator, Selector
 
 from .model import SelectorOverlap
 
@@ -23,9 +23,27 @@ K = TypeVar("K")
 
 def selecting(pod_labels: Iterable[Mapping[str, str]], selectors: Mapping[K, Selector]) -> list[K]:
     """The keys of the selectors that match at least one of the pods, in the mapping's order. Pods
-    of one ReplicaSet share their labels: each distinct label set is matched once."""
-    distinct = {tuple(sorted(labels.items())): labels for labels in pod_labels}
-    return [key for key, sel in selectors.items() if any(sel.matches(labels) for labels in distinct.values())]
+    of one ReplicaSet share their labels: each distinct label set is matched once; a selector
+    requiring a label=value no pod has is passed over without matching (most, in a namespace of
+    many autoscalers: one sync costs a set lookup per other autoscaler)."""
+    distinct = list({tuple(sorted(labels.items())): labels for labels in pod_labels}.values())
+    present = {item for labels in distinct for item in labels.items()}
+    out = []
+    for key, sel in selectors.items():
+        needed = _needed(sel)
+        if needed is not None and needed not in present:
+            continue
+        if any(sel.matches(labels) for labels in distinct):
+            out.append(key)
+    return out
+
+
+def _needed(sel: Selector) -> tuple[str, str] | None:
+    """A label=value every pod the selector matches has, if it names one."""
+    for req in sel.requirements:
+        if req.operator in (Operator.EQUALS, Operator.IN) and len(req.values) == 1:
+            return req.key, req.values[0]
+    return None
 
 
 def overlap(selector: str, pod_labels: Iterable[Mapping[str, str]],
