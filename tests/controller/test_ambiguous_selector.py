@@ -44,3 +44,25 @@ async def test_two_autoscalers_on_one_deployment_both_stop_until_one_goes(sim, f
         sim.delete("promscaler.io/v1alpha1", "HorizontalAutoscaler", NS, "web-b")
         await eventually(lambda: replicas(sim, "web") == 4)
         await eventually(lambda: conditions(sim, "web-a").get("ScalingActive") == ("True", "ValidMetricFound"))
+
+
+def test_a_shadowed_hpa_counts_hpas_only_and_a_forgotten_autoscaler_no_longer_counts():
+    # kube-controller-manager, whose decisions a shadowed HPA predicts, knows no HorizontalAutoscaler;
+    # a HorizontalAutoscaler counts every autoscaler on its pods. Unit-level: the selector store.
+    from types import SimpleNamespace
+
+    from autoscaler.controller.reconcile import CR, HPA, Reconciler
+    from promscaler.selectors import parse_selector
+
+    pod = SimpleNamespace(labels={"app": "web", "pod-template-hash": "7d4"})
+    store = {(NS, "web-1"): pod, (NS, "web-2"): pod}
+    r = Reconciler(kube=None, informers={}, pods=SimpleNamespace(informer=SimpleNamespace(store=store)),
+                   pod_infos=None, scales=None, metrics=None, events=None,
+                   observer=SimpleNamespace(forget=lambda key: None))
+    web = parse_selector("app=web")
+    ha, hpa = (CR, NS, "web-a"), (HPA, NS, "web-b")
+    assert r._overlap(ha, "app=web", web, list(store), shadow=False).autoscalers == (f"{NS}/web-a",)
+    assert r._overlap(hpa, "app=web", web, list(store), shadow=True).autoscalers == (f"{NS}/web-b",)
+    assert r._overlap(ha, "app=web", web, list(store), shadow=False).autoscalers == (f"{NS}/web-a", f"{NS}/web-b")
+    r.forget(hpa)
+    assert r._overlap(ha, "app=web", web, list(store), shadow=False).autoscalers == (f"{NS}/web-a",)
