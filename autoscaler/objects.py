@@ -3,7 +3,7 @@
 Pure converters shared by the live controller and `simulate`, so both read pods and the three
 metrics APIs the same way. They follow the Kubernetes HPA metrics client
 (`pkg/controller/podautoscaler/metrics`): a pod whose containers lack the resource has no sample;
-so has a pod whose metrics lack the named container (1.36: logged at V(2), never an error); custom
+so has a pod whose metrics lack the named container (since 1.36: logged at V(2), never an error); custom
 metrics without a window get one minute; an empty answer is an error ("no metrics returned from ... API").
 Bad input raises `ObjectError` (a `SpecError`: the fields are checked by decision/fields.py's
 validators) with the field path relative to the object given.
@@ -167,7 +167,7 @@ def pod_metrics_reading(
 ) -> PodReading | MetricFailure:
     """metrics.k8s.io PodMetrics items -> one sample per pod (containers summed, or one container).
 
-    As the Kubernetes 1.36 metrics client reads them: a pod absent from the answer, or present with
+    As the Kubernetes metrics client reads them (1.37, and 1.36 alike): a pod absent from the answer, or present with
     no container metrics at all, has no sample (the replica calculator's missing-pod rules apply); a
     pod whose containers lack the resource has none either; with a named container, neither has a
     pod that reports other containers but not that one (`getContainerMetrics` logs it at V(2) and

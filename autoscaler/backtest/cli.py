@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
 
     try:
         args = _parser().parse_args(list(argv) if argv is not None else None)
-        specs = [s for path in args.specs for s in load_specs(path)]
+        specs = [s for path in args.specs for s in load_specs(path, args.kubernetes_version)]
         h = read_histories(args, specs, err)
     except ArgError as exc:
         return fail(str(exc), 2)

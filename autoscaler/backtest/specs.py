@@ -14,8 +14,9 @@ from typing import Any
 
 import yaml
 
-from autoscaler.decision import HPASpec, SpecError, parse_spec
+from autoscaler.decision import HPASpec, SpecError, admit, parse_spec
 from autoscaler.decision.keda import is_scaled_object, read_scaled_object, write_scaled_object
+from autoscaler.decision.kubeversion import CURRENT, KubeVersion
 
 __all__ = ["KINDS", "Spec", "SpecFileError", "load_specs"]
 
@@ -50,7 +51,8 @@ class Spec:
         return raw if self.source is None else write_scaled_object(self.source, raw, self.triggers)
 
 
-def load_specs(path: str) -> list[Spec]:
+def load_specs(path: str, kube_version: KubeVersion = CURRENT) -> list[Spec]:
+    """The autoscalers of a YAML file, checked as `kube_version`'s API server checks new objects."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -75,6 +77,7 @@ def load_specs(path: str) -> list[Spec]:
                                 so.autoscaler, doc, so.queries, so.triggers))
                 continue
             spec = parse_spec(doc.get("spec"), "spec")
+            admit(spec, doc["kind"], kube_version)
         except SpecError as exc:
             raise SpecFileError(f"{where}: {exc}") from None
         out.append(Spec(f"{short} ({name})", name, ns if isinstance(ns, str) else None, doc["kind"], spec, doc))

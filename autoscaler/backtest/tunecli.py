@@ -251,7 +251,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     started = time.perf_counter()
     try:
         args = _parser().parse_args(list(argv) if argv is not None else None)
-        specs = load_specs(args.spec)
+        specs = load_specs(args.spec, args.kubernetes_version)
         if len(specs) != 1:
             raise SpecFileError(f"{args.spec}: tune takes one autoscaler, the file has {len(specs)}")
         if (specs[0].spec.controls is not None and specs[0].spec.controls.composite is not None

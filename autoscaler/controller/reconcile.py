@@ -21,11 +21,21 @@ from typing import Protocol
 
 from autoscaler.decision import decide, record_scale
 from autoscaler.decision.controls import failures_so_far, parse_pause
-from autoscaler.decision.model import Condition, ControllerConfig, Decision, DecisionInput, History, Pause, PodInfo
+from autoscaler.decision.model import (
+    Condition,
+    ControllerConfig,
+    Decision,
+    DecisionInput,
+    History,
+    Pause,
+    PodInfo,
+    SelectorOverlap,
+)
+from autoscaler.decision.overlap import selecting
 from autoscaler.decision.spec import HPASpec, SpecError, parse_spec
 from promscaler.kubeapi import ApiError, Kube, Obj
 from promscaler.logs import RepeatLimiter
-from promscaler.selectors import SelectorError, parse_selector
+from promscaler.selectors import Selector, SelectorError, parse_selector
 
 from .events import EventRecorder
 from .informers import Informer, PodIndex, as_object
@@ -93,6 +103,9 @@ class Reconciler:
         # the parsed spec per generation: parsed once, so the schedules' windows (computed from
         # their cron expressions and kept on the parsed spec) are not recomputed every sync
         self.specs: dict[WorkKey, tuple[int, HPASpec]] = {}
+        # each autoscaler's selector at its last sync, by namespace (kube-controller-manager's
+        # selector store): who else selects an autoscaler's pods (AmbiguousSelector)
+        self.selectors: dict[str, dict[WorkKey, Selector]] = {}
 
     def parsed_spec(self, key: WorkKey, obj: Obj) -> HPASpec:
         generation = (obj.get("metadata") or {}).get("generation")
@@ -118,6 +131,7 @@ class Reconciler:
 
     def forget(self, key: WorkKey) -> None:
         self.histories.pop(key, None)
+        self.selectors.get(key[1], {}).pop(key, None)
         self.specs.pop(key, None)
         self.observer.forget(key)
         if self.shadow_book is not None:
@@ -208,7 +222,9 @@ class Reconciler:
             )
             return None
 
-        pods = [info for info in map(self.pod_infos, self.pods.select(ns, selector)) if info is not None]
+        pod_keys = self.pods.select(ns, selector)
+        pods = [info for info in map(self.pod_infos, pod_keys) if info is not None]
+        found = self._overlap(key, scale.selector, selector, pod_keys, shadow)
         if paused is None:
             readings = await self.metrics.read_all(ns, spec.metrics, scale.selector, [p.name for p in pods])
         else:
@@ -233,6 +249,9 @@ class Reconciler:
                     for c in prev_status.get("conditions") or ()
                 ),
                 paused=paused,
+                namespace=ns,
+                native=kind == HPA,
+                overlap=found,
             )
         )
         self.observer.replicas(key, scale.replicas, decision.desired_replicas)
@@ -309,7 +328,26 @@ class Reconciler:
             conditions=conditions, last_scale_time=last_scale, now=now), decision))
         return decision
 
+    def _overlap(self, key: WorkKey, text: str, selector: Selector, pod_keys: list[tuple[str, str]],
+                 shadow: bool) -> SelectorOverlap:
+        """Remember this autoscaler's selector and find every autoscaler of the namespace selecting
+        some of its pods. A shadowed HPA counts HPAs only (kube-controller-manager knows no other)."""
+        in_ns = self.selectors.setdefault(key[1], {})
+        in_ns[key] = selector
+        store = self.pods.informer.store
+        labels = [store[k].labels for k in pod_keys if k in store]
+        names = {k: f"{k[1]}/{k[2]}" for k in in_ns if not shadow or k[0] == HPA}
+        matched = selecting(labels, {k: in_ns[k] for k in names})
+        return SelectorOverlap(text, tuple(sorted(names[k] for k in matched)))
+
     async def _metric_events(self, obj: Obj, decision: Decision, now: datetime) -> None:
+        active = next((c for c in decision.conditions if c.type == "ScalingActive"), None)
+        if active is not None and active.reason == "AmbiguousSelector":  # horizontal.go: both, the same words
+            meta = obj.get("metadata") or {}
+            self.warn((obj.get("kind", ""), meta.get("namespace", ""), meta.get("name", "")), active.reason,
+                      active.message)
+            await self._event(obj, "Warning", "AmbiguousSelector", active.message, now)
+            await self._event(obj, "Warning", "FailedComputeMetricsReplicas", active.message, now)
         failed = [p for p in decision.proposals if p.replicas is None]
         for p in failed:
             await self._event(
@@ -321,7 +359,7 @@ class Reconciler:
                 "Warning",
                 "FailedComputeMetricsReplicas",
                 f"invalid metrics ({len(failed)} invalid out of {len(decision.proposals)}), "
-                f"first error is: {failed[0].error}",
+                f"first error is: {failed[0].wrapped or failed[0].error}",
                 now,
             )
 

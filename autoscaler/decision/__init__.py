@@ -26,7 +26,7 @@ from .model import (
     Recommendation,
     ScaleEvent,
 )
-from .spec import HPASpec, SpecError, parse_spec
+from .spec import HPASpec, SpecError, admit, parse_spec
 
 __all__ = [
     "Condition",
@@ -47,6 +47,7 @@ __all__ = [
     "Recommendation",
     "ScaleEvent",
     "SpecError",
+    "admit",
     "decide",
     "parse_spec",
     "record_scale",

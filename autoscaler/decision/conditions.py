@@ -35,6 +35,7 @@ SCALE_DOWN_STABILIZED = "ScaleDownStabilized"
 VALID_METRIC_FOUND = "ValidMetricFound"
 SCALING_DISABLED = "ScalingDisabled"
 INVALID_SELECTOR = "InvalidSelector"
+AMBIGUOUS_SELECTOR = "AmbiguousSelector"
 INVALID_METRIC_SOURCE_TYPE = "InvalidMetricSourceType"
 FAILED_GET_REASON = {
     "Resource": "FailedGetResourceMetric",

@@ -33,6 +33,7 @@ from .model import (
     make_decision,
 )
 from .normalize import Normalized, normalize_legacy, normalize_with_behavior
+from .overlap import ambiguous_message
 from .replicas import Tolerances, render_notes
 from .schedules import Window, floor_window
 from .sources import MetricOutcome, compute_metric
@@ -124,9 +125,15 @@ def decide(inp: DecisionInput) -> Decision:
         sync.pre.append(f"schedule {w.name} is open ({window.opened:%Y-%m-%d %H:%M %Z} to "
                         f"{window.closes:%Y-%m-%d %H:%M %Z}): replica floor {inp.spec.min_replicas}")
     if _metrics_decide(inp, sync):
+        found = inp.overlap
         if inp.selector_error is not None:
             sync.conditions[C.SCALING_ACTIVE] = C.make(C.SCALING_ACTIVE, False, C.INVALID_SELECTOR, inp.selector_error)
             sync.pre.append(f"the target's selector is unusable: {inp.selector_error}")
+            sync.desired, sync.rescale = inp.current_replicas, False
+        elif found is not None and len(found.autoscalers) > 1:
+            message = ambiguous_message(found)
+            sync.conditions[C.SCALING_ACTIVE] = C.make(C.SCALING_ACTIVE, False, C.AMBIGUOUS_SELECTOR, message)
+            sync.pre.append(f"{message}: none of them scales until one is left")
             sync.desired, sync.rescale = inp.current_replicas, False
         else:
             _scale_on_metrics(inp, sync)
@@ -148,11 +155,26 @@ def replicas_before_metrics(current: int, min_replicas: int, max_replicas: int, 
     return None
 
 
+def _scaled_to_zero(inp: DecisionInput) -> bool:
+    """Whether the autoscaler's ScaledToZero condition counts: it was True and scaling to zero is on."""
+    return inp.scaled_to_zero and _zero_scaling(inp)
+
+
+def _zero_scaling(inp: DecisionInput) -> bool:
+    """Scaling to and from zero is on for this decision: for a native HPA where the release has
+    HPAScaleToZero on (1.37; off in 1.36), always for a HorizontalAutoscaler or a KEDA ScaledObject
+    (promscaler's and KEDA's own, docs/controls.md#kubernetes-136-and-137)."""
+    if inp.config.features.scale_to_zero or not inp.native:
+        return True
+    controls = inp.spec.controls
+    return controls is not None and (controls.activates or controls.keda is not None)
+
+
 def _metrics_decide(inp: DecisionInput, sync: _Sync) -> bool:
     """The first branches of reconcileAutoscaler's switch (a target at zero, or outside
     [minReplicas, maxReplicas]); True when the metrics decide instead."""
     spec, current = inp.spec, inp.current_replicas
-    from_zero = inp.scaled_to_zero and (spec.min_replicas != 0 or spec.has_object_or_external)
+    from_zero = _scaled_to_zero(inp) and (spec.min_replicas != 0 or spec.has_object_or_external)
     keda_scaling = spec.controls.keda if spec.controls is not None else None
     keda = keda_scaling is not None
     # above zero, the minReplicas of the HPA KEDA makes (KEDA itself scales to and from zero)
@@ -375,17 +397,21 @@ def _apply_normalized(inp: DecisionInput, sync: _Sync, norm: Normalized) -> None
     sync.conditions[C.SCALING_LIMITED] = C.fixed(C.SCALING_LIMITED, norm.limited, norm.limited_reason,
                                                  norm.limited_message)
     desired = norm.desired
-    if current == 0 and spec.min_replicas != 0 and inp.scaled_to_zero and desired < spec.min_replicas:
+    if current == 0 and spec.min_replicas != 0 and _scaled_to_zero(inp) and desired < spec.min_replicas:
         desired = spec.min_replicas
         sync.steps = (*sync.steps, ("scaling up from zero: not below minReplicas {}", spec.min_replicas))
     sync.desired, sync.rescale = desired, desired != current
 
 
 def _set_rescale_conditions(inp: DecisionInput, sync: _Sync) -> None:
-    """AbleToScale after a rescale, and ScaledToZero (HPAScaleToZero): reported for autoscalers
+    """AbleToScale after a rescale, and ScaledToZero (HPAScaleToZero on): reported for autoscalers
     that can scale to zero or did."""
     spec, current, desired = inp.spec, inp.current_replicas, sync.desired
     conds = sync.conditions
+    if not _zero_scaling(inp):  # HPAScaleToZero off (1.36's default): the condition is never written
+        if sync.rescale:
+            conds[C.ABLE_TO_SCALE] = C.rescaled(desired)
+        return
     if not sync.rescale:
         if inp.scaled_to_zero:
             conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, True, "ScaledToZero", C.MSG_SCALED_TO_ZERO)

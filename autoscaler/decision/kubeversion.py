@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["CURRENT", "KubeVersion", "parse_kube_version"]
+__all__ = ["CURRENT", "SUPPORTED", "Features", "KubeVersion", "features", "parse_kube_version", "supported_version"]
 
 
 class KubeVersion(NamedTuple):
@@ -33,3 +33,38 @@ def parse_kube_version(text: str) -> KubeVersion:
     if match is None:
         raise ValueError(f"not a Kubernetes version (want 1.36 or v1.37.0): {text!r}")
     return KubeVersion(int(match.group(1)), int(match.group(2)))
+
+
+SUPPORTED = (KubeVersion(1, 36), CURRENT)
+"""The releases a decision can follow; another is refused by name (`supported_version`)."""
+
+
+class Features(NamedTuple):
+    """What a release's HPA controller does by default (its feature gates at their defaults), as the
+    decision reads it. docs/controls.md#kubernetes-136-and-137 has the table, one row per field."""
+
+    # HPAScaleToZero on (1.36: alpha, off; 1.37: beta, on, #139648): minReplicas 0 is valid with an
+    # Object or External metric, the controller writes ScaledToZero and scales up from zero.
+    scale_to_zero: bool
+    # HPAConfigurableTolerance (beta and on since 1.35, GA in 1.37, #140107): behavior.scale{Up,Down}.
+    # tolerance is honoured. On by default in both releases: the same decisions.
+    configurable_tolerance: bool
+    # #139029: an Object metric's failure reads "unable to get metric M on Kind ns/name: error"; before,
+    # the format's arguments were out of order ("unable to get metric M: Kind on ns name/error").
+    object_error_in_order: bool
+
+
+def features(version: KubeVersion) -> Features:
+    """The defaults of `version` (1.36 or 1.37; a later one decides as 1.37)."""
+    at_least_137 = version >= (1, 37)
+    return Features(scale_to_zero=at_least_137, configurable_tolerance=version >= (1, 35),
+                    object_error_in_order=at_least_137)
+
+
+def supported_version(text: str) -> KubeVersion:
+    """`parse_kube_version`, refusing a release promscaler does not decide as (ValueError, one line)."""
+    version = parse_kube_version(text)
+    if version not in SUPPORTED:
+        names = " or ".join(str(v) for v in SUPPORTED)
+        raise ValueError(f"Kubernetes {version} is not one promscaler decides as (want {names}): {text!r}")
+    return version

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from .clock import delta
-from .kubeversion import CURRENT, KubeVersion
+from .kubeversion import CURRENT, Features, KubeVersion, features
 
 # --- the world at one instant ------------------------------------------------------------------
 
@@ -112,11 +112,14 @@ class ControllerConfig:
     downscale_stabilization_window: float = 300.0
     # The release whose HPA controller this decision follows (autoscaler.decision.kubeversion).
     kube_version: KubeVersion = CURRENT
-    # The two CPU periods as timedeltas, derived once here for the calculator's per-sync use.
+    # The two CPU periods as timedeltas, and what the release does (its feature gates' defaults),
+    # derived once here for the per-sync use.
     cpu_initialization_delta: timedelta = field(init=False, repr=False, compare=False)
     initial_readiness_delta: timedelta = field(init=False, repr=False, compare=False)
+    features: Features = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "features", features(self.kube_version))
         object.__setattr__(self, "cpu_initialization_delta", delta(self.cpu_initialization_period))
         object.__setattr__(self, "initial_readiness_delta", delta(self.initial_readiness_delay))
 
@@ -165,6 +168,16 @@ class Pause:
 
 
 @dataclass(frozen=True, slots=True)
+class SelectorOverlap:
+    """The autoscalers whose selectors select some of this autoscaler's pods, this one included
+    (decision/overlap.py finds them, as the selector store of horizontal.go does); more than one
+    stops the autoscaler (ScalingActive False, AmbiguousSelector)."""
+
+    selector: str                    # the scale's status.selector, as the message names it
+    autoscalers: tuple[str, ...]     # "namespace/name", sorted
+
+
+@dataclass(frozen=True, slots=True)
 class DecisionInput:
     spec: Any                         # autoscaler.decision.spec.HPASpec, from parse_spec(dict)
     current_replicas: int             # scale subresource spec.replicas
@@ -180,6 +193,13 @@ class DecisionInput:
     selector_error: str | None = None
     # Added: the pause annotations (None: not paused). A paused autoscaler reads no metric.
     paused: Pause | None = None
+    # The autoscaler's namespace, as Kubernetes names a failed Object metric's object ("Deployment ns/name").
+    namespace: str = "default"
+    # A HorizontalPodAutoscaler (False: a HorizontalAutoscaler, which scales to and from zero as
+    # promscaler's own feature whatever the release; a native HPA only where HPAScaleToZero is on).
+    native: bool = True
+    # The autoscalers selecting the same pods (None: not known, as offline); see SelectorOverlap.
+    overlap: SelectorOverlap | None = None
 
 
 # --- the decision ------------------------------------------------------------------------------
@@ -190,7 +210,10 @@ class Proposal:
     type: str                # Resource | ContainerResource | Pods | Object | External
     name: str                # the metric's name
     replicas: int | None     # None when it could not be computed
-    error: str | None = None
+    error: str | None = None    # as the FailedGet*Metric condition and Event say it
+    # as computeReplicasForMetric returns it, wrapped once more ("failed to get pods metric value:
+    # ..."): the first error of the FailedComputeMetricsReplicas Event
+    wrapped: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

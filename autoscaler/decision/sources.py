@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from promscaler.quantity import format_milli
+from promscaler.selectors import go_label_selector
 
 from . import conditions as C
 from .model import (
@@ -57,9 +58,27 @@ def _sum_capped(values: tuple[int, ...]) -> int:
     return total
 
 
+def _wrapped(ms: MetricSpec, error: str) -> str:
+    """The error as horizontal.go's computeReplicasForMetric returns it: its computeStatusFor*Metric's
+    wrapping (AverageValue Object and External metrics, External Value ones), then its own."""
+    name, average = ms.name, ms.target.type == "AverageValue"
+    if ms.type == "Object":
+        return f"failed to get object metric value: {f'failed to get {name} object metric: ' if average else ''}{error}"
+    if ms.type == "Pods":
+        return f"failed to get pods metric value: {error}"
+    if ms.type == "Resource":
+        return f"failed to get {name} resource metric value: {error}"
+    if ms.type == "ContainerResource":
+        return f"failed to get {ms.container} container metric value: {error}"
+    if ms.type == "External":
+        inner = f"failed to get {name} external metric: " if average else f"failed to get external metric {name}: "
+        return f"failed to get {name} external metric value: {inner}{error}"
+    return error
+
+
 def _fail(ms: MetricSpec, reason: str, error: str) -> MetricOutcome:
     return MetricOutcome(
-        Proposal(ms.type, ms.name, None, error),
+        Proposal(ms.type, ms.name, None, error, _wrapped(ms, error)),
         {"type": ""},
         (MetricDetail, ms.type, ms.name, ms.target_text, None, None, None, error),
         "",
@@ -132,9 +151,9 @@ def _pods(ms: MetricSpec, reading: Reading | None, inp: DecisionInput, tol: Tole
 def _object(ms: MetricSpec, reading: Reading | None, inp: DecisionInput, tol: Tolerances) -> MetricOutcome:
     """`computeStatusForObjectMetric`: Value (ratio x ready pods) or AverageValue (per pod)."""
     if isinstance(reading, MetricFailure):
-        raise CalcError(f"unable to get metric {ms.name}: {reading.message}")
+        raise CalcError(_object_error(ms, inp, reading.message))
     if not isinstance(reading, ObjectReading):
-        raise CalcError(f"unable to get metric {ms.name}: expected an object value")
+        raise CalcError(_object_error(ms, inp, "expected an object value"))
     described = ms.described_object
     ref: dict[str, Any] = {"kind": described.kind, "name": described.name} if described else {}
     if described and described.api_version:
@@ -152,12 +171,27 @@ def _object(ms: MetricSpec, reading: Reading | None, inp: DecisionInput, tol: To
     return _ok(ms, calc, status, text)
 
 
+def _object_error(ms: MetricSpec, inp: DecisionInput, error: str) -> str:
+    """GetObject(PerPod)MetricReplicas' error. Until 1.37 (#139029) its format's arguments were out of
+    order, so the object's kind stood where the error belongs and the error after the slash."""
+    ref = ms.described_object
+    kind, name, ns = (ref.kind, ref.name, inp.namespace) if ref else ("", "", inp.namespace)
+    if inp.config.features.object_error_in_order:
+        return f"unable to get metric {ms.name} on {kind} {ns}/{name}: {error}"
+    return f"unable to get metric {ms.name}: {kind} on {ns} {name}/{error}"
+
+
+def _external_error(ms: MetricSpec, inp: DecisionInput, error: str) -> str:
+    """GetExternal(PerPod)MetricReplicas' error: namespace, metric and its selector as Go prints it."""
+    return f"unable to get external metric {inp.namespace}/{ms.name}/{go_label_selector(ms.selector_raw)}: {error}"
+
+
 def _external(ms: MetricSpec, reading: Reading | None, inp: DecisionInput, tol: Tolerances) -> MetricOutcome:
     """`computeStatusForExternalMetric`: the sum of the matching series, per pod or as a value."""
     if isinstance(reading, MetricFailure):
-        raise CalcError(f"unable to get external metric {ms.name}: {reading.message}")
+        raise CalcError(_external_error(ms, inp, reading.message))
     if not isinstance(reading, ExternalReading):
-        raise CalcError(f"unable to get external metric {ms.name}: expected external values")
+        raise CalcError(_external_error(ms, inp, "expected external values"))
     total = _sum_capped(reading.millis)
     target = ms.target
     if target.type == "AverageValue":

@@ -22,6 +22,7 @@ from promscaler.selectors import Selector, SelectorError, from_label_selector, g
 from . import fields
 from .controls import Controls, parse_controls
 from .fields import SpecError
+from .kubeversion import KubeVersion, features
 
 __all__ = [
     "METRIC_TYPES",
@@ -33,6 +34,7 @@ __all__ = [
     "ScalingPolicy",
     "ScalingRules",
     "SpecError",
+    "admit",
     "parse_spec",
 ]
 
@@ -304,9 +306,21 @@ def _parse_rules(raw: Any, path: str, default: ScalingRules) -> ScalingRules:
     return ScalingRules(window, select, policies, tolerance)
 
 
+def admit(spec: HPASpec, kind: str | None, kube_version: KubeVersion, path: str = "spec") -> None:
+    """What `kube_version`'s API server refuses in a new HorizontalPodAutoscaler beyond `parse_spec`:
+    1.36 (HPAScaleToZero alpha, off) refuses minReplicas 0. A HorizontalAutoscaler scales to zero
+    as promscaler's own feature, on any release; and an object already stored with 0 stays valid
+    (the API server ratchets), so the controller, which reads stored objects, never calls this."""
+    if kind == "HorizontalAutoscaler" or spec.min_replicas != 0 or features(kube_version).scale_to_zero:
+        return
+    raise SpecError(f"{path}.minReplicas", f"must be greater than or equal to 1 (Kubernetes {kube_version}: "
+                                           "HPAScaleToZero is off by default)")
+
+
 def parse_spec(spec: Any, path: str = "hpa.spec") -> HPASpec:
     """Validate and default an autoscaling/v2 HorizontalPodAutoscalerSpec (a camelCase dict), with the
-    HorizontalAutoscaler's controls (decision/controls.py) when it has any."""
+    HorizontalAutoscaler's controls (decision/controls.py) when it has any. What differs by release
+    is `admit`'s."""
     root = fields.obj(spec, path)
     assert root is not None
     target_ref = _parse_reference(root.get("scaleTargetRef"), f"{path}.scaleTargetRef")

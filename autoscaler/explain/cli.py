@@ -62,6 +62,7 @@ def decide_moment(m: Moment, config: ControllerConfig) -> Decision:
         scaled_to_zero=any(c.get("type") == "ScaledToZero" and c.get("status") == "True"
                            for c in status.get("conditions") or ()),
         selector_error=None if m.scale.selector else "the HPA target's scale is missing a selector",
+        namespace=m.namespace, native=m.kind == "HorizontalPodAutoscaler",
     ))
 
 

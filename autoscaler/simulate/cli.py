@@ -15,7 +15,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from autoscaler.commandline import ArgError, Parser
+from autoscaler.commandline import ArgError, Parser, add_kube_version_flag
+from autoscaler.decision.kubeversion import KubeVersion
 
 from ..decision import Decision, decide
 from .output import check, decision_json
@@ -33,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
     p.add_argument("--check", action="store_true",
                    help="compare each scenario with its expect: block; exit 1 on differences or without one")
+    add_kube_version_flag(p)  # a scenario's kubernetesVersion: wins over it
     return p
 
 
@@ -60,7 +62,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     worst = 0
     results: list[_Result] = []
     for source in args.files:
-        for outcome in _decide_file(source):
+        for outcome in _decide_file(source, args.kubernetes_version):
             if isinstance(outcome, str):
                 print(f"autoscaler simulate: {outcome}", file=err)
                 worst = 2
@@ -77,7 +79,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     return worst
 
 
-def _decide_file(source: str) -> Iterator[_Result | str]:
+def _decide_file(source: str, kube_version: KubeVersion) -> Iterator[_Result | str]:
     """Each document's decision, or the one-line error of a document or of the whole file."""
     try:
         documents = load_scenarios(source)
@@ -88,7 +90,7 @@ def _decide_file(source: str) -> Iterator[_Result | str]:
     for index, (label, doc) in enumerate(documents, 1):
         try:
             with paused_gc():
-                scenario = build_scenario(label, doc)
+                scenario = build_scenario(label, doc, kube_version=kube_version)
                 decision = decide(scenario.input)
         except ScenarioError as exc:
             yield f"{label}: {exc}"

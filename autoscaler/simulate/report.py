@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..decision import Decision, DecisionInput
 from ..decision.controls import CONTROL_LINES
+from ..decision.kubeversion import CURRENT
 
 __all__ = ["render"]
 
@@ -53,6 +54,8 @@ def _header(console: Console, label: str, inp: DecisionInput, d: Decision) -> No
         f"{'behavior' if spec.behavior else 'no behavior: legacy rules'}), "
         f"{len(inp.pods)} pods selected, at {inp.now.isoformat().replace('+00:00', 'Z')}"
     )
+    if inp.config.kube_version != CURRENT:
+        console.print(f"  decided as Kubernetes {inp.config.kube_version}'s HPA controller", style="dim")
     for line in d.explanation:
         if line.startswith(("fresh controller", "the target", "current ")):
             console.print(f"  {line}", style="dim")

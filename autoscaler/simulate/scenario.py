@@ -31,7 +31,8 @@ from ..decision.clock import before
 from ..decision.controls import failures_so_far, parse_pause
 from ..decision.fields import MAX_INT32, duration, integer, items, obj, quantity
 from ..decision.keda import is_scaled_object, read_scaled_object
-from ..decision.spec import METRIC_TYPES, HPASpec, MetricSpec, SpecError, parse_spec
+from ..decision.kubeversion import CURRENT, KubeVersion, supported_version
+from ..decision.spec import METRIC_TYPES, HPASpec, MetricSpec, SpecError, admit, parse_spec
 from ..objects import (
     ObjectError,
     custom_value,
@@ -183,7 +184,18 @@ def _quantity(value: Any, path: str) -> Any:
     return value
 
 
-def _config(doc: Mapping[str, Any]) -> ControllerConfig:
+def _kube_version(doc: Mapping[str, Any], default: KubeVersion) -> KubeVersion:
+    """`kubernetesVersion`: the release the decision follows ("1.36", "v1.37.2"); else `default`."""
+    value = doc.get("kubernetesVersion")
+    if value is None:
+        return default
+    try:
+        return supported_version(str(value))
+    except ValueError as exc:
+        raise _err("kubernetesVersion", str(exc)) from None
+
+
+def _config(doc: Mapping[str, Any], kube_version: KubeVersion) -> ControllerConfig:
     raw = _map(doc, "config", "config")
     base = ControllerConfig()
     tolerance = base.tolerance
@@ -203,6 +215,7 @@ def _config(doc: Mapping[str, Any]) -> ControllerConfig:
         cpu_initialization_period=dur("cpuInitializationPeriod", base.cpu_initialization_period),
         initial_readiness_delay=dur("initialReadinessDelay", base.initial_readiness_delay),
         downscale_stabilization_window=dur("downscaleStabilizationWindow", base.downscale_stabilization_window),
+        kube_version=kube_version,
     )
 
 
@@ -533,8 +546,10 @@ def _pods(doc: Mapping[str, Any], target: _Target, namespace: str | None, short:
 
 
 @_scenario_errors
-def build_scenario(label: str, doc: Any, default_now: datetime | None = None) -> Scenario:
-    """Validate one scenario document and turn it into the decision's input."""
+def build_scenario(label: str, doc: Any, default_now: datetime | None = None,
+                   kube_version: KubeVersion = CURRENT) -> Scenario:
+    """Validate one scenario document and turn it into the decision's input; `kube_version` is the
+    release decided as when the scenario names none (`kubernetesVersion`)."""
     if not isinstance(doc, Mapping):
         raise ScenarioError("scenario: must be an object with hpa, scaleTarget, pods, metrics")
     keda = is_scaled_object(doc.get("hpa"))  # a ScaledObject: decision/keda.py checks its fields
@@ -543,7 +558,7 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None) ->
     except SchemaError as exc:
         raise ScenarioError(str(exc)) from None
     now = _time(doc["now"], "now") if doc.get("now") is not None else (default_now or datetime.now(UTC))
-    config = _config(doc)
+    config = _config(doc, _kube_version(doc, kube_version))
     hpa = _map(doc, "hpa", "hpa", required=True)
     api_version = hpa.get("apiVersion")
     if isinstance(api_version, str) and api_version.startswith("autoscaling/") and api_version != "autoscaling/v2":
@@ -556,6 +571,7 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None) ->
             spec, paused = so.spec, so.pause
         else:
             spec = parse_spec(hpa.get("spec"), "hpa.spec")
+            admit(spec, hpa.get("kind"), config.kube_version, "hpa.spec")
             paused = parse_pause(hpa.get("kind"), meta.get("annotations"))
     except SpecError as exc:
         if keda or exc.path.startswith("metadata."):
@@ -576,5 +592,6 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None) ->
         spec=spec, current_replicas=target.current, status_replicas=target.status_replicas, pods=tuple(pods),
         readings=tuple(readings), now=now, config=config, history=_history(doc, spec, status),
         scaled_to_zero=scaled_to_zero, selector_error=target.selector_error, paused=paused,
+        namespace=namespace or "default", native=not keda and hpa.get("kind") != "HorizontalAutoscaler",
     )
     return Scenario(f"{label} ({name})" if name else label, inp, _expect(doc))

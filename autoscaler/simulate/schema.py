@@ -99,7 +99,7 @@ HISTORY = _fields(recommendations=[_fields("timestamp", "replicas")],
 CONFIG = _fields("tolerance", "cpuInitializationPeriod", "initialReadinessDelay", "downscaleStabilizationWindow")
 EXPECT = _fields("desiredReplicas", "recommendation", "scale", "currentMetrics", "proposals", "control",
                  conditions=MAP)
-TOP = _fields("now", config=CONFIG, hpa=HPA, scaleTarget=SCALE_TARGET, pods=(PODS_SHORT, [POD]),
+TOP = _fields("now", "kubernetesVersion", config=CONFIG, hpa=HPA, scaleTarget=SCALE_TARGET, pods=(PODS_SHORT, [POD]),
               metrics=ANY, history=HISTORY, expect=EXPECT)  # metrics: scenario._check_metrics (keys name metrics)
 
 

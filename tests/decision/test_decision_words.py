@@ -142,3 +142,46 @@ def test_zero_replicas_disable_scaling():
     assert d.desired_replicas == 0 and not d.scale
     assert _conditions(d)["ScalingActive"] == (
         "False", "ScalingDisabled", "scaling is disabled since the replica count of the target is zero")
+
+
+def test_each_failing_metric_is_wrapped_as_compute_replicas_for_metric_returns_it():
+    # horizontal.go: computeStatusFor*Metric wraps the calculator's error for AverageValue Object and
+    # External targets and External Value ones; computeReplicasForMetric wraps it once more per type;
+    # the first of them is the FailedComputeMetricsReplicas Event's "first error is: ...". The
+    # condition keeps the inner error (getUnableComputeReplicaCountCondition); an External metric's
+    # names namespace/metric/selector, the selector as Go prints a nil *LabelSelector.
+    from .decision_helpers import container_cpu, ext_value, object_avg, object_value
+
+    err = "boom"
+    cases = [
+        (cpu_util(50), "failed to get cpu resource metric value: failed to get cpu utilization: "
+                       "unable to get metrics for resource cpu: boom"),
+        (container_cpu(50), "failed to get app container metric value: failed to get cpu utilization: "
+                            "unable to get metrics for resource cpu: boom"),
+        (pods_metric("10"), "failed to get pods metric value: unable to get metric qps: boom"),
+        (object_value("10"),
+         "failed to get object metric value: unable to get metric hits on Service default/svc: boom"),
+        (object_avg("10"), "failed to get object metric value: failed to get hits object metric: "
+                           "unable to get metric hits on Service default/svc: boom"),
+        (ext_value("5"), "failed to get queue external metric value: failed to get external metric queue: "
+                         "unable to get external metric default/queue/nil: boom"),
+        (ext_avg("5"), "failed to get queue external metric value: failed to get queue external metric: "
+                       "unable to get external metric default/queue/nil: boom"),
+    ]
+    for metric, wrapped in cases:
+        proposal = decide(inp(spec([metric]), 3, pods(3), [failure(err)])).proposals[0]
+        assert proposal.wrapped == wrapped, metric["type"]
+        assert wrapped.endswith(proposal.error or "-")
+
+
+def test_an_external_metric_failure_names_its_selector_as_go_prints_it():
+    # replica_calculator.go: "unable to get external metric %s/%s/%+v: %s" (namespace, name, the
+    # *metav1.LabelSelector's generated String()).
+    from dataclasses import replace
+
+    metric = {"type": "External", "external": {"metric": {"name": "queue", "selector": {"matchLabels": {"q": "a"}}},
+                                               "target": {"type": "Value", "value": "5"}}}
+    decision = decide(replace(inp(spec([metric]), 3, pods(3), [failure("boom")]), namespace="prod"))
+    assert decision.proposals[0].error == ("unable to get external metric prod/queue/&LabelSelector{MatchLabels:"
+                                           "map[string]string{q: a,},MatchExpressions:[]LabelSelectorRequirement{},}"
+                                           ": boom")
