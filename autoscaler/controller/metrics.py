@@ -69,6 +69,12 @@ class MetricsClient:
                 known = self._versions[group] = (now, choose({v.get("version") for v in doc.get("versions") or []}))
             return known[1]
 
+    def forget_version(self, group: str, version: str) -> None:
+        """Drop the choice of `version` for `group`: the next read asks discovery again, instead of
+        asking an unregistered version (a 404, not an outage) until the choice expires."""
+        if self._versions.get(group, (0.0, ""))[1] == version:
+            del self._versions[group]
+
     async def custom_version(self) -> str:
         """The custom metrics version to use: v1beta2 if served, else v1beta1 (cached)."""
         return await self._version(CUSTOM, _custom_version)
@@ -116,6 +122,8 @@ class MetricsClient:
                 f"/apis/{wire.RESOURCE_GROUP}/{version}/namespaces/{namespace}/pods", query(labelSelector=selector)
             )
         except ApiError as exc:
+            if exc.status == 404:  # the version is no longer registered (an adapter rolled back): choose again
+                self.forget_version(wire.RESOURCE_GROUP, version)
             raise MetricsError(
                 f"unable to fetch metrics from resource metrics API: {exc.message or exc.reason}"
             ) from None

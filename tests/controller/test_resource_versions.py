@@ -40,6 +40,34 @@ async def test_resource_metrics_version(sim: KubeSim, registered: tuple[str, ...
         upstream.stop()
 
 
+async def test_a_version_no_longer_registered_is_chosen_again(sim: KubeSim) -> None:
+    """The adapter rolled back to one registering only v1beta1: the read of v1 is a 404 (not an
+    outage), and the next sync chooses again, well within the 60 s the choice is otherwise kept."""
+    upstream = FakeMetrics(lambda ns, sel: pods_matching(sim, ns, sel)).start()
+
+    def use(cpu: str) -> None:
+        for pod in sim.list("v1", "Pod", NS):
+            upstream.usage[NS, pod["metadata"]["name"]] = {"app": {"cpu": cpu, "memory": "100Mi"}}
+
+    try:
+        sim.set_aggregated_api("metrics.k8s.io", upstream.url)  # v1 and v1beta1
+        sim.apply(deployment("web", 1))
+        await eventually(lambda: len(sim.list("v1", "Pod", NS)) == 1)
+        use("500m")  # 100% of the request, target 50%: 1 -> 2
+        sim.apply(autoscaler("web", "web", [CPU]))
+        async with running(sim, settings()):
+            await eventually(lambda: replicas(sim, "web") == 2)
+            assert upstream.resource_versions_asked == {"v1"}
+            sim.set_aggregated_api("metrics.k8s.io", upstream.url, versions=("v1beta1",))
+            await eventually(lambda: len(sim.list("v1", "Pod", NS)) == 2)
+            use("1")  # 200%: up again (8 wanted, as fast as the scale-up policies allow)
+            await eventually(lambda: replicas(sim, "web") > 2)
+        assert upstream.resource_versions_asked == {"v1", "v1beta1"}
+    finally:
+        sim.set_aggregated_api("metrics.k8s.io", None)
+        upstream.stop()
+
+
 async def test_no_resource_metrics_api_says_so() -> None:
     """A cluster without metrics.k8s.io (no metrics-server, no adapter serving resourceRules): the
     condition says what the HPA's does, `unable to fetch metrics from resource metrics API: no
