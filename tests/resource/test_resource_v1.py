@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -129,3 +130,15 @@ def test_openapi_describes_both_versions(sim: KubeSim, adapter: AdapterProcess) 
     assert {f"{V1}/nodes", f"{V1BETA1}/nodes"} <= set(v2["paths"])
     assert v2["definitions"]["PodMetrics"]["x-kubernetes-group-version-kind"] == [
         {"group": "metrics.k8s.io", "version": v, "kind": "PodMetrics"} for v in ("v1", "v1beta1")]
+
+
+def test_kubectl_get_uses_the_preferred_version(sim: KubeSim, tmp_path: Path) -> None:
+    """A client naming no version takes the group's preferred one: `kubectl get` of the
+    metrics resources reads v1."""
+    cache = ("--cache-dir", str(tmp_path))
+    pods = json.loads(kubectl_ok(sim.kubeconfig_path, "get", "pods.metrics.k8s.io", "-n", "shop", "-o", "json",
+                                 *cache))
+    assert {i["apiVersion"] for i in pods["items"]} == {"metrics.k8s.io/v1"}
+    assert sorted(i["metadata"]["name"] for i in pods["items"]) == ["shop-1", "web-1"]
+    node = json.loads(kubectl_ok(sim.kubeconfig_path, "get", "nodes.metrics.k8s.io", "node-2", "-o", "json", *cache))
+    assert (node["kind"], node["apiVersion"]) == ("NodeMetrics", "metrics.k8s.io/v1")
