@@ -48,10 +48,12 @@ def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
     return out
 
 
+_GVK = "x-kubernetes-group-version-kind"
+
+
 def _kind(kind: str, version: str, schema: dict[str, Any]) -> dict[str, Any]:
     """A metrics.k8s.io kind: `x-kubernetes-group-version-kind` names it for clients (kubectl explain)."""
-    return {**schema, "x-kubernetes-group-version-kind": [{"group": RESOURCE_GROUP, "version": version,
-                                                           "kind": kind}]}
+    return {**schema, _GVK: [{"group": RESOURCE_GROUP, "version": version, "kind": kind}]}
 
 
 def _list(item_ref: str) -> dict[str, Any]:
@@ -127,7 +129,11 @@ def openapi_v2(served: GroupVersions) -> dict[str, Any]:
     definitions: dict[str, Any] = {}
     for g, v in served:
         paths.update(_paths(g, v, v3=False))
-        definitions.update(_schemas(g, v, "#/definitions/"))
+        for name, schema in _schemas(g, v, "#/definitions/").items():
+            before = definitions.get(name, {}).get(_GVK)
+            # one document for every version: a kind served at two (metrics.k8s.io v1 and v1beta1,
+            # the same schema) names both, as kube-openapi lists a type's every group version kind
+            definitions[name] = {**schema, _GVK: before + schema[_GVK]} if before and _GVK in schema else schema
     return {"swagger": "2.0", "info": _INFO, "paths": paths, "definitions": definitions}
 
 

@@ -1,12 +1,13 @@
-"""`metrics.k8s.io/v1beta1` as raw ASGI, in metrics-server's wire format: what `kubectl top` and
-the HPA's Resource / ContainerResource metrics read.
+"""`metrics.k8s.io` v1 and v1beta1 as raw ASGI, in metrics-server's wire format: what `kubectl top`
+and the HPA's Resource / ContainerResource metrics read. The two versions are the same API
+(Kubernetes 1.37 promoted v1beta1 unchanged): one answer, its `apiVersion` naming the version asked.
 
-    /apis/metrics.k8s.io                                   APIGroup
-    /apis/metrics.k8s.io/v1beta1                           APIResourceList (pods, nodes)
-    /apis/metrics.k8s.io/v1beta1/pods                      PodMetricsList, every namespace
-    /apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods      PodMetricsList
-    /apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods/{n}  PodMetrics
-    /apis/metrics.k8s.io/v1beta1/nodes[/{n}]               NodeMetricsList / NodeMetrics
+    /apis/metrics.k8s.io                              APIGroup (v1 preferred)
+    /apis/metrics.k8s.io/{v}                          APIResourceList (pods, nodes)
+    /apis/metrics.k8s.io/{v}/pods                     PodMetricsList, every namespace
+    /apis/metrics.k8s.io/{v}/namespaces/{ns}/pods     PodMetricsList
+    /apis/metrics.k8s.io/{v}/namespaces/{ns}/pods/{n} PodMetrics
+    /apis/metrics.k8s.io/{v}/nodes[/{n}]              NodeMetricsList / NodeMetrics
 
 Lists take `labelSelector` and `fieldSelector` (metadata.name, metadata.namespace). Serialized
 answers are kept while their Prometheus answers are fresh, keyed by the request and the version
@@ -116,30 +117,31 @@ class ResourceRoutes:
             query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
             labels, fields = query_selector(query, "labelSelector"), query_selector(query, "fieldSelector")
             if kind == "pods":
-                body, fresh_until = await self._pods(namespace, name, labels, fields)
+                body, fresh_until = await self._pods(parts[0], namespace, name, labels, fields)
             else:
-                body, fresh_until = await self._nodes(name, labels, fields)
+                body, fresh_until = await self._nodes(parts[0], name, labels, fields)
             if fresh_until > time.monotonic():
                 self.answers.put_until(key, body, fresh_until)
         return body
 
-    async def _pods(self, namespace: str | None, name: str | None, labels: Selector, fields: Selector
-                    ) -> tuple[bytes, float]:
+    async def _pods(self, version: str, namespace: str | None, name: str | None, labels: Selector,
+                    fields: Selector) -> tuple[bytes, float]:
         usages, fresh_until = await self.provider.pods(namespace, name, labels, fields)
         created, window = timestamp(time.time()), go_duration(self.provider.rules.window_seconds)
         items = [wire.pod_metrics(u.name, u.namespace, timestamp(u.timestamp), window,
                                   {c: {"cpu": _cpu(cpu), "memory": _memory(mem)}
-                                   for c, cpu, mem in u.containers}, u.labels, created) for u in usages]
+                                   for c, cpu, mem in u.containers}, u.labels, created, version) for u in usages]
         if name is not None:
             return orjson.dumps(items[0]), fresh_until
-        return orjson.dumps(wire.pod_metrics_list(items)), fresh_until
+        return orjson.dumps(wire.pod_metrics_list(items, version)), fresh_until
 
-    async def _nodes(self, name: str | None, labels: Selector, fields: Selector) -> tuple[bytes, float]:
+    async def _nodes(self, version: str, name: str | None, labels: Selector, fields: Selector
+                     ) -> tuple[bytes, float]:
         usages, fresh_until = await self.provider.nodes(name, labels, fields)
         created, window = timestamp(time.time()), go_duration(self.provider.rules.window_seconds)
         items = [wire.node_metrics(u.name, timestamp(u.timestamp), window, {
-            "cpu": _cpu(u.cpu_milli), "memory": _memory(u.memory_milli)}, u.labels, created)
+            "cpu": _cpu(u.cpu_milli), "memory": _memory(u.memory_milli)}, u.labels, created, version)
             for u in usages]
         if name is not None:
             return orjson.dumps(items[0]), fresh_until
-        return orjson.dumps(wire.node_metrics_list(items)), fresh_until
+        return orjson.dumps(wire.node_metrics_list(items, version)), fresh_until

@@ -18,6 +18,7 @@ import argparse
 import base64
 import re
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 import yaml
@@ -74,8 +75,10 @@ def secret_manifest(name: str, namespace: str, ca: pki.KeyPair, serving: pki.Key
     }
 
 
-def apiservices_with_ca(directory: Path, namespace: str, service: str, ca_pem: bytes) -> tuple[list[str], str]:
-    """The APIServices under `directory` served by namespace/service, caBundle set: (names, YAML text)."""
+def apiservices_with_ca(directory: Path, namespace: str, service: str, ca_pem: bytes,
+                        skip: Collection[str] = ()) -> tuple[list[str], str]:
+    """The APIServices under `directory` served by namespace/service, caBundle set: (names, YAML
+    text); those named in `skip` are left out (v1.metrics.k8s.io on a cluster before 1.37)."""
     bundle = base64.b64encode(ca_pem).decode()
     names: list[str] = []
     out: list[str] = []
@@ -89,6 +92,8 @@ def apiservices_with_ca(directory: Path, namespace: str, service: str, ca_pem: b
                 continue
             svc = (obj.get("spec") or {}).get("service") or {}
             if svc.get("name") != service or svc.get("namespace") != namespace:
+                continue
+            if (obj.get("metadata") or {}).get("name") in skip:
                 continue
             if _CA_LINE.search(doc):
                 doc = _CA_LINE.sub(lambda m: f"{m.group('indent')}caBundle: {bundle}", doc, count=1)
@@ -110,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="output directory: key pairs, secret.yaml, apiservices.yaml (default: certs)")
     p.add_argument("--apiservice-dir", type=Path, default=Path(__file__).resolve().parent,
                    help="manifests to read the APIServices from; never written (default: this package's directory)")
+    p.add_argument("--skip-apiservice", action="append", default=[], metavar="NAME",
+                   help="leave this APIService out of apiservices.yaml (repeatable), e.g. v1.metrics.k8s.io "
+                        "on a cluster before Kubernetes 1.37")
     p.add_argument("--days", type=int, default=365, help="serving certificate validity")
     p.add_argument("--cluster-domain", default="cluster.local")
     args = p.parse_args(argv)
@@ -119,7 +127,14 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / "secret.yaml").write_text(
             "# The adapter's serving certificate (contains a private key: do not commit).\n"
             + yaml.safe_dump(secret, sort_keys=False))
-        names, text = apiservices_with_ca(args.apiservice_dir, args.namespace, args.service, ca.cert_pem)
+        unknown = set(args.skip_apiservice) - set(apiservices_with_ca(
+            args.apiservice_dir, args.namespace, args.service, ca.cert_pem)[0])
+        if unknown:
+            print(f"apiservice.certs: --skip-apiservice: no APIService {', '.join(sorted(unknown))} in "
+                  f"{args.apiservice_dir} points at service {args.namespace}/{args.service}", file=sys.stderr)
+            return 1
+        names, text = apiservices_with_ca(args.apiservice_dir, args.namespace, args.service, ca.cert_pem,
+                                          args.skip_apiservice)
         if not names:
             print(f"apiservice.certs: no APIService in {args.apiservice_dir} points at service "
                   f"{args.namespace}/{args.service}", file=sys.stderr)

@@ -2,13 +2,15 @@
 cluster, through the adapter, next to the direct PromQL.
 
     .venv/bin/python bench/resource_bench.py [--pods 5000] [--namespaces 100] [--nodes 500] [--requests 30]
+        [--version v1|v1beta1]
 
 A real Prometheus backfilled with cAdvisor- and node-exporter-shaped series
 (`kubesim.resourceseries`: one container per pod, every fifth pod a sidecar too, plus the pods'
 own `container=""` series), KubeSim holding the Running pods and the nodes, and the adapter as a
 real subprocess connected to KubeSim, serving prometheus-adapter's chart-default `resourceRules`.
 Measured, each sequentially (one request at a time, as `kubectl top` asks):
-1. all pods (`/apis/metrics.k8s.io/v1beta1/pods`), one namespace's pods, all nodes: the adapter
+1. all pods (`/apis/metrics.k8s.io/<version>/pods`, v1 by default: what `kubectl top` 1.37 asks;
+   v1beta1 is the same code), one namespace's pods, all nodes: the adapter
    uncached (`--query-cache-ttl 0`: Prometheus asked on every request), p50/p99, next to the same
    two PromQL queries (CPU and memory, concurrently) sent to Prometheus directly;
 2. Prometheus queries per request (the adapter's own counter), and the adapter's CPU per request;
@@ -43,7 +45,7 @@ from kubesim.prometheus import start_backfilled  # noqa: E402
 from kubesim.resourceseries import DEFAULT_RESOURCE_RULES, Container, NodeSeries, PodSeries, openmetrics  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
-GROUP = "/apis/metrics.k8s.io/v1beta1"
+GROUP = "/apis/metrics.k8s.io"
 KUBECTL = str(ROOT / ".venv" / "bin" / "kubectl")
 # The same queries the rules render for "every pod" / "every node" (what the adapter sends).
 DIRECT = {
@@ -145,7 +147,9 @@ def main() -> int:
     p.add_argument("--namespaces", type=int, default=100)
     p.add_argument("--nodes", type=int, default=500)
     p.add_argument("--requests", type=int, default=30)
+    p.add_argument("--version", choices=("v1", "v1beta1"), default="v1", help="the metrics.k8s.io version asked")
     args = p.parse_args()
+    group = f"{GROUP}/{args.version}"
     pods, nodes = cluster(args.pods, args.namespaces, args.nodes)
     started = time.perf_counter()
     text = openmetrics(pods, nodes, span=600, step=60)
@@ -154,7 +158,8 @@ def main() -> int:
     log(f"Prometheus backfilled ({args.pods} pods, {args.nodes} nodes) in {time.perf_counter() - started:.1f}s")
     sim = KubeSim(ready_delay=0, bookmark_interval=60).start()
     adapters: list[AdapterProcess] = []
-    result: dict = {"pods": args.pods, "namespaces": args.namespaces, "nodes": args.nodes, "host_cpus": os.cpu_count(),
+    result: dict = {"pods": args.pods, "namespaces": args.namespaces, "nodes": args.nodes, "version": args.version,
+                    "host_cpus": os.cpu_count(),
                     "platform": platform.platform(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     try:
         started = time.perf_counter()
@@ -179,16 +184,16 @@ def main() -> int:
         adapters.append(cached)
         n = args.requests
         per_ns = args.pods // args.namespaces
-        for name, path, expect in (("pods", f"{GROUP}/pods", args.pods),
-                                   ("namespace", f"{GROUP}/namespaces/ns-7/pods", per_ns),
-                                   ("nodes", f"{GROUP}/nodes", args.nodes)):
+        for name, path, expect in (("pods", f"{group}/pods", args.pods),
+                                   ("namespace", f"{group}/namespaces/ns-7/pods", per_ns),
+                                   ("nodes", f"{group}/nodes", args.nodes)):
             result[name] = {"adapter": through_adapter(uncached, path, n, expect),
                             "direct": summary(asyncio.run(direct(prom.url, DIRECT[name], n)))}
             a, d = result[name]["adapter"], result[name]["direct"]
             log(f"{name}: adapter p50 {a['p50_ms']} ms p99 {a['p99_ms']} ms ({a['prometheus_queries_per_request']:g} "
                 f"queries/request, {a['adapter_cpu_ms_per_request']} ms adapter CPU); direct PromQL p50 "
                 f"{d['p50_ms']} ms p99 {d['p99_ms']} ms")
-        result["pods_kept_answer"] = through_adapter(cached, f"{GROUP}/pods", n, args.pods)
+        result["pods_kept_answer"] = through_adapter(cached, f"{group}/pods", n, args.pods)
         sim.set_aggregated_api("metrics.k8s.io", uncached.url)
         result["kubectl_top_pods_all"] = kubectl_top(sim, "pods", "-A")
         result["kubectl_top_nodes"] = kubectl_top(sim, "nodes")
@@ -204,7 +209,7 @@ def main() -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "resource.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nmetrics.k8s.io, {args.pods} pods in {args.namespaces} namespaces, {args.nodes} nodes "
+    print(f"\nmetrics.k8s.io/{args.version}, {args.pods} pods in {args.namespaces} namespaces, {args.nodes} nodes "
           f"({os.cpu_count()} cores); adapter uncached (Prometheus asked every request) vs direct PromQL "
           "(both queries)")
     print(f"{'request':<28}{'adapter p50/p99 ms':>22}{'direct p50/p99 ms':>22}{'queries/req':>13}{'adapter CPU':>13}")

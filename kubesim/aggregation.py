@@ -1,7 +1,8 @@
 """Aggregated APIs: `metrics.k8s.io` served from configured pod usages (what metrics-server
 would report), and APIService-style proxying of other groups (custom and external metrics) to a
 running adapter over one shared `httpx.AsyncClient`. A backend registered for `metrics.k8s.io`
-(an adapter serving `resourceRules`) takes that group over until it is removed."""
+(an adapter serving `resourceRules`) takes that group over until it is removed. Each backend
+stands for one APIService per version it lists: only those versions are proxied."""
 
 from __future__ import annotations
 
@@ -60,10 +61,13 @@ def _tls_context(b: Backend) -> ssl.SSLContext | bool:
 
 
 def default_versions(group: str) -> tuple[str, ...]:
+    """The APIServices the adapter's manifests register for `group`, preferred first."""
     if group == wire.CUSTOM_GROUP:
         return wire.CUSTOM_VERSIONS
     if group == wire.EXTERNAL_GROUP:
         return wire.EXTERNAL_VERSIONS
+    if group == wire.RESOURCE_GROUP:
+        return wire.RESOURCE_VERSIONS
     return ("v1beta1",)
 
 
@@ -84,6 +88,12 @@ class Aggregator:
             return
         self.backends[group] = Backend(group, url.rstrip("/"), tuple(versions or default_versions(group)), verify, cert,
                                        timeout)
+
+    def routes(self, group: str, version: str) -> bool:
+        """Whether an APIService is registered for exactly this group version: kube-aggregator
+        proxies only those (another version of the group is the local server's, mostly a 404)."""
+        b = self.backends.get(group)
+        return b is not None and version in b.versions
 
     def _client_for(self, b: Backend) -> httpx.AsyncClient:
         if b.needs_own_client:

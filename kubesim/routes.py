@@ -219,14 +219,14 @@ def create_app(sim: KubeSim) -> FastAPI:
     @app.api_route("/apis/{group}/{version}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
     async def group_resources(request: Request, group: str, version: str) -> Response:
         user = caller(request)
-        if group in aggregator.backends:
+        if aggregator.routes(group, version):
             return await aggregator.proxy(request, group, user)
         return resource_list(group, version)
 
     @app.api_route("/apis/{group}/{version}/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
     async def grouped(request: Request, group: str, version: str, rest: str) -> Response:
         user = caller(request)
-        if group in aggregator.backends:
+        if aggregator.routes(group, version):
             return await aggregator.proxy(request, group, user)
         return await handle(request, group, version, rest)
 

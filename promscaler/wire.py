@@ -129,7 +129,11 @@ def external_metric_value_list(items: Iterable[Obj]) -> Obj:
     }
 
 
-RESOURCE_VERSIONS = ("v1beta1",)
+# Preferred first: v1 (Kubernetes 1.37, unchanged from v1beta1), as the aggregator orders two
+# APIServices of equal versionPriority (GA before beta) and as Kubernetes' own fake metrics server
+# (agnhost) lists them. v1beta1 stays for clients before 1.37.
+RESOURCE_VERSIONS = ("v1", "v1beta1")
+LEGACY_RESOURCE_VERSION = "v1beta1"  # what a cluster or metrics server before 1.37 serves
 
 
 def pod_metrics(
@@ -140,9 +144,11 @@ def pod_metrics(
     containers: Mapping[str, Mapping[str, str]],
     labels: Mapping[str, str] | None = None,
     created: str | None = None,
+    version: str = LEGACY_RESOURCE_VERSION,
 ) -> Obj:
-    """metrics.k8s.io/v1beta1 PodMetrics; `containers` maps container name to usage quantities;
-    `created` is metadata.creationTimestamp (metrics-server sets it to the time of the answer)."""
+    """metrics.k8s.io PodMetrics (the same in v1 and v1beta1; `version` names the one asked for);
+    `containers` maps container name to usage quantities; `created` is metadata.creationTimestamp
+    (metrics-server sets it to the time of the answer)."""
     meta: Obj = {"name": name, "namespace": namespace}
     if created:
         meta["creationTimestamp"] = created
@@ -150,7 +156,7 @@ def pod_metrics(
         meta["labels"] = dict(labels)
     return {
         "kind": "PodMetrics",
-        "apiVersion": f"{RESOURCE_GROUP}/v1beta1",
+        "apiVersion": f"{RESOURCE_GROUP}/{version}",
         "metadata": meta,
         "timestamp": timestamp if isinstance(timestamp, str) else format_time(timestamp),
         "window": window,
@@ -158,8 +164,9 @@ def pod_metrics(
     }
 
 
-def pod_metrics_list(items: Iterable[Obj]) -> Obj:
-    return {"kind": "PodMetricsList", "apiVersion": f"{RESOURCE_GROUP}/v1beta1", "metadata": {}, "items": list(items)}
+def pod_metrics_list(items: Iterable[Obj], version: str = LEGACY_RESOURCE_VERSION) -> Obj:
+    return {"kind": "PodMetricsList", "apiVersion": f"{RESOURCE_GROUP}/{version}", "metadata": {},
+            "items": list(items)}
 
 
 def node_metrics(
@@ -169,8 +176,9 @@ def node_metrics(
     usage: Mapping[str, str],
     labels: Mapping[str, str] | None = None,
     created: str | None = None,
+    version: str = LEGACY_RESOURCE_VERSION,
 ) -> Obj:
-    """metrics.k8s.io/v1beta1 NodeMetrics."""
+    """metrics.k8s.io NodeMetrics, of `version`."""
     meta: Obj = {"name": name}
     if created:
         meta["creationTimestamp"] = created
@@ -178,7 +186,7 @@ def node_metrics(
         meta["labels"] = dict(labels)
     return {
         "kind": "NodeMetrics",
-        "apiVersion": f"{RESOURCE_GROUP}/v1beta1",
+        "apiVersion": f"{RESOURCE_GROUP}/{version}",
         "metadata": meta,
         "timestamp": timestamp if isinstance(timestamp, str) else format_time(timestamp),
         "window": window,
@@ -186,8 +194,9 @@ def node_metrics(
     }
 
 
-def node_metrics_list(items: Iterable[Obj]) -> Obj:
-    return {"kind": "NodeMetricsList", "apiVersion": f"{RESOURCE_GROUP}/v1beta1", "metadata": {}, "items": list(items)}
+def node_metrics_list(items: Iterable[Obj], version: str = LEGACY_RESOURCE_VERSION) -> Obj:
+    return {"kind": "NodeMetricsList", "apiVersion": f"{RESOURCE_GROUP}/{version}", "metadata": {},
+            "items": list(items)}
 
 
 # --- discovery -------------------------------------------------------------------------------

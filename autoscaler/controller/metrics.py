@@ -1,6 +1,8 @@
 """The metrics client: the three metrics APIs, asked through the API server as the HPA asks them.
 
-- Resource / ContainerResource: `metrics.k8s.io/v1beta1` PodMetrics of the target's pods.
+- Resource / ContainerResource: `metrics.k8s.io` PodMetrics of the target's pods, v1 when the
+  group serves it (Kubernetes 1.37), else v1beta1, whatever version the group prefers: the
+  order of Kubernetes' versioned resource metrics client (podautoscaler/metrics/resource_client.go).
 - Pods / Object: `custom.metrics.k8s.io`, v1beta2 when the server offers it, else v1beta1.
 - External: `external.metrics.k8s.io/v1beta1`.
 Each answer becomes one of the decision model's readings (through `autoscaler.objects`); any
@@ -11,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from autoscaler import objects
 from autoscaler.decision.model import MetricFailure, Reading
 from autoscaler.decision.spec import MetricSpec
+from promscaler import wire
 from promscaler.kubeapi import ApiError, Kube, query
 
 from .apihealth import is_outage
@@ -29,29 +32,56 @@ class MetricsError(Exception):
     pass
 
 
+def _custom_version(served: set[str]) -> str:
+    return "v1beta2" if "v1beta2" in served or not served else "v1beta1"
+
+
+def _resource_version(served: set[str]) -> str:
+    for version in wire.RESOURCE_VERSIONS:  # v1, then v1beta1
+        if version in served:
+            return version
+    raise MetricsError("no known available resource metrics API versions found")
+
+
 class MetricsClient:
     def __init__(self, kube: Kube, discovery: Discovery, version_ttl: float = 60.0) -> None:
         self.kube = kube
         self.discovery = discovery
         self.version_ttl = version_ttl
-        self._custom_version: tuple[float, str] | None = None
+        self._versions: dict[str, tuple[float, str]] = {}  # group -> (when chosen, version)
         self._version_lock = asyncio.Lock()
+
+    async def _version(self, group: str, choose: Callable[[set[str]], str]) -> str:
+        """The version of `group` to ask, chosen from its group document's versions and kept
+        `version_ttl` seconds (an adapter upgraded or rolled back is noticed within that); while
+        discovery fails, the last choice. Failures are not kept: the next read asks again."""
+        async with self._version_lock:
+            now, known = time.monotonic(), self._versions.get(group)
+            if known is None or now - known[0] > self.version_ttl:
+                try:
+                    doc = await self.kube.get(f"/apis/{group}")
+                except ApiError as exc:
+                    if known is not None:
+                        return known[1]
+                    if group == wire.RESOURCE_GROUP and exc.status == 404:
+                        raise MetricsError(f"no resource metrics API ({group}) registered") from None
+                    raise MetricsError(f"unable to discover {group}: {exc.message or exc.reason}") from None
+                known = self._versions[group] = (now, choose({v.get("version") for v in doc.get("versions") or []}))
+            return known[1]
+
+    def forget_version(self, group: str, version: str) -> None:
+        """Drop the choice of `version` for `group`: the next read asks discovery again, instead of
+        asking an unregistered version (a 404, not an outage) until the choice expires."""
+        if self._versions.get(group, (0.0, ""))[1] == version:
+            del self._versions[group]
 
     async def custom_version(self) -> str:
         """The custom metrics version to use: v1beta2 if served, else v1beta1 (cached)."""
-        async with self._version_lock:
-            now = time.monotonic()
-            if self._custom_version is None or now - self._custom_version[0] > self.version_ttl:
-                try:
-                    group = await self.kube.get(f"/apis/{CUSTOM}")
-                    versions = {v.get("version") for v in group.get("versions") or []}
-                    version = "v1beta2" if "v1beta2" in versions or not versions else "v1beta1"
-                except ApiError as exc:
-                    if self._custom_version is not None:
-                        return self._custom_version[1]
-                    raise MetricsError(f"unable to discover {CUSTOM}: {exc.message or exc.reason}") from None
-                self._custom_version = (now, version)
-            return self._custom_version[1]
+        return await self._version(CUSTOM, _custom_version)
+
+    async def resource_version(self) -> str:
+        """The resource metrics version to use: v1 if served, else v1beta1 (cached)."""
+        return await self._version(wire.RESOURCE_GROUP, _resource_version)
 
     async def read_all(self, namespace: str, metrics: Sequence[MetricSpec], pod_selector: str,
                        pod_names: Sequence[str]) -> list[Reading]:
@@ -84,10 +114,16 @@ class MetricsClient:
 
     async def _resource(self, namespace: str, selector: str, resource: str, container: str | None) -> Reading:
         try:
+            version = await self.resource_version()
+        except MetricsError as exc:  # as Kubernetes' REST metrics client wraps its versioned getter's errors
+            raise MetricsError(f"unable to fetch metrics from resource metrics API: {exc}") from None
+        try:
             body = await self.kube.get(
-                f"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods", query(labelSelector=selector)
+                f"/apis/{wire.RESOURCE_GROUP}/{version}/namespaces/{namespace}/pods", query(labelSelector=selector)
             )
         except ApiError as exc:
+            if exc.status == 404:  # the version is no longer registered (an adapter rolled back): choose again
+                self.forget_version(wire.RESOURCE_GROUP, version)
             raise MetricsError(
                 f"unable to fetch metrics from resource metrics API: {exc.message or exc.reason}"
             ) from None

@@ -1,8 +1,9 @@
 """A tiny custom/external metrics API upstream for controller-only tests and the benchmark.
 
 KubeSim proxies `custom.metrics.k8s.io` and `external.metrics.k8s.io` to it, as kube-apiserver
-proxies to an adapter. Values are set by the test; pods are whatever the callback says match the
-request's label selector. Real HTTP (uvicorn in a thread), real wire format (promscaler.wire).
+proxies to an adapter (and `metrics.k8s.io`, any version, when a test registers it so). Values
+are set by the test; pods are whatever the callback says match the request's label selector.
+Real HTTP (uvicorn in a thread), real wire format (promscaler.wire).
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ class FakeMetrics:
         self.external: dict[tuple[str, str], list[tuple[dict[str, str], str]]] = {}  # (ns, metric) -> [(labels, value)]
         self.objects: dict[tuple[str, str, str, str], str] = {}              # (ns, resource, name, metric) -> value
         self.failing: set[str] = set()                                        # metric names answered with 503
+        self.usage: dict[tuple[str, str], dict[str, dict[str, str]]] = {}  # (ns, pod) -> container -> usage
         self.requests = 0
         self.versions_asked: set[str] = set()
+        self.resource_versions_asked: set[str] = set()
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._server: uvicorn.Server | None = None
@@ -108,6 +111,13 @@ class FakeMetrics:
             api = "apps/v1" if kind in ("Deployment", "StatefulSet") else "/v1"
             return wire.metric_value_list(version, [wire.custom_metric_value(
                 version, wire.object_reference(kind, name, ns, api), metric, value, now(), 60)])
+
+        @app.get("/apis/metrics.k8s.io/{version}/namespaces/{ns}/pods")
+        async def pod_metrics(version: str, ns: str, request: Request):
+            self.resource_versions_asked.add(version)
+            names = self.pods_for(ns, request.query_params.get("labelSelector", ""))
+            return wire.pod_metrics_list([wire.pod_metrics(pod, ns, now(), "30s", self.usage[ns, pod], version=version)
+                                          for pod in names if (ns, pod) in self.usage], version)
 
         @app.get("/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/{metric}")
         async def external_metric(ns: str, metric: str, request: Request):

@@ -78,10 +78,11 @@ def upstream_app() -> FastAPI:
         return JSONResponse(wire.metric_value_list("v1beta2", [item]) | {"query": str(request.url.query),
                                                                         "user": request.headers.get("x-remote-user")})
 
-    @app.get("/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods")
-    async def pod_metrics(ns: str) -> dict:
+    @app.get("/apis/metrics.k8s.io/{version}/namespaces/{ns}/pods")  # any version: kubesim picks what it routes
+    async def pod_metrics(version: str, ns: str) -> dict:
         return wire.pod_metrics_list([wire.pod_metrics("from-upstream", ns, "2026-01-01T00:00:00Z", "3m0s",
-                                                       {"app": {"cpu": "1m", "memory": "1Ki"}})])
+                                                       {"app": {"cpu": "1m", "memory": "1Ki"}}, version=version)],
+                                     version)
 
     return app
 

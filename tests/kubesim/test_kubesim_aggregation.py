@@ -168,6 +168,34 @@ def test_metrics_api_goes_to_a_registered_backend_and_back(sim: KubeSim, ns: str
     assert names() == ["local-1"]
 
 
+def test_only_the_registered_versions_go_to_the_backend(sim: KubeSim, ns: str, upstream: str) -> None:
+    """An APIService is one group version: kube-aggregator proxies exactly the versions registered
+    (a request for another is the local server's, a 404; Kubernetes' metrics API graduation guide).
+    The adapter's manifests register metrics.k8s.io v1 and v1beta1 by default; an older cluster's
+    only v1beta1."""
+    auth = {"Authorization": f"Bearer {sim.token}"}
+
+    def pods(version: str) -> httpx.Response:
+        return httpx.get(f"{sim.url}/apis/metrics.k8s.io/{version}/namespaces/{ns}/pods", headers=auth)
+
+    sim.set_aggregated_api("metrics.k8s.io", upstream)
+    try:
+        group = httpx.get(f"{sim.url}/apis/metrics.k8s.io", headers=auth).json()
+        assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
+        assert group["preferredVersion"]["version"] == "v1"
+        for version in ("v1", "v1beta1"):
+            body = pods(version).json()
+            assert body["apiVersion"] == f"metrics.k8s.io/{version}" and body["items"][0]["metadata"]["name"] == (
+                "from-upstream")
+        sim.set_aggregated_api("metrics.k8s.io", upstream, versions=("v1beta1",))
+        assert pods("v1").status_code == 404 and pods("v1").json()["reason"] == "NotFound"
+        assert pods("v1beta1").json()["items"][0]["metadata"]["name"] == "from-upstream"
+        group = httpx.get(f"{sim.url}/apis/metrics.k8s.io", headers=auth).json()
+        assert [v["version"] for v in group["versions"]] == ["v1beta1"]
+    finally:
+        sim.set_aggregated_api("metrics.k8s.io", None)
+
+
 def test_aggregation_backend_down_is_503(sim: KubeSim) -> None:
     sim.set_aggregated_api("external.metrics.k8s.io", f"http://127.0.0.1:{free_port()}")
     try:

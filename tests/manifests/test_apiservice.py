@@ -66,7 +66,7 @@ def test_apiservices_point_at_the_adapter_service() -> None:
     svc = _find("Service", "promscaler-adapter")
     services = {d["metadata"]["name"]: d for _, d in DOCS if d["kind"] == "APIService"}
     assert set(services) == {"v1beta1.custom.metrics.k8s.io", "v1beta2.custom.metrics.k8s.io",
-                             "v1beta1.external.metrics.k8s.io", "v1beta1.metrics.k8s.io"}
+                             "v1beta1.external.metrics.k8s.io", "v1.metrics.k8s.io", "v1beta1.metrics.k8s.io"}
     for name, api in services.items():
         spec = api["spec"]
         assert name == f"{spec['version']}.{spec['group']}"
@@ -84,12 +84,13 @@ def test_resource_metrics_apiservice_is_applied_only_on_purpose() -> None:
     off unless resourceMetrics.enabled (or rules.resource, as in prometheus-adapter's chart)."""
     top_level = [d for p, d in DOCS if p.parent.name == "apiservice"]
     assert all(d["spec"]["group"] != "metrics.k8s.io" for d in top_level if d["kind"] == "APIService")
-    [(path, api)] = [(p, d) for p, d in DOCS if d["kind"] == "APIService" and d["spec"]["group"] == "metrics.k8s.io"]
-    assert path.parent.name == "resource-metrics" and api["spec"]["version"] == "v1beta1"
+    found = [(p, d) for p, d in DOCS if d["kind"] == "APIService" and d["spec"]["group"] == "metrics.k8s.io"]
+    assert {p.parent.name for p, _ in found} == {"resource-metrics"}
+    assert sorted(d["spec"]["version"] for _, d in found) == ["v1", "v1beta1"]  # Kubernetes 1.37's and before
     template = (ROOT / "charts/promscaler/templates/resource-metrics-apiservice.yaml").read_text()
     assert "{{- if or .Values.resourceMetrics.enabled .Values.rules.resource }}" in template
     values = yaml.safe_load((ROOT / "charts/promscaler/values.yaml").read_text())
-    assert values["resourceMetrics"] == {"enabled": False}
+    assert values["resourceMetrics"] == {"enabled": False, "versions": ["v1", "v1beta1"]}
 
 
 def _adapter_container(dep: dict) -> dict:

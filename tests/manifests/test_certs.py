@@ -103,6 +103,30 @@ def test_rerun_keeps_the_ca_and_renews_the_serving_cert(tmp_path: Path, api_dir:
     assert dt.timedelta(days=29) < life < dt.timedelta(days=31)
 
 
+def test_resource_metrics_register_v1_and_v1beta1_or_only_v1beta1(tmp_path: Path) -> None:
+    """apiservice/resource-metrics/ registers metrics.k8s.io v1 (Kubernetes 1.37) and v1beta1;
+    `--skip-apiservice v1.metrics.k8s.io` leaves v1 out for a cluster before 1.37; a name that is
+    not there is one clear line."""
+    resource_dir = APISERVICE / "resource-metrics"
+    both, old = tmp_path / "both", tmp_path / "old"
+    r = run_certs("--out", str(both), "--apiservice-dir", str(resource_dir))
+    assert r.returncode == 0, r.stderr
+    docs = [d for d in yaml.safe_load_all((both / "apiservices.yaml").read_text()) if d]
+    assert {d["metadata"]["name"]: d["spec"]["version"] for d in docs} == {
+        "v1.metrics.k8s.io": "v1", "v1beta1.metrics.k8s.io": "v1beta1"}
+    # equal versionPriority: the aggregator orders GA before beta, so v1 is the preferred version
+    assert {d["spec"]["versionPriority"] for d in docs} == {100}
+    for d in docs:
+        kubernetes_validate.validate(d, "1.36", strict=True)
+    r = run_certs("--out", str(old), "--apiservice-dir", str(resource_dir), "--skip-apiservice", "v1.metrics.k8s.io")
+    assert r.returncode == 0, r.stderr
+    assert list(_bundles(old)) == ["v1beta1.metrics.k8s.io"]
+    r = run_certs("--out", str(old), "--apiservice-dir", str(resource_dir), "--skip-apiservice", "v2.metrics.k8s.io")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip() == (f"apiservice.certs: --skip-apiservice: no APIService v2.metrics.k8s.io in "
+                                f"{resource_dir} points at service promscaler/promscaler-adapter")
+
+
 def test_wrong_service_is_an_error(tmp_path: Path, api_dir: Path) -> None:
     r = run_certs("--service", "nope", "--out", str(tmp_path / "c"), "--apiservice-dir", str(api_dir))
     assert r.returncode == 1

@@ -172,6 +172,29 @@ def test_install_with_thanos_example() -> None:
         assert pdb["spec"]["minAvailable"] == 2
 
 
+def test_resource_metrics_register_v1_and_v1beta1_or_only_v1beta1() -> None:
+    """resourceMetrics.enabled registers metrics.k8s.io v1 (Kubernetes 1.37) and v1beta1, each as
+    apiservice/resource-metrics/ spells it; resourceMetrics.versions=[v1beta1] (a cluster before
+    1.37) only v1beta1; a version the adapter does not serve is refused naming the key."""
+    want = {d["metadata"]["name"]: d for p, d in load_manifests()
+            if p.parent.name == "resource-metrics" and d["kind"] == "APIService"}
+    assert set(want) == {"v1.metrics.k8s.io", "v1beta1.metrics.k8s.io"}
+
+    def metrics_apiservices(sim: Any) -> dict[str, Any]:
+        return {a["metadata"]["name"]: a for a in sim.list("apiregistration.k8s.io/v1", "APIService")
+                if a["spec"]["group"] == "metrics.k8s.io"}
+
+    with installed({"resourceMetrics": {"enabled": True}}) as (sim, _):
+        got = metrics_apiservices(sim)
+        assert set(got) == set(want)
+        for name, doc in want.items():
+            assert _norm(_body(got[name])) == _norm(_body(doc)), name
+    with installed({"resourceMetrics": {"enabled": True, "versions": ["v1beta1"]}}) as (sim, _):
+        assert set(metrics_apiservices(sim)) == {"v1beta1.metrics.k8s.io"}
+    err = install_error({"resourceMetrics": {"enabled": True, "versions": ["v2"]}})
+    assert "/resourceMetrics/versions/0" in err, err
+
+
 def test_install_refuses_bad_values_naming_the_key() -> None:
     err = install_error({"tls": {"mode": "secret", "caBundle": "QUJD"}})
     assert "/tls/existingSecret" in err, err

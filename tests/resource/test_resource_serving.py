@@ -40,8 +40,8 @@ def test_openapi_documents_describe_metrics_k8s_io(sim: KubeSim, adapter: Adapte
         ref = v2["paths"][path]["get"]["responses"]["200"]["schema"]["$ref"]
         assert ref == f"#/definitions/{kind}"
     assert {"NodeMetrics", "NodeMetricsList", "PodMetrics", "PodMetricsList"} <= set(v2["definitions"])
-    assert v2["definitions"]["PodMetrics"]["x-kubernetes-group-version-kind"] == [
-        {"group": "metrics.k8s.io", "version": "v1beta1", "kind": "PodMetrics"}]
+    assert v2["definitions"]["PodMetrics"]["x-kubernetes-group-version-kind"] == [  # one schema, both versions
+        {"group": "metrics.k8s.io", "version": v, "kind": "PodMetrics"} for v in ("v1", "v1beta1")]
 
     index = adapter.get("/openapi/v3").json()["paths"]
     assert "apis/metrics.k8s.io/v1beta1" in index
