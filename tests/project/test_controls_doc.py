@@ -1,6 +1,6 @@
 """docs/controls.md: every example is a HorizontalAutoscaler the CRD admits (its schema and CEL
 rules, on kubesim's admission with a real CEL evaluator) and the controller parses with the
-controls it shows; its links resolve; the alert it names is the chart's."""
+controls it shows; the alert it names is the chart's (its links: test_links.py)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def examples() -> list[dict]:
 
 def test_every_example_is_admitted_and_parsed_with_its_control() -> None:
     docs = examples()
-    assert len(docs) == 4
+    assert len(docs) == 5  # one per control, and scale to zero without one
     seen = set()
     for doc in docs:
         assert doc["kind"] == "HorizontalAutoscaler"
@@ -40,10 +40,6 @@ def test_every_example_is_admitted_and_parsed_with_its_control() -> None:
     assert seen == {"pause", "fallback", "schedules", "activation"}
 
 
-def test_links_resolve_and_the_alert_is_the_charts() -> None:
-    targets = [t for t in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", DOC) if not re.match(r"[a-z]+:", t)]
-    assert targets and all((ROOT / "docs" / t).exists() for t in targets), targets
+def test_the_alert_is_the_charts() -> None:
+    assert "PromscalerAutoscalerInFallback" in DOC
     assert "PromscalerAutoscalerInFallback" in (ROOT / "charts/promscaler/files/alerts.yaml").read_text()
-    headings = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#+ (.*)$", DOC, re.M)}
-    for anchor in re.findall(r"\]\(#([^)]+)\)", DOC):
-        assert anchor in headings, anchor

@@ -112,7 +112,10 @@ def test_troubleshooting_reasons_are_the_controllers() -> None:
 
 
 def test_scale_to_zero_example_scales_to_zero_and_back(tmp_path: Path) -> None:
-    spec = yaml.safe_load(yaml_blocks(text("troubleshooting.md"))[-1])
+    doc = text("controls.md")
+    section = doc[doc.index("## Scale to zero"):doc.index("## Activation from zero")]
+    spec = yaml.safe_load(yaml_blocks(section)[0])
+    assert "activationThreshold" not in str(spec)  # the HPA's own scaling to zero, no control
     assert spec["spec"]["minReplicas"] == 0
     base = {"now": "2026-01-01T00:10:00Z", "hpa": spec}
     down = dict(base, scaleTarget={"spec": {"replicas": 2}, "status": {"replicas": 2, "selector": "app=worker"}},
