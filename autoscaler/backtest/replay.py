@@ -6,7 +6,7 @@ Load model (stated in every report): for a `per-pod` metric (Pods, Resource) the
 simulated *ready* pods; External and Object values are taken as observed. Simulated pods start
 `startup_delay` seconds after the scale-up that created them (Pending until then, without
 metrics, as a starting pod is to the HPA); scale-downs remove pending pods first, then the
-newest. Nothing else of the cluster is modelled (see docs/explain-and-backtest.md).
+newest. Nothing else of the cluster is modelled (see docs/autoscaler.md, "The load model").
 """
 
 from __future__ import annotations

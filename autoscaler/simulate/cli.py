@@ -1,4 +1,4 @@
-"""`autoscaler simulate`: one decision per scenario, offline (format: docs/simulate.md).
+"""`autoscaler simulate`: one decision per scenario, offline (format: docs/autoscaler.md, "The scenario file").
 
 Scenario -> `DecisionInput` -> `decide()` (the live controller's code) -> a readable report, JSON
 lines (one per scenario, with its file and document number), or a check against `expect:` (as

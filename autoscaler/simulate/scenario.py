@@ -6,7 +6,7 @@ cpuRequest: 500m}`), metric values keyed by the spec metric's name (a list with 
 or one value) -- are expanded to the full objects (Pods, PodMetrics, MetricValues) before they are
 read, so both forms take one path. The file's metric items stand in for the metrics APIs: which
 items answer which spec metric follows how the live controller asks those APIs.
-The format is docs/simulate.md's.
+The format is docs/autoscaler.md's ("The scenario file").
 """
 
 from __future__ import annotations

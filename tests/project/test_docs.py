@@ -16,7 +16,7 @@ from adapter.settings import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-OURS = ("adapter.md", "simulate.md", "migrating-from-prometheus-adapter.md", "troubleshooting.md")
+OURS = ("adapter.md", "autoscaler.md", "migrating-from-prometheus-adapter.md", "troubleshooting.md")
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
@@ -28,6 +28,13 @@ def yaml_blocks(doc: str) -> list[str]:
     return re.findall(r"```yaml\n(.*?)```", doc, re.DOTALL)
 
 
+def simulate_reference() -> str:
+    """docs/autoscaler.md's `simulate` section: the scenario file's reference and its examples."""
+    doc = text("autoscaler.md")
+    section = doc[doc.index("\n## `simulate`"):]
+    return section[:section.index("\n## ", 1)]
+
+
 def test_the_readme_links_every_doc() -> None:
     readme = (ROOT / "README.md").read_text()
     linked = {Path(target).name for target in LINK.findall(readme) if target.startswith("docs/")}
@@ -36,7 +43,7 @@ def test_the_readme_links_every_doc() -> None:
 
 
 def test_simulate_minimal_example_runs() -> None:
-    minimal = yaml_blocks(text("simulate.md"))[0]
+    minimal = yaml_blocks(simulate_reference())[0]
     proc = subprocess.run([sys.executable, "-m", "autoscaler", "simulate", "-", "-o", "json"], input=minimal,
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -45,7 +52,7 @@ def test_simulate_minimal_example_runs() -> None:
 
 
 def test_simulate_full_example_is_the_example_file_and_passes_check(tmp_path: Path) -> None:
-    full = next(b for b in yaml_blocks(text("simulate.md")) if b.startswith("now:") and "expect:" in b)
+    full = next(b for b in yaml_blocks(simulate_reference()) if b.startswith("now:") and "expect:" in b)
     example = ROOT / "examples" / "scenarios" / "pods-http-requests.yaml"
     assert yaml.safe_load(full) == yaml.safe_load(example.read_text())
     path = tmp_path / "full.yaml"
@@ -56,7 +63,7 @@ def test_simulate_full_example_is_the_example_file_and_passes_check(tmp_path: Pa
 
 
 def test_simulate_short_form_example_decides_as_the_full_one(tmp_path: Path) -> None:
-    blocks = yaml_blocks(text("simulate.md"))
+    blocks = yaml_blocks(simulate_reference())
     short = next(b for b in blocks if "pods: {count:" in b and "expect:" in b)
     full = next(b for b in blocks if b.startswith("now:") and "expect:" in b and b is not short)
     outputs = []
