@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from autoscaler.controller.cli import build_parser, settings_from_args
-from autoscaler.controller.reconcile import CR
+from autoscaler.controller.reconcile import CR, HPA
 from autoscaler.controller.releases import release_of
 from autoscaler.decision.kubeversion import KubeVersion
 from kubesim.apiserver import KubeSim
@@ -26,6 +26,7 @@ from .conftest import (
     autoscaler,
     deployment,
     eventually,
+    metrics_upstream,
     more_syncs,
     pods_metric,
     running,
@@ -209,3 +210,30 @@ async def test_1_36_does_not_wait_for_its_own_writes(sim136, fake):
         await eventually(lambda: controller.syncs > syncs)
         assert _skips(controller) == 0
         gate.open()
+
+
+@pytest.mark.parametrize("release", ["1.36", "1.37"])
+async def test_shadow_mode_follows_the_clusters_own_hpa_controller(release):
+    # the shadow compares with kube-controller-manager's decisions: on a 1.36 cluster a new HPA's
+    # first sync is a sync period away, as the real controller's is; on 1.37 both sync it at once
+    with KubeSim(ready_delay=0.0, kube_version=release) as sim, metrics_upstream(sim) as fake:
+        sim.apply(deployment("web", 2))
+        fake.pods[(NS, "http_requests")] = "1"
+        s = settings(dry_run=True, reconcile_native_hpas=True, sync_period=3600.0, workers=1)
+        async with running(sim, s) as controller:
+            added: list[Any] = []
+            asked: list[tuple[Any, float]] = []
+            add, add_after = controller.queue.add, controller.queue.add_after
+            controller.queue.add = lambda key: (added.append(key), add(key))[1]
+            controller.queue.add_after = lambda key, delay: (asked.append((key, delay)), add_after(key, delay))[1]
+            await eventually(lambda: controller.ready())
+            assert str(controller.release) == release
+            sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "1")], kind="HorizontalPodAutoscaler"))
+            key = (HPA, NS, "web")
+            await eventually(lambda: controller.informers[HPA].get((NS, "web")) is not None)  # its handler ran
+            if release == "1.37":
+                assert added == [key]
+                await eventually(lambda: controller.syncs >= 1)
+            else:
+                assert added == [] and asked == [(key, 3600.0)] and controller.syncs == 0
+        assert "status" not in sim.get("autoscaling/v2", "HorizontalPodAutoscaler", NS, "web")  # nothing written
