@@ -149,6 +149,7 @@ class Controller:
             observer=self.telemetry, config=s.config, dry_run=s.dry_run, shadow_book=self.shadow)
         for kind, informer in self.informers.items():
             informer.add_handler(self._handler(kind))
+            self.telemetry.stale_skips.labels(kind)  # a sample from the start, to alert on its rate
         self.elector: LeaderElector | None = None
         if s.leader_elect:
             self.elector = LeaderElector(kube, namespace=s.lease_namespace, name=s.lease_name, identity=s.identity,
