@@ -343,7 +343,11 @@ class Controller:
     async def run(self, stop: asyncio.Event) -> None:
         """Run until `stop` is set, then finish in-flight syncs and release the lease."""
         s = self.settings
-        self._follow(s.kube_version or await cluster_release(self.kube))
+        release = s.kube_version or await cluster_release(self.kube, self.health, stop)
+        if release is None:  # stopped while the API server was away
+            await self.health.close()
+            return
+        self._follow(release)
         inf_stop, lead_stop = asyncio.Event(), asyncio.Event()
         informer_tasks = [asyncio.create_task(i.run(inf_stop)) for i in (*self.informers.values(), self.pod_informer)]
         server, server_task = None, None

@@ -8,12 +8,14 @@ once at start) unless `--kubernetes-version` names another.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from autoscaler.decision.kubeversion import CURRENT, KubeVersion, parse_kube_version
 from promscaler.kubeapi import Kube, Obj
 
-from .apihealth import describe
+from .apihealth import ApiHealth, describe, is_outage
+from .stopping import wait_or_stop
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +41,18 @@ def release_of(info: Obj) -> KubeVersion:
     return parse_kube_version(f"{info.get('major', '')}.{str(info.get('minor', '')).rstrip('+')}")
 
 
-async def cluster_release(kube: Kube) -> KubeVersion:
-    """The cluster's release from its `/version`; the current release, said once, when unreadable."""
-    try:
-        return release_of(await kube.get("/version"))
-    except Exception as exc:  # unreachable, refused, or an answer that names no release
-        log.warning("cannot read the cluster's Kubernetes version from /version (%s): following Kubernetes %s; "
-                    "--kubernetes-version names the release", describe(exc), CURRENT)
-        return CURRENT
+async def cluster_release(kube: Kube, health: ApiHealth, stop: asyncio.Event) -> KubeVersion | None:
+    """The cluster's release from its `/version`, waiting out an API server that is away (None when
+    stopped first); the current release, said once, when the answer is refused or names none."""
+    while True:
+        try:
+            return release_of(await kube.get("/version"))
+        except Exception as exc:
+            if is_outage(exc):
+                health.failed(exc)
+                if await wait_or_stop(stop, health.wait_up()):
+                    return None
+                continue
+            log.warning("cannot read the cluster's Kubernetes version from /version (%s): following Kubernetes %s; "
+                        "--kubernetes-version names the release", describe(exc), CURRENT)
+            return CURRENT

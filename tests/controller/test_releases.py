@@ -12,12 +12,17 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes.aio.client.configuration import Configuration
 
+from autoscaler.controller.apihealth import ApiHealth
 from autoscaler.controller.cli import build_parser, settings_from_args
+from autoscaler.controller.controller import Controller
 from autoscaler.controller.reconcile import CR, HPA
-from autoscaler.controller.releases import release_of
-from autoscaler.decision.kubeversion import KubeVersion
+from autoscaler.controller.releases import cluster_release, release_of
+from autoscaler.decision.kubeversion import CURRENT, KubeVersion
 from kubesim.apiserver import KubeSim
+from kubesim.net import free_port
+from promscaler.kubeapi import Kube, load_configuration
 
 from .conftest import (
     CR_API,
@@ -237,3 +242,57 @@ async def test_shadow_mode_follows_the_clusters_own_hpa_controller(release):
             else:
                 assert added == [] and asked == [(key, 3600.0)] and controller.syncs == 0
         assert "status" not in sim.get("autoscaling/v2", "HorizontalPodAutoscaler", NS, "web")  # nothing written
+
+
+async def test_an_api_server_away_at_start_is_waited_for(sim136):
+    # the release is read before anything else: a controller started during an outage follows the
+    # cluster's release once the API server is back, not the default
+    kube = Kube(await load_configuration(sim136.kubeconfig_path))
+    await asyncio.to_thread(sim136.stop)
+    controller, stop = Controller(kube, settings()), asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        await eventually(lambda: controller.health.outages == 1)
+        await asyncio.to_thread(sim136.start)
+        await eventually(lambda: controller.ready(), 30)
+        assert controller.release == KubeVersion(1, 36)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)
+        await kube.close()
+
+
+async def test_stopped_while_the_api_server_is_away(sim136):
+    kube = Kube(await load_configuration(sim136.kubeconfig_path))
+    await asyncio.to_thread(sim136.stop)
+    controller, stop = Controller(kube, settings()), asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        await eventually(lambda: controller.health.outages == 1)
+        stop.set()
+        await asyncio.wait_for(task, 20)  # returns, without waiting for an API server that may never come
+    finally:
+        await kube.close()
+
+
+async def test_a_version_answer_naming_no_release_is_the_current_one(caplog):
+    from aiohttp import web
+
+    async def version(_request):
+        return web.json_response({"major": "", "minor": "", "gitVersion": "devel"})
+
+    app = web.Application()
+    app.router.add_get("/version", version)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    kube = Kube(Configuration(host=f"http://127.0.0.1:{port}"))
+    try:
+        assert await cluster_release(kube, ApiHealth(kube), asyncio.Event()) == CURRENT
+    finally:
+        await kube.close()
+        await runner.cleanup()
+    warned = [r.getMessage() for r in caplog.records if r.name == "autoscaler.controller.releases"]
+    assert len(warned) == 1 and "cannot read the cluster's Kubernetes version from /version" in warned[0]
+    assert "--kubernetes-version" in warned[0]
