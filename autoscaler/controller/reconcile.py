@@ -135,9 +135,9 @@ class Reconciler:
 
     def ensure_seen(self, key: WorkKey) -> None:
         """StaleCache while the informer's last synced resourceVersion is behind our last status write
-        of `key`; once it has caught up the write is forgotten. Before 1.37: never."""
+        of `key` (recorded from 1.37 on); once it has caught up the write is forgotten."""
         written = self.written.get(key)
-        if written is None or self.config.kube_version < READ_OWN_WRITES:
+        if written is None:
             return
         seen = self.informers[key[0]].resource_version
         if not _caught_up(seen, written):
@@ -384,7 +384,7 @@ class Reconciler:
             try:
                 written = await self.kube.request("PUT", f"{path}/status", body=body)
                 version = (written.get("metadata") or {}).get("resourceVersion")
-                if version:
+                if version and self.config.kube_version >= READ_OWN_WRITES:
                     self.written[key] = str(version)
                 return
             except ApiError as exc:

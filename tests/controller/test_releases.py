@@ -17,7 +17,7 @@ from kubernetes.aio.client.configuration import Configuration
 from autoscaler.controller.apihealth import ApiHealth
 from autoscaler.controller.cli import build_parser, settings_from_args
 from autoscaler.controller.controller import Controller
-from autoscaler.controller.reconcile import CR, HPA
+from autoscaler.controller.reconcile import CR, HPA, _caught_up
 from autoscaler.controller.releases import cluster_release, release_of
 from autoscaler.decision.kubeversion import CURRENT, KubeVersion
 from kubesim.apiserver import KubeSim
@@ -53,6 +53,13 @@ def test_release_of_a_version_answer():
     assert release_of({"major": "1", "minor": "36+", "gitVersion": ""}) == KubeVersion(1, 36)
     with pytest.raises(ValueError):
         release_of({"major": "", "minor": ""})
+
+
+def test_a_cache_has_caught_up_with_a_write_at_or_after_its_resource_version():
+    # client-go's isStoreReady: numbers compared as numbers (etcd revisions), other versions only equal
+    assert _caught_up("10", "9") and _caught_up("10", "10") and not _caught_up("9", "10")
+    assert not _caught_up("", "10")  # an informer that has not listed yet
+    assert _caught_up("a1", "a1") and not _caught_up("a2", "a1")
 
 
 def test_the_flag_names_a_release():
