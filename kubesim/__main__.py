@@ -10,6 +10,7 @@ import sys
 import threading
 
 from kubesim.apiserver import KubeSim
+from kubesim.views import KUBE_VERSION, parse_version
 from promscaler import wire
 
 
@@ -22,12 +23,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--adapter", help="URL of a metrics adapter to serve custom and external metrics through")
     p.add_argument("--no-aggregated-discovery", dest="aggregated_discovery", action="store_false",
                    help="serve the legacy discovery documents only, as a kube-apiserver before 1.30")
+    p.add_argument("--kube-version", default=KUBE_VERSION,
+                   help=f"the Kubernetes release to serve as, MAJOR.MINOR (default {KUBE_VERSION})")
     args = p.parse_args(argv)
     if args.ready_delay < 0:
         p.error("--ready-delay: must not be negative")
+    try:
+        parse_version(args.kube_version)
+    except ValueError as exc:
+        p.error(f"--kube-version: {str(exc).split(': ', 1)[1]}")
 
     sim = KubeSim(args.token, ready_delay=args.ready_delay, port=args.port,
-                  aggregated_discovery=args.aggregated_discovery)
+                  aggregated_discovery=args.aggregated_discovery, kube_version=args.kube_version)
     try:
         sim.start()
     except (OSError, RuntimeError) as exc:

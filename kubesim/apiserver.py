@@ -31,6 +31,7 @@ from kubesim.kubeconfig import aio_client_configuration, client_configuration, w
 from kubesim.reviews import AuthPolicy
 from kubesim.routes import create_app
 from kubesim.store import copy
+from kubesim.views import KUBE_VERSION, parse_version
 from promscaler.status import NotFound
 
 __all__ = ["KubeSim"]
@@ -66,16 +67,21 @@ class KubeSim:
       verb, user, objectRef, response code, times), as kube-apiserver's audit policy would;
     - `aggregated_discovery`: serve apidiscovery.k8s.io/v2 on `/api` and `/apis` to clients that
       ask for it (kube-apiserver 1.30+); off, a server with the legacy documents only;
-    - `requests`: record each request's method and path in `requests` (e.g. to count discovery calls).
+    - `requests`: record each request's method and path in `requests` (e.g. to count discovery calls);
+    - `kube_version`: the Kubernetes release it serves as (`/version`; before 1.37 HorizontalPodAutoscalers
+      get no metadata.generation), 1.37 by default.
     """
 
     def __init__(self, token: str = "sandbox-token", *, ready_delay: float = 1.0, history: int = 10_000,
                  bookmark_interval: float = 5.0, authenticate: bool = False, strict_namespaces: bool = False,
                  metrics_api: bool = True, metrics_window: str = "30s", port: int = 0,
                  tls: tuple[str, str] | None = None, tls_ca: str | None = None, client_ca: str | None = None,
-                 audit: bool = False, aggregated_discovery: bool = True, requests: bool = False) -> None:
+                 audit: bool = False, aggregated_discovery: bool = True, requests: bool = False,
+                 kube_version: str = KUBE_VERSION) -> None:
         self.token = token
-        self.cluster = Cluster(history=history, strict_namespaces=strict_namespaces, metrics=metrics_api)
+        self.kube_version = parse_version(kube_version)
+        self.cluster = Cluster(history=history, strict_namespaces=strict_namespaces, metrics=metrics_api,
+                               hpa_generation=self.kube_version >= (1, 37))
         self.policy = AuthPolicy(tokens={token: dict(ADMIN)})
         self.aggregator = Aggregator()
         self.usage = PodUsage(metrics_window)

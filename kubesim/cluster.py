@@ -77,9 +77,10 @@ def _check_replicas(value: Any) -> int:
 
 
 class Cluster:
-    def __init__(self, history: int = 10_000, strict_namespaces: bool = False, metrics: bool = True) -> None:
+    def __init__(self, history: int = 10_000, strict_namespaces: bool = False, metrics: bool = True,
+                 hpa_generation: bool = True) -> None:
         self.store = Store(history)
-        self.registry = Registry.default(metrics)
+        self.registry = Registry.default(metrics, hpa_generation)
         self.strict_namespaces = strict_namespaces
         for ns in SYSTEM_NAMESPACES:
             self.create(self.type("v1", "Namespace"), {"metadata": {"name": ns}})

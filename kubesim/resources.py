@@ -7,7 +7,7 @@ for its served versions, as the apiextensions server does.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from typing import Any
 
@@ -183,8 +183,12 @@ class Registry:
     builtin: frozenset[tuple[str, str]] = frozenset()
 
     @classmethod
-    def default(cls, metrics: bool = True) -> Registry:
+    def default(cls, metrics: bool = True, hpa_generation: bool = True) -> Registry:
+        """The built-in kinds; `hpa_generation` off: HorizontalPodAutoscalers get no
+        metadata.generation, as before Kubernetes 1.37 (kubernetes#138228)."""
         rows = BUILTIN + (METRICS if metrics else ())
+        if not hpa_generation:
+            rows = tuple(replace(t, generation=False) if t.kind == "HorizontalPodAutoscaler" else t for t in rows)
         reg = cls()
         reg.add(rows)
         reg.builtin = frozenset(t.key for t in rows)

@@ -22,7 +22,7 @@ from kubesim.cluster import scale_of
 from kubesim.fields import Filter
 from kubesim.protobuf import decode_object
 from kubesim.resources import ResourceType
-from kubesim.views import VERSION_INFO, openapi_document, openapi_index, table
+from kubesim.views import openapi_document, openapi_index, table, version_info
 from promscaler import wire
 from promscaler.apidiscovery import AGGREGATED_TYPE
 from promscaler.selectors import SelectorError
@@ -136,7 +136,7 @@ def create_app(sim: KubeSim) -> FastAPI:
 
     @app.get("/version")
     async def version() -> Response:
-        return js(VERSION_INFO)
+        return js(version_info(sim.kube_version))
 
     @app.get("/healthz")
     @app.get("/livez")
@@ -152,7 +152,7 @@ def create_app(sim: KubeSim) -> FastAPI:
     @app.get("/openapi/v3/{path:path}")
     async def openapi_group_version(request: Request, path: str) -> Response:
         caller(request)
-        return js(openapi_document(cluster.registry, path))
+        return js(openapi_document(cluster.registry, path, sim.kube_version))
 
     def aggregated(request: Request) -> bool:
         return sim.aggregated_discovery and discovery.wants_aggregated(request.headers.get("accept"))

@@ -14,12 +14,26 @@ from kubesim.resources import Registry, ResourceType
 from promscaler.status import NotFound
 from promscaler.times import parse_time
 
-__all__ = ["VERSION_INFO", "openapi_document", "openapi_index", "table"]
+__all__ = ["KUBE_VERSION", "openapi_document", "openapi_index", "parse_version", "table", "version_info"]
 
 Obj = dict[str, Any]
-VERSION_INFO = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-kubesim", "gitCommit": "kubesim",
-                "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22",
-                "compiler": "gc", "platform": "linux/amd64"}
+KUBE_VERSION = "1.37"  # the release a KubeSim serves unless told another
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    """`1.36` -> (1, 36); ValueError naming the value otherwise."""
+    match = re.fullmatch(r"v?(\d+)\.(\d+)", text.strip())
+    if match is None:
+        raise ValueError(f"kube_version: want MAJOR.MINOR such as 1.36, got {text!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def version_info(version: tuple[int, int]) -> Obj:
+    """What `/version` answers (version.Info) for a cluster of `version`."""
+    major, minor = version
+    return {"major": str(major), "minor": str(minor), "gitVersion": f"v{major}.{minor}.0-kubesim",
+            "gitCommit": "kubesim", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
+            "goVersion": "go1.22", "compiler": "gc", "platform": "linux/amd64"}
 
 
 def _age(ts: str | None) -> str:
@@ -127,7 +141,7 @@ def openapi_index(registry: Registry, hash_: int) -> Obj:
                       for g, v in pairs}}
 
 
-def openapi_document(registry: Registry, path: str) -> Obj:
+def openapi_document(registry: Registry, path: str, release: tuple[int, int]) -> Obj:
     """A permissive OpenAPI v3 document for one group/version: every kind accepts any fields
     (the sandbox does no schema validation), which is what kubectl needs to apply manifests."""
     parts = path.strip("/").split("/")
@@ -151,5 +165,6 @@ def openapi_document(registry: Registry, path: str) -> Obj:
             "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
                            "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
         }
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": VERSION_INFO["gitVersion"]}, "paths": paths,
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": version_info(release)["gitVersion"]},
+            "paths": paths,
             "components": {"schemas": schemas}}

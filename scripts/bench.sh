@@ -8,7 +8,7 @@ if ! command -v wrk >/dev/null 2>&1; then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq wrk >/dev/null
 fi
 status=0
-for b in decision_bench keda_bench controller_bench adapter_bench resource_bench backtest_bench report_bench tune_bench real_traces_bench; do
+for b in decision_bench keda_bench controller_bench release_bench adapter_bench resource_bench backtest_bench report_bench tune_bench real_traces_bench; do
   echo "== bench/$b.py"
   .venv/bin/python "bench/$b.py" || status=1
 done

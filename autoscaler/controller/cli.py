@@ -11,6 +11,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from autoscaler.decision.kubeversion import KubeVersion, parse_kube_version
 from autoscaler.decision.model import ControllerConfig
 from promscaler import flags, logs
 from promscaler.kubeapi import Kube
@@ -38,6 +39,13 @@ def _default_lease_namespace() -> str:
         return "kube-system"
 
 
+def _release(text: str) -> KubeVersion:
+    try:
+        return parse_kube_version(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="promscaler-autoscaler run", formatter_class=logs.HelpFormatter,
@@ -53,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "the cluster's)")
     p.add_argument("--reconcile-native-hpas", action="store_true", help=NATIVE_HELP)
     g = p.add_argument_group("horizontal pod autoscaler (kube-controller-manager names and defaults)")
+    g.add_argument("--kubernetes-version", type=_release, default=None, metavar="VERSION",
+                   help="follow the HPA controller of this Kubernetes release, e.g. 1.36 (default: the cluster's own, "
+                        "read from /version at start): when a new or changed autoscaler is synced, what status "
+                        "carries, and the decisions")
     g.add_argument("--horizontal-pod-autoscaler-sync-period", type=flags.duration, default=15.0, metavar="DURATION",
                    help="how often every autoscaler is re-synced")
     g.add_argument("--concurrent-horizontal-pod-autoscaler-syncs", type=flags.positive_int, default=20, metavar="N",
@@ -123,6 +135,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             initial_readiness_delay=args.horizontal_pod_autoscaler_initial_readiness_delay,
             downscale_stabilization_window=args.horizontal_pod_autoscaler_downscale_stabilization,
         ),
+        kube_version=args.kubernetes_version,
         dry_run=args.dry_run,
         reconcile_native_hpas=args.reconcile_native_hpas,
         namespace=args.namespace,

@@ -1,11 +1,14 @@
 """The controller loop: informers -> work queue -> N workers -> reconcile, behind leader election
 or sharding.
 
-Every autoscaler is synced when it appears or its spec changes, and again every sync period
-(like the HPA controller, which re-queues each key after the resync period). Failed syncs are
-retried with per-key exponential backoff, never later than one sync period. With leader
-election only the leader syncs (and so only the leader writes); standbys keep their caches warm.
-With sharding every replica syncs the objects it owns (shards.py); the others are left alone.
+The loop follows the cluster's Kubernetes release (releases.py). From 1.37 an autoscaler is synced
+as soon as it appears or its spec changes; before, those waited out a sync period, as the HPA
+controller's rate-limited queue made them. Either way it is synced again every sync period (the HPA
+controller re-queues each key after the resync period), and from 1.37 a sync waits until the
+informer has seen the controller's own last status write. Failed syncs are retried with per-key
+exponential backoff, never later than one sync period. With leader election only the leader syncs
+(and so only the leader writes); standbys keep their caches warm. With sharding every replica syncs
+the objects it owns (shards.py); the others are left alone.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ import logging
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import uvicorn
 
 from autoscaler.decision.controls import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION
+from autoscaler.decision.kubeversion import KubeVersion
 from autoscaler.decision.model import ControllerConfig
 from promscaler.kubeapi import Kube, Obj
 from promscaler.logs import vlog
@@ -33,7 +37,8 @@ from .informers import CachedAutoscaler, Informer, PodIndex, as_object, cached_a
 from .leader import LeaderElector
 from .metrics import MetricsClient
 from .queue import ShutDown, WorkQueue
-from .reconcile import CR, HPA, Reconciler, SyncError, WorkKey
+from .reconcile import CR, HPA, Reconciler, StaleCache, SyncError, WorkKey
+from .releases import RECONCILE_AT_ONCE, cluster_release
 from .scale import Discovery, ScaleClient
 from .shadow import ShadowBook
 from .shards import Membership, owner
@@ -54,6 +59,7 @@ class Settings:
     sync_period: float = 15.0
     workers: int = 20
     config: ControllerConfig = field(default_factory=ControllerConfig)
+    kube_version: KubeVersion | None = None  # --kubernetes-version; None: the cluster's own (/version)
     dry_run: bool = False
     reconcile_native_hpas: bool = False
     namespace: str | None = None
@@ -78,15 +84,21 @@ def _path(group_version: str, resource: str, namespace: str | None) -> str:
     return f"{root}/namespaces/{namespace}/{resource}" if namespace else f"{root}/{resource}"
 
 
-def _spec_changed(old: Obj | None, new: Obj | None) -> bool:
-    """A change that asks for a sync now: the spec (its generation), or a pause annotation, which
-    changes no generation (docs/controls.md)."""
+def _pause_changed(old: Obj | None, new: Obj | None) -> bool:
+    """A pause annotation of an existing autoscaler changed (it changes no generation; docs/controls.md)."""
     if old is None or new is None:
+        return False
+    oa = (old.get("metadata") or {}).get("annotations") or {}
+    na = (new.get("metadata") or {}).get("annotations") or {}
+    return any(oa.get(k) != na.get(k) for k in (PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION))
+
+
+def _spec_changed(old: Obj | None, new: Obj | None) -> bool:
+    """A change that asks for a sync: a new autoscaler, its spec (its generation; the spec itself
+    where the API server keeps none), or a pause annotation."""
+    if old is None or new is None or _pause_changed(old, new):
         return True
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
-    oa, na = om.get("annotations") or {}, nm.get("annotations") or {}
-    if any(oa.get(k) != na.get(k) for k in (PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION)):
-        return True
     if om.get("generation") is not None and nm.get("generation") is not None:
         return om.get("generation") != nm.get("generation")
     return old.get("spec") != new.get("spec")
@@ -137,6 +149,7 @@ class Controller:
             observer=self.telemetry, config=s.config, dry_run=s.dry_run, shadow_book=self.shadow)
         for kind, informer in self.informers.items():
             informer.add_handler(self._handler(kind))
+            self.telemetry.stale_skips.labels(kind)  # a sample from the start, to alert on its rate
         self.elector: LeaderElector | None = None
         if s.leader_elect:
             self.elector = LeaderElector(kube, namespace=s.lease_namespace, name=s.lease_name, identity=s.identity,
@@ -179,8 +192,20 @@ class Controller:
             elif _spec_changed(old, new):
                 if old is None and self.members is not None:
                     self._own(key, self.members.owns(ns, name))
-                self.queue.add(key)
+                if self.release >= RECONCILE_AT_ONCE or _pause_changed(old, new):
+                    self.queue.add(key)
+                else:  # before 1.37 an add or update waited a resync period; an earlier pending sync wins
+                    self.queue.add_after(key, self.settings.sync_period)
         return on_event
+
+    @property
+    def release(self) -> KubeVersion:
+        """The Kubernetes release the loop and its decisions follow."""
+        return self.reconciler.config.kube_version
+
+    def _follow(self, release: KubeVersion) -> None:
+        self.reconciler.config = replace(self.reconciler.config, kube_version=release)
+        log.info("following the HPA controller of Kubernetes %s", release, extra={"kube_version": str(release)})
 
     def _leadership(self, leading: bool) -> None:
         self.telemetry.leader.set(1 if leading else 0)
@@ -291,6 +316,11 @@ class Controller:
             self.queue.forget(key)
             book = self.shadow if key[0] == HPA else None  # a shadowed HPA syncs just before the real one
             self.queue.add_after(key, book.next_delay(key) if book is not None else self.settings.sync_period)
+        except StaleCache as exc:  # not a failure: the next period's sync reads our write
+            vlog(log, 2, "sync of %s %s/%s deferred: %s", *key, exc,
+                 extra={"kind": key[0], "namespace": key[1], "autoscaler": key[2]})
+            self.telemetry.stale_skips.labels(key[0]).inc()
+            self.queue.add_after(key, self.settings.sync_period)
         except SyncError as exc:
             # the reconciler logged the failure itself (rate-limited); here only the retry
             vlog(log, 2, "sync of %s %s/%s failed, retrying with backoff: %s", *key, exc,
@@ -313,6 +343,11 @@ class Controller:
     async def run(self, stop: asyncio.Event) -> None:
         """Run until `stop` is set, then finish in-flight syncs and release the lease."""
         s = self.settings
+        release = s.kube_version or await cluster_release(self.kube, self.health, stop)
+        if release is None:  # stopped while the API server was away
+            await self.health.close()
+            return
+        self._follow(release)
         inf_stop, lead_stop = asyncio.Event(), asyncio.Event()
         informer_tasks = [asyncio.create_task(i.run(inf_stop)) for i in (*self.informers.values(), self.pod_informer)]
         server, server_task = None, None

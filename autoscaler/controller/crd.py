@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-K8S_VERSION = "v1.36.0-local-strict"
+K8S_VERSION = "v1.37.0-local-strict"
 GROUP, VERSION, KIND, PLURAL, SINGULAR = (
     "promscaler.io",
     "v1alpha1",

@@ -140,6 +140,9 @@ class Telemetry:
             "promscaler_autoscaler_reconcile_duration_seconds", "Time to sync one autoscaler.", registry=r,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
         self.reconciles = Counter("promscaler_autoscaler_reconciles", "Autoscaler syncs.", ["kind"], registry=r)
+        self.stale_skips = Counter("promscaler_autoscaler_stale_sync_skips",
+                                   "Syncs deferred because the cache had not yet seen the controller's own last "
+                                   "status write (Kubernetes 1.37).", ["kind"], registry=r)
         self.errors = Counter("promscaler_autoscaler_reconcile_errors", "Autoscaler syncs that failed, by reason.",
                               ["kind", "reason"], registry=r)
         # Per autoscaler, named after kube-state-metrics' HPA series (kube_horizontalpodautoscaler_*):

@@ -40,6 +40,7 @@ from promscaler.selectors import Selector, SelectorError, parse_selector
 from .events import EventRecorder
 from .informers import Informer, PodIndex, as_object
 from .metrics import MetricsClient
+from .releases import GENERATIONS, READ_OWN_WRITES
 from .scale import ScaleClient, ScaleError
 from .shadow import ShadowBook
 from .status import build_status, replace_condition, with_summary
@@ -70,6 +71,11 @@ def _target(ns: str, ref: Obj) -> str:
 
 class SyncError(Exception):
     """The sync failed in a way worth retrying with backoff (scale or status not readable/writable)."""
+
+
+class StaleCache(Exception):
+    """The informer has not yet seen this controller's last status write of the autoscaler: the sync
+    is deferred to the next period, not failed (Kubernetes 1.37, kubernetes#139025)."""
 
 
 class Observer(Protocol):
@@ -106,6 +112,9 @@ class Reconciler:
         # each autoscaler's selector at its last sync, by namespace (kube-controller-manager's
         # selector store): who else selects an autoscaler's pods (AmbiguousSelector)
         self.selectors: dict[str, dict[WorkKey, Selector]] = {}
+        # the resourceVersion of each autoscaler's last status write: its next sync waits for the
+        # informer to have seen it (the HPA controller's ConsistencyStore, WroteAt / EnsureReady)
+        self.written: dict[WorkKey, str] = {}
 
     def parsed_spec(self, key: WorkKey, obj: Obj) -> HPASpec:
         generation = (obj.get("metadata") or {}).get("generation")
@@ -133,12 +142,31 @@ class Reconciler:
         self.histories.pop(key, None)
         self.selectors.get(key[1], {}).pop(key, None)
         self.specs.pop(key, None)
+        self.written.pop(key, None)
         self.observer.forget(key)
         if self.shadow_book is not None:
             self.shadow_book.forget(key)
 
+    def ensure_seen(self, key: WorkKey) -> None:
+        """StaleCache while the informer's last synced resourceVersion is behind our last status write
+        of `key` (recorded from 1.37 on); once it has caught up the write is forgotten."""
+        written = self.written.get(key)
+        if written is None:
+            return
+        seen = self.informers[key[0]].resource_version
+        if not _caught_up(seen, written):
+            raise StaleCache(f"the cache is at resourceVersion {seen or '(none)'}, "
+                             f"before our status write at {written}")
+        del self.written[key]
+
+    def observed_generation(self, obj: Obj) -> int | None:
+        """The generation a status write says it observed: from Kubernetes 1.37 on, else None (none written)."""
+        return _generation(obj) if self.config.kube_version >= GENERATIONS else None
+
     async def sync(self, key: WorkKey) -> Decision | None:
-        """Reconcile one autoscaler; raises SyncError when it should be retried with backoff."""
+        """Reconcile one autoscaler; raises SyncError when it should be retried with backoff,
+        StaleCache when the informer has not seen our last status write yet."""
+        self.ensure_seen(key)
         started, error = time.perf_counter(), None
         try:
             return await self._sync(key)
@@ -168,7 +196,7 @@ class Reconciler:
             if not shadow:
                 await self._event(obj, "Warning", reason, message, now)
                 current = int(prev_status.get("currentReplicas") or 0)
-                status = build_status(prev_status, generation=_generation(obj), current_replicas=current,
+                status = build_status(prev_status, generation=self.observed_generation(obj), current_replicas=current,
                                       desired_replicas=int(prev_status.get("desiredReplicas") or current),
                                       current_metrics=prev_status.get("currentMetrics"),
                                       conditions=replace_condition(_conditions(prev_status), condition),
@@ -292,7 +320,7 @@ class Reconciler:
                 )
                 self.histories[key] = history
                 await self._write_status(kind, obj, with_controls(build_status(
-                    prev_status, generation=_generation(obj), current_replicas=scale.replicas,
+                    prev_status, generation=self.observed_generation(obj), current_replicas=scale.replicas,
                     desired_replicas=scale.replicas, current_metrics=decision.current_metrics,
                     conditions=conditions, last_scale_time=None, now=now), decision))
                 raise SyncError(f"FailedRescale: {exc}") from None
@@ -323,7 +351,7 @@ class Reconciler:
         self.histories[key] = history
         self.repeats.clear(key)
         await self._write_status(kind, obj, with_controls(build_status(
-            prev_status, generation=_generation(obj), current_replicas=scale.replicas,
+            prev_status, generation=self.observed_generation(obj), current_replicas=scale.replicas,
             desired_replicas=decision.desired_replicas, current_metrics=decision.current_metrics,
             conditions=conditions, last_scale_time=last_scale, now=now), decision))
         return decision
@@ -384,15 +412,18 @@ class Reconciler:
         if kind == CR:
             status = with_summary(status, obj.get("spec"))
         meta = obj.get("metadata") or {}
-        self.observer.status((kind, meta.get("namespace", ""), meta.get("name", "")), obj.get("spec") or {}, status)
+        key = (kind, meta.get("namespace", ""), meta.get("name", ""))
+        self.observer.status(key, obj.get("spec") or {}, status)
         if status == (obj.get("status") or {}):
             return
-        meta = obj.get("metadata") or {}
         path = PATHS[kind].format(ns=meta.get("namespace"), name=meta.get("name"))
         body: Obj = {**obj, "status": status}
         for attempt in range(self.status_retries):
             try:
-                await self.kube.request("PUT", f"{path}/status", body=body)
+                written = await self.kube.request("PUT", f"{path}/status", body=body)
+                version = (written.get("metadata") or {}).get("resourceVersion")
+                if version and self.config.kube_version >= READ_OWN_WRITES:
+                    self.written[key] = str(version)
                 return
             except ApiError as exc:
                 if exc.not_found:
@@ -407,6 +438,16 @@ class Reconciler:
                 raise SyncError(f"failed to re-read for status update: {exc.reason}: {exc.message}") from None
             body = {**fresh, "status": status}
         raise SyncError("failed to update status: too many conflicts")  # pragma: no cover
+
+
+def _caught_up(seen: str, written: str) -> bool:
+    """Whether a cache at resourceVersion `seen` holds a write made at `written`: compared as
+    numbers (etcd's revisions), else only an equal version counts (client-go's isStoreReady)."""
+    if not seen:
+        return False
+    if seen.isdigit() and written.isdigit():
+        return int(seen) >= int(written)
+    return seen == written
 
 
 def _generation(obj: Obj) -> int | None:

@@ -17,9 +17,11 @@ from promscaler.times import format_time
 Obj = dict[str, Any]
 
 
-def merge_conditions(previous: Sequence[Obj] | None, conditions: Iterable[Condition], now: datetime) -> list[Obj]:
+def merge_conditions(previous: Sequence[Obj] | None, conditions: Iterable[Condition], now: datetime,
+                     generation: int | None = None) -> list[Obj]:
     """New conditions as API objects; a condition whose status did not change keeps its
-    lastTransitionTime."""
+    lastTransitionTime. `generation`: the autoscaler's metadata.generation each condition was
+    recorded at (`observedGeneration`, Kubernetes 1.37); None, no such field."""
     before = {c.get("type"): c for c in previous or ()}
     out: list[Obj] = []
     for cond in conditions:
@@ -29,15 +31,11 @@ def merge_conditions(previous: Sequence[Obj] | None, conditions: Iterable[Condit
             if old and old.get("status") == cond.status and old.get("lastTransitionTime")
             else format_time(now)
         )
-        out.append(
-            {
-                "type": cond.type,
-                "status": cond.status,
-                "lastTransitionTime": since,
-                "reason": cond.reason,
-                "message": cond.message,
-            }
-        )
+        obj: Obj = {"type": cond.type, "status": cond.status}
+        if generation is not None:
+            obj["observedGeneration"] = generation
+        obj.update(lastTransitionTime=since, reason=cond.reason, message=cond.message)
+        out.append(obj)
     return out
 
 
@@ -51,11 +49,13 @@ def replace_condition(conditions: Sequence[Condition], new: Condition) -> list[C
 def build_status(previous: Obj | None, *, generation: int | None, current_replicas: int, desired_replicas: int,
                  current_metrics: list[Obj] | None, conditions: Iterable[Condition], last_scale_time: datetime | None,
                  now: datetime) -> Obj:
+    """`generation`: the autoscaler's metadata.generation, written as status.observedGeneration and
+    on each condition (Kubernetes 1.37); None (before 1.37, or an object without one): neither."""
     previous = previous or {}
     status: Obj = {
         "currentReplicas": current_replicas,
         "desiredReplicas": desired_replicas,
-        "conditions": merge_conditions(previous.get("conditions"), conditions, now),
+        "conditions": merge_conditions(previous.get("conditions"), conditions, now, generation),
     }
     if generation is not None:
         status["observedGeneration"] = generation

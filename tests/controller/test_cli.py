@@ -35,6 +35,7 @@ def test_help_explains_why_native_hpas_are_off_by_default():
     assert "--reconcile-native-hpas" in text and "would fight" in text
     for flag in (
         "--horizontal-pod-autoscaler-sync-period",
+        "--kubernetes-version",
         "--concurrent-horizontal-pod-autoscaler-syncs",
         "--horizontal-pod-autoscaler-tolerance",
         "--horizontal-pod-autoscaler-downscale-stabilization",
@@ -55,6 +56,9 @@ def test_bad_flags_give_one_line_errors():
     assert "--horizontal-pod-autoscaler-sync-period" in out.stderr and "Traceback" not in out.stderr
     out = _run("--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s")
     assert out.returncode == 2 and "renew-deadline" in out.stderr and "Traceback" not in out.stderr
+    out = _run("--kubernetes-version=latest")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "argument --kubernetes-version: not a Kubernetes version (want 1.36 or v1.37.0): 'latest'" in out.stderr
     out = _run("--sharding", "--leader-elect")
     assert out.returncode == 2 and "--sharding and --leader-elect are mutually exclusive" in out.stderr
     assert "Traceback" not in out.stderr

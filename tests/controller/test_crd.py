@@ -85,3 +85,19 @@ def test_required_fields():
     del obj["spec"]["scaleTargetRef"]
     with pytest.raises(jsonschema.ValidationError):
         _validate(obj)
+
+
+def test_conditions_carry_their_observed_generation():
+    # autoscaling/v2 of Kubernetes 1.37 (kubernetes#138653): a field the API server keeps, not one it prunes
+    schema = _schema()["properties"]["status"]["properties"]
+    assert schema["conditions"]["items"]["properties"]["observedGeneration"]["type"] == "integer"
+    assert schema["observedGeneration"]["type"] == "integer"
+    import copy
+
+    obj = copy.deepcopy(HA)
+    obj["status"]["observedGeneration"] = 2
+    obj["status"]["conditions"][0]["observedGeneration"] = 2
+    _validate(obj)
+    obj["status"]["conditions"][0]["observedGeneration"] = "two"
+    with pytest.raises(jsonschema.ValidationError):
+        _validate(obj)

@@ -60,6 +60,8 @@ GOOD = {
     ],
     "PDB as a percentage": [_set("adapter.podDisruptionBudget.minAvailable", "50%")],
     "autoscaler keys are the autoscaler's": [_set("autoscaler", {"enabled": False, "replicas": 3})],
+    "the Kubernetes release named": [_set("autoscaler.kubernetesVersion", "1.36")],
+    "a cluster's gitVersion": [_set("autoscaler.kubernetesVersion", "v1.37.0-gke.100")],
     "reading a custom resource's labels": [
         _set(
             "rbac.extraResourceRules",
@@ -113,6 +115,8 @@ BAD = {
         "rbac/extraResourceRules/0",
     ),
     "anti-affinity unknown": ([_set("adapter.podAntiAffinity", "maybe")], "adapter/podAntiAffinity"),
+    "a Kubernetes release that is not one": ([_set("autoscaler.kubernetesVersion", "latest")],
+                                             "autoscaler/kubernetesVersion"),
 }
 
 

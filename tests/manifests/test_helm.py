@@ -223,3 +223,14 @@ def test_every_template_renders_and_every_rendered_object_is_created() -> None:
             rendered |= set(re.findall(r"^# Source: promscaler/templates/(\S+)$", result["manifest"], re.MULTILINE))
     templates = {p.name for p in (CHART / "templates").glob("*.yaml")}
     assert templates - rendered == {"namespace.yaml"}, templates - rendered
+
+
+def test_the_autoscaler_follows_the_release_the_values_name() -> None:
+    from autoscaler.controller.cli import build_parser
+    from autoscaler.decision.kubeversion import KubeVersion
+
+    for values, want in ((None, None), ({"autoscaler": {"kubernetesVersion": "1.36"}}, KubeVersion(1, 36))):
+        with installed(values) as (sim, _):
+            d = sim.get("apps/v1", "Deployment", "promscaler", "promscaler-autoscaler")
+            args = d["spec"]["template"]["spec"]["containers"][0]["args"]
+            assert build_parser().parse_args(args).kubernetes_version == want, args
