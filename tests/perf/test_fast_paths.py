@@ -19,8 +19,14 @@ from promscaler.times import format_time
 
 
 def test_timestamp_matches_format_time():
-    for ts in (0.0, 1700000000.0, 1700000000.999, 1795276801.5):
+    for ts in (0.0, 1700000000.0, 1700000000.999, 1795276801.5, 253402300799.0):
         assert timestamp(ts) == format_time(datetime.fromtimestamp(ts, UTC))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(min_value=0, max_value=253402300799, allow_nan=False))
+def test_timestamp_of_any_sample_time_matches_format_time(ts):
+    assert timestamp(ts) == format_time(datetime.fromtimestamp(ts, UTC))
 
 
 rows = st.lists(st.tuples(st.text(min_size=1, max_size=12), st.sampled_from([None, "web", "ns-\u00e9"]),
