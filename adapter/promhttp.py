@@ -16,7 +16,6 @@ request is a read. Failures are `OSError`s (`ConnectionFailed`, refused connecti
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ssl
 import time
 from collections import deque
@@ -164,6 +163,44 @@ class Response:
         return self._conn.chunks()
 
 
+class _Exchange:
+    """One request and its answer on a pooled connection (a class, not a generator-based context
+    manager: this is the hot path)."""
+
+    __slots__ = ("_body", "_conn", "_head", "_pool")
+
+    def __init__(self, pool: HTTPPool, head: bytes, body: bytes | None) -> None:
+        self._pool, self._head, self._body = pool, head, body
+        self._conn: _Connection | None = None
+
+    async def __aenter__(self) -> Response:
+        pool = self._pool
+        await pool._slots.acquire()
+        try:
+            self._conn = conn = await pool._checkout()
+            try:
+                await conn.send(self._head, self._body)
+            except ConnectionFailed:
+                if not conn.reused or conn.received:
+                    raise
+                conn.close()  # the server closed it idle as the request went out: once more, anew
+                self._conn = conn = await pool._connect()
+                await conn.send(self._head, self._body)
+        except BaseException:
+            self._release()
+            raise
+        return Response(conn)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self._conn is not None:
+            self._pool._checkin(self._conn)
+            self._conn = None
+        self._pool._slots.release()
+
+
 class HTTPPool:
     """Keep-alive connections to the origin of `base_url` (its scheme, host and port)."""
 
@@ -190,26 +227,11 @@ class HTTPPool:
             raise ValueError("a CR or LF in the request line or a header")
         return (text + "\r\n\r\n").encode("latin-1")
 
-    @contextlib.asynccontextmanager
-    async def request(self, method: str, target: str, headers: Sequence[tuple[str, str]],
-                      body: bytes | None = None) -> AsyncIterator[Response]:
-        """Send a request; yields its answer once the headers are in. The connection goes back
-        to the pool only when the answer was read to its end."""
-        head = self.head(method, target, headers, None if body is None else len(body))
-        async with self._slots:
-            conn = await self._checkout()
-            try:
-                try:
-                    await conn.send(head, body)
-                except ConnectionFailed:
-                    if not conn.reused or conn.received:
-                        raise
-                    conn.close()  # the server closed it idle as the request went out: once more, anew
-                    conn = await self._connect()
-                    await conn.send(head, body)
-                yield Response(conn)
-            finally:
-                self._checkin(conn)
+    def request(self, method: str, target: str, headers: Sequence[tuple[str, str]],
+                body: bytes | None = None) -> _Exchange:
+        """`async with pool.request(...) as response`: the request sent, its answer's headers in.
+        The connection goes back to the pool only when the answer was read to its end."""
+        return _Exchange(self, self.head(method, target, headers, None if body is None else len(body)), body)
 
     async def _checkout(self) -> _Connection:
         now = time.monotonic()
