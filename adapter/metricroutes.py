@@ -180,7 +180,7 @@ class MetricRoutes:
     async def _values(self, group: str, version: str, tail: str, raw_query: bytes) -> bytes:
         """A value list: from the answers kept while fresh, else built (every wait inside is bounded
         by the Prometheus and Kubernetes timeouts, themselves within `--request-timeout`)."""
-        query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
+        query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True)) if raw_query else {}
         # a `*` answer depends on which objects exist (and match): reusable while they stay the same
         by_labels = group == wire.CUSTOM_GROUP and (bool(query.get("labelSelector")) or "/*/" in f"/{tail}")
         key = (group, version, tail, raw_query, self._custom().objects_version() if by_labels else 0)

@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -72,12 +73,19 @@ class RequestHeaderConfig:
     extra_prefixes: list[str] = field(default_factory=lambda: ["X-Remote-Extra-"])
     allowed_names: list[str] = field(default_factory=list)
 
-    def all_header_names(self) -> tuple[set[bytes], tuple[bytes, ...]]:
+    def all_header_names(self) -> tuple[frozenset[bytes], tuple[bytes, ...]]:
         """Exact names and prefixes (lowercase bytes) of every identity header, configured or
         conventional: all are removed before the application sees the request."""
-        exact = {h.lower().encode() for h in (*self.username_headers, *self.uid_headers, *self.group_headers,
-                                              "X-Remote-User", "X-Remote-Uid", "X-Remote-Group")}
-        return exact, tuple(p.lower().encode() for p in (*self.extra_prefixes, "X-Remote-Extra-"))
+        return _identity_headers((*self.username_headers, *self.uid_headers, *self.group_headers),
+                                 tuple(self.extra_prefixes))
+
+
+@lru_cache(maxsize=16)
+def _identity_headers(names: tuple[str, ...], prefixes: tuple[str, ...]) -> tuple[frozenset[bytes], tuple[bytes, ...]]:
+    """`RequestHeaderConfig.all_header_names` for these configured names: built once per
+    configuration, not per request."""
+    exact = frozenset(h.lower().encode() for h in (*names, "X-Remote-User", "X-Remote-Uid", "X-Remote-Group"))
+    return exact, tuple(p.lower().encode() for p in (*prefixes, "X-Remote-Extra-"))
 
 
 @dataclass(frozen=True)
