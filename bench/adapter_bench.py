@@ -285,12 +285,13 @@ _HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 
 @contextlib.contextmanager
 def _tls_adapter(prom: PrometheusServer, rules: Path, workdir: Path, resources: list[str], *args: str,
-                 checkouts: tuple[Path, ...] = ()):
+                 checkouts: tuple[Path, ...] = (), site: Path | None = None, env: list[dict] | None = None):
     """The adapter on its secure port as the aggregator reaches it: a serving certificate, a
     front-proxy CA and allowed name, reviews through KubeSim allowing the HPA `resources`. Yields
     (adapter, TLS options for a client: ca, cert, key, front-proxy headers); given `checkouts`
     (other builds' directories), (a list of adapters: this build's, then one per checkout started
-    the same way, TLS options)."""
+    the same way, TLS options). `site`: a directory put on each adapter's path after its build (a
+    `sitecustomize`), `env`: each adapter's extra environment, in order."""
     from adapter.security import pki
     from kubesim.apiserver import KubeSim
 
@@ -311,8 +312,10 @@ def _tls_adapter(prom: PrometheusServer, rules: Path, workdir: Path, resources: 
                  "--anonymous-auth=false", *args)
         started: list[AdapterProcess] = []
         try:
-            for cwd in (ROOT, *checkouts):  # each build its own code first on its path
-                started.append(AdapterProcess(*flags, secure=True, cwd=cwd, env={"PYTHONPATH": str(cwd)}))
+            for i, cwd in enumerate((ROOT, *checkouts)):  # each build its own code first on its path
+                path = os.pathsep.join([str(cwd), *([str(site)] if site else [])])
+                started.append(AdapterProcess(*flags, secure=True, cwd=cwd,
+                                              env={"PYTHONPATH": path, **(env[i] if env else {})}))
                 started[-1].wait_ready(120)
             tls = {"ca": str(workdir / "ca.crt"), "cert": str(workdir / "fp.crt"), "key": str(workdir / "fp.key"),
                    "headers": {"X-Remote-User": _HPA_USER, "X-Remote-Group": "system:serviceaccounts"}}
