@@ -108,18 +108,22 @@ def _orgs(cert: x509.Certificate) -> tuple[str, ...]:
     return tuple(str(a.value) for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME))
 
 
+@lru_cache(maxsize=64)
+def _wire_names(names: tuple[str, ...]) -> tuple[bytes, ...]:
+    """Header names as the ASGI scope carries them (lowercase bytes), per configuration."""
+    return tuple(n.lower().encode() for n in names)
+
+
 def _header_values(headers: list[tuple[bytes, bytes]], names: list[str]) -> list[str]:
-    wanted = [n.lower().encode() for n in names]
     out: list[str] = []
-    for name in wanted:
+    for name in _wire_names(tuple(names)):
         out += [v.decode("latin-1") for k, v in headers if k == name and v]
     return out
 
 
 def _first_header(headers: list[tuple[bytes, bytes]], names: list[str]) -> str:
     """Go's `headerValue`: the first value of the first header (in `names` order) that is non-empty."""
-    for name in names:
-        key = name.lower().encode()
+    for key in _wire_names(tuple(names)):
         first = next((v for k, v in headers if k == key), b"")
         if first:
             return first.decode("latin-1")
@@ -204,7 +208,7 @@ class Authenticator:
         uid = _first_header(headers, rh.uid_headers)
         groups = tuple(_header_values(headers, rh.group_headers))
         extra: dict[str, list[str]] = {}
-        for prefix in (p.lower().encode() for p in rh.extra_prefixes):  # prefixes first, as Go orders values
+        for prefix in _wire_names(tuple(rh.extra_prefixes)):  # prefixes first, as Go orders values
             for k, v in headers:
                 if k.startswith(prefix) and len(k) > len(prefix):
                     key = unquote(k[len(prefix):].decode("latin-1").lower())
