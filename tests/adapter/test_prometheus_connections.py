@@ -3,6 +3,7 @@ crosses a request is not an outage, a connection broken mid-answer is."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import ClassVar
 
@@ -12,6 +13,20 @@ from adapter.prometheus import PrometheusClient, PrometheusUnavailable
 from adapter.settings import parse_settings
 
 from .conftest import StubAPI, serving
+
+
+async def test_many_queries_at_once_each_get_their_own_answer(prometheus):
+    """More queries in flight than the pool's 64 connections: each answered with its own value
+    (PromQL's `vector(n)` is n), on at most 64 connections, which are kept for the next ones."""
+    client = PrometheusClient(parse_settings(["--prometheus-url", prometheus.url]))
+    try:
+        for _ in range(2):
+            answers = await asyncio.gather(*(client.query(f"vector({n})") for n in range(150)))
+            assert [[s.value for s in samples] for samples in answers] == [[float(n)] for n in range(150)]
+            pool = client._client()
+            assert 0 < len(pool._all) <= 64 and len(pool._idle) == len(pool._all)
+    finally:
+        await client.aclose()
 
 ANSWER = {"status": "success", "data": {"resultType": "vector", "result": [
     {"metric": {"pod": "a"}, "value": [1700000000.5, "2.5"]}]}}
