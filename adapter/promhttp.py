@@ -2,9 +2,9 @@
 parsed by httptools (uvicorn's parser, a dependency already).
 
 The second hop of every uncached request is one small GET on a warm connection. aiohttp's client
-spent ~130 us of CPU on it (its request and response objects, header multidicts, timers, tracing
-hooks), more than the rest of the adapter's own work on a one-pod request; this does the same
-exchange in ~30 us (bench/http_client_bench.py). What it does: one request at a time per
+spent 173 us of CPU on it (its request and response objects, header multidicts, timers, tracing
+hooks), a third of the adapter's CPU on a one-pod request; this does the same exchange in 54 us
+(bench/http_client_bench.py, 2026-12-07, at a load of ~10). What it does: one request at a time per
 connection, at most `limit` connections, idle ones reused newest first and closed after
 `keepalive` seconds; bodies by Content-Length, chunked or up to the close, read as they arrive
 (the reader bounds and inflates them, adapter.prometheus) with reading paused while a slow reader
@@ -34,7 +34,7 @@ class ConnectionFailed(ConnectionError):
 
 
 class _Connection(asyncio.Protocol):
-    """One keep-alive connection; one exchange at a time (`begin`, then the answer's callbacks)."""
+    """One keep-alive connection; one exchange at a time (`send`, the answer's callbacks, `chunks`)."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -184,6 +184,7 @@ class _Exchange:
                 if not conn.reused or conn.received:
                     raise
                 conn.close()  # the server closed it idle as the request went out: once more, anew
+                pool._all.discard(conn)
                 self._conn = conn = await pool._connect()
                 await conn.send(self._head, self._body)
         except BaseException:

@@ -71,6 +71,7 @@ async def test_a_connection_closed_idle_as_a_request_goes_out_is_asked_again_on_
         for _ in range(3):  # each query after the first meets a connection the server closes unanswered
             samples = await client.query("up")
             assert [(s.labels["pod"], s.value) for s in samples] == [("a", 2.5)]
+        assert len(client._client()._all) == 1  # the closed ones are let go
     finally:
         await client.aclose()
     assert _ClosesIdleConnections.answered == 3
