@@ -1,5 +1,4 @@
-"""Candidate asyncio HTTP clients for the adapter's second hop (issue 17.1; adapter.promhttp, the
-adapter's own since issue 37, beside them): one small instant
+"""Candidate asyncio HTTP clients for the adapter's second hop (issue 17.1): one small instant
 query to a real Prometheus over a pooled keep-alive connection, one request at a time (as one
 uncached pod request makes it), interleaved round by round under uvloop. Prints and writes
 bench/results/http_client.json: p50/p99 per client, the CPU each request costs this process
@@ -54,20 +53,8 @@ async def _clients(base: str) -> dict[str, tuple[Callable[[], Awaitable[bytes]],
         async with pool.stream("GET", url, headers=list(hdr.items())) as r:
             return b"".join([c async for c in r.aiter_stream()])
 
-    from adapter.promhttp import HTTPPool
-
-    own = HTTPPool(base, None, connect_timeout=5.0)
-    own_headers = list(hdr.items())
-
-    async def via_promhttp() -> bytes:  # the adapter's own (adapter.promhttp)
-        async with own.request("GET", QUERY, own_headers) as r:
-            return b"".join([c async for c in r.chunks()])
-
-    async def close_own() -> None:
-        own.close()
-
     return {"httpx": (via_httpx, hx.aclose), "aiohttp": (via_aiohttp, ah.close),
-            "httpcore": (via_httpcore, pool.aclose), "promhttp": (via_promhttp, close_own)}
+            "httpcore": (via_httpcore, pool.aclose)}
 
 
 async def _run(base: str, rounds: int) -> dict:

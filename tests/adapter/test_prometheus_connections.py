@@ -1,11 +1,15 @@
-"""The Prometheus client's keep-alive connections (adapter.promhttp): a server's idle close that
-crosses a request is not an outage, a connection broken mid-answer is."""
+"""The Prometheus client's keep-alive connections (aiohttp's pool): at most 64 at once and kept, a
+server's idle close that crosses a request is not an outage, a connection broken mid-answer is."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
+from http.server import ThreadingHTTPServer
 from typing import ClassVar
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -15,18 +19,61 @@ from adapter.settings import parse_settings
 from .conftest import StubAPI, serving
 
 
-async def test_many_queries_at_once_each_get_their_own_answer(prometheus):
-    """More queries in flight than the pool's 64 connections: each answered with its own value
-    (PromQL's `vector(n)` is n), on at most 64 connections, which are kept for the next ones."""
-    client = PrometheusClient(parse_settings(["--prometheus-url", prometheus.url]))
+class _CountsConnections(StubAPI):
+    """HTTP/1.1 keep-alive answering `vector(n)` with n, a little slowly (so that queries overlap),
+    counting the connections made and the most open at once."""
+
+    protocol_version = "HTTP/1.1"
+    lock = threading.Lock()
+    opened: ClassVar[int] = 0
+    open_now: ClassVar[int] = 0
+    most_open: ClassVar[int] = 0
+
+    def setup(self) -> None:
+        super().setup()
+        with self.lock:
+            cls = type(self)
+            cls.opened += 1
+            cls.open_now += 1
+            cls.most_open = max(cls.most_open, cls.open_now)
+
+    def finish(self) -> None:
+        super().finish()
+        with self.lock:
+            type(self).open_now -= 1
+
+    def reply(self, url):
+        time.sleep(0.005)
+        n = float(parse_qs(url.query)["query"][0].removeprefix("vector(").removesuffix(")"))
+        return 200, {"status": "success", "data": {"resultType": "vector", "result": [
+            {"metric": {}, "value": [1700000000.5, str(n)]}]}}
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # 64 connections arrive at once: no SYN left to a retransmit
+    daemon_threads = True
+
+
+async def test_many_queries_at_once_each_get_their_own_answer():
+    """More queries in flight than the pool's 64 connections: each answered with its own value,
+    on at most 64 connections, which are kept for the next ones."""
+    _CountsConnections.opened = _CountsConnections.open_now = _CountsConnections.most_open = 0
+    server = _Server(("127.0.0.1", 0), _CountsConnections)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = PrometheusClient(parse_settings(["--prometheus-url", f"http://127.0.0.1:{server.server_port}"]))
     try:
+        opened = []
         for _ in range(2):
             answers = await asyncio.gather(*(client.query(f"vector({n})") for n in range(150)))
             assert [[s.value for s in samples] for samples in answers] == [[float(n)] for n in range(150)]
-            pool = client._client()
-            assert 0 < len(pool._all) <= 64 and len(pool._idle) == len(pool._all)
+            opened.append(_CountsConnections.opened)
+        assert 0 < _CountsConnections.most_open <= 64
+        assert opened[1] == opened[0] <= 64  # the second round on the first round's connections
     finally:
         await client.aclose()
+        server.shutdown()
+        server.server_close()
+
 
 ANSWER = {"status": "success", "data": {"resultType": "vector", "result": [
     {"metric": {"pod": "a"}, "value": [1700000000.5, "2.5"]}]}}
@@ -71,7 +118,6 @@ async def test_a_connection_closed_idle_as_a_request_goes_out_is_asked_again_on_
         for _ in range(3):  # each query after the first meets a connection the server closes unanswered
             samples = await client.query("up")
             assert [(s.labels["pod"], s.value) for s in samples] == [("a", 2.5)]
-        assert len(client._client()._all) == 1  # the closed ones are let go
     finally:
         await client.aclose()
     assert _ClosesIdleConnections.answered == 3
