@@ -14,8 +14,8 @@ version of the watched objects: many autoscalers polling the same metric cost on
 from __future__ import annotations
 
 import logging
+import math
 import time
-from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import parse_qsl
@@ -46,10 +46,15 @@ class Route:
         self.path = path
 
 
-@lru_cache(maxsize=4096)
 def timestamp(ts: float) -> str:
-    """RFC 3339 seconds; cached because every item of one answer shares its sample time."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 seconds, cached by the whole second: every item of one answer shares its sample
+    time, and uncached answers of the same second share the second (each evaluates at "now")."""
+    return _second(math.floor(ts))
+
+
+@lru_cache(maxsize=256)
+def _second(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
 
 
 def _custom_items(version: str, values: list[CustomValue], metric_selector: dict | None) -> list[dict[str, Any]]:
@@ -175,7 +180,7 @@ class MetricRoutes:
     async def _values(self, group: str, version: str, tail: str, raw_query: bytes) -> bytes:
         """A value list: from the answers kept while fresh, else built (every wait inside is bounded
         by the Prometheus and Kubernetes timeouts, themselves within `--request-timeout`)."""
-        query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True))
+        query = dict(parse_qsl(raw_query.decode("latin-1"), keep_blank_values=True)) if raw_query else {}
         # a `*` answer depends on which objects exist (and match): reusable while they stay the same
         by_labels = group == wire.CUSTOM_GROUP and (bool(query.get("labelSelector")) or "/*/" in f"/{tail}")
         key = (group, version, tail, raw_query, self._custom().objects_version() if by_labels else 0)

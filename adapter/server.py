@@ -53,11 +53,14 @@ def _server_class() -> Any:
 
 async def _serve_insecure(settings: Settings, app, on_listening: Callable[[], None]) -> None:
     import uvicorn
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from adapter.onewrite import corked
 
     server = _server_class()(uvicorn.Config(
         app, host=settings.listen_host, port=settings.listen_port, log_level="warning", access_log=False,
         server_header=False, lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=60,
-        http="httptools", ws="none",  # no websocket routes: nothing to import for them
+        http=corked(HttpToolsProtocol), ws="none",  # each answer in one write; no websocket routes
         proxy_headers=False,  # nothing reads the client address: skip the X-Forwarded-* pass per request
     ))
 
@@ -82,6 +85,7 @@ async def _serve_secure(settings: Settings, app, on_listening: Callable[[], None
         await serve_secure(
             settings, app, on_listening, registry=registry, access_log=False,
             server_header=False, lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=60, ws="none",
+            proxy_headers=False,  # as plain HTTP: nothing reads the client address
         )
     except SecurityConfigError as exc:
         raise SecurityUnavailable(str(exc)) from None

@@ -284,10 +284,14 @@ _HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 
 
 @contextlib.contextmanager
-def _tls_adapter(prom: PrometheusServer, rules: Path, workdir: Path, resources: list[str], *args: str):
+def _tls_adapter(prom: PrometheusServer, rules: Path, workdir: Path, resources: list[str], *args: str,
+                 checkouts: tuple[Path, ...] = (), site: Path | None = None, env: list[dict] | None = None):
     """The adapter on its secure port as the aggregator reaches it: a serving certificate, a
     front-proxy CA and allowed name, reviews through KubeSim allowing the HPA `resources`. Yields
-    (adapter, TLS options for a client: ca, cert, key, front-proxy headers)."""
+    (adapter, TLS options for a client: ca, cert, key, front-proxy headers); given `checkouts`
+    (other builds' directories), (a list of adapters: this build's, then one per checkout started
+    the same way, TLS options). `site`: a directory put on each adapter's path after its build (a
+    `sitecustomize`), `env`: each adapter's extra environment, in order."""
     from adapter.security import pki
     from kubesim.apiserver import KubeSim
 
@@ -300,39 +304,69 @@ def _tls_adapter(prom: PrometheusServer, rules: Path, workdir: Path, resources: 
         for resource in resources:
             sim.allow(_HPA_USER, "get", "custom.metrics.k8s.io", resource)
         kubeconfig = str(sim.kubeconfig_path)
-        a = AdapterProcess("--prometheus-url", prom.url, "--config", str(rules),
-                           "--tls-cert-file", str(workdir / "tls.crt"),
-                           "--tls-private-key-file", str(workdir / "tls.key"),
-                           "--requestheader-client-ca-file", str(workdir / "fp-ca.crt"),
-                           "--requestheader-allowed-names", "front-proxy-client",
-                           "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-                           "--anonymous-auth=false", *args, secure=True).wait_ready(120)
+        flags = ("--prometheus-url", prom.url, "--config", str(rules),
+                 "--tls-cert-file", str(workdir / "tls.crt"), "--tls-private-key-file", str(workdir / "tls.key"),
+                 "--requestheader-client-ca-file", str(workdir / "fp-ca.crt"),
+                 "--requestheader-allowed-names", "front-proxy-client",
+                 "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
+                 "--anonymous-auth=false", *args)
+        started: list[AdapterProcess] = []
         try:
-            yield a, {"ca": str(workdir / "ca.crt"), "cert": str(workdir / "fp.crt"), "key": str(workdir / "fp.key"),
-                      "headers": {"X-Remote-User": _HPA_USER, "X-Remote-Group": "system:serviceaccounts"}}
+            for i, cwd in enumerate((ROOT, *checkouts)):  # each build its own code first on its path
+                path = os.pathsep.join([str(cwd), *([str(site)] if site else [])])
+                started.append(AdapterProcess(*flags, secure=True, cwd=cwd,
+                                              env={"PYTHONPATH": path, **(env[i] if env else {})}))
+                started[-1].wait_ready(120)
+            tls = {"ca": str(workdir / "ca.crt"), "cert": str(workdir / "fp.crt"), "key": str(workdir / "fp.key"),
+                   "headers": {"X-Remote-User": _HPA_USER, "X-Remote-Group": "system:serviceaccounts"}}
+            yield (started if checkouts else started[0]), tls
         finally:
-            a.stop()
+            for a in started:
+                a.stop()
 
 
-def bench_overhead_tls(prom: PrometheusServer, rules: Path, workdir: Path, rounds: int) -> dict:
+def bench_overhead_tls(prom: PrometheusServer, rules: Path, workdir: Path, rounds: int,
+                       baseline: str | None = None) -> dict:
     """One pod, uncached, as the aggregator asks: TLS to the adapter's secure port, a front-proxy
     client certificate with X-Remote-User/Group, SubjectAccessReview through KubeSim (cached after
-    the first request), interleaved with the same PromQL sent to Prometheus directly."""
+    the first request), interleaved with the same PromQL sent to Prometheus directly. Given
+    `baseline` (a git revision), that build's adapter too (a worktree of it, this environment),
+    started the same way beside this one, its requests interleaved with the others: this build
+    beside the last in one run, each with its ratio to the direct query of the same run and the
+    CPU its process spent per request (what the machine's load hardly moves)."""
     import ssl
 
-    with _tls_adapter(prom, rules, workdir, ["pods/bench_requests"], "--query-cache-ttl", "0") as (a, tls):
+    if baseline and subprocess.run(["git", "cat-file", "-e", f"{baseline}^{{commit}}"], cwd=ROOT,
+                                   capture_output=True).returncode != 0:
+        log(f"overhead baseline {baseline} is not in this checkout's history: measured without it")
+        baseline = None
+    with contextlib.ExitStack() as stack:
+        checkouts = (stack.enter_context(_worktree(baseline, workdir / "overhead-baseline")),) if baseline else ()
+        adapters, tls = stack.enter_context(_tls_adapter(prom, rules, workdir, ["pods/bench_requests"],
+                                                         "--query-cache-ttl", "0", checkouts=checkouts))
+        adapters = adapters if checkouts else [adapters]
         ctx = ssl.create_default_context(cafile=tls["ca"])
         ctx.load_cert_chain(tls["cert"], tls["key"])
         one = data.pod_name(7)
-        adapter_url = a.url + f"{CUSTOM}/namespaces/{data.NAMESPACE}/pods/{one}/bench_requests"
+        path = f"{CUSTOM}/namespaces/{data.NAMESPACE}/pods/{one}/bench_requests"
         direct_url = (prom.url + "/api/v1/query", {"query": data.direct_query(data.NAMESPACE, [one])})
         headers = {"Accept-Encoding": "identity", **tls["headers"]}
         with httpx.Client(timeout=30, verify=ctx, headers=headers) as client:
-            urls = [(adapter_url, {}), direct_url]
+            urls = [*((a.url + path, {}) for a in adapters), direct_url]
             timed_gets(client, urls, max(5, rounds // 10))  # warm-up: connections, the SAR cache
-            ad, di = timed_gets(client, urls, rounds)
-    s_a, s_d = summary(ad), summary(di)
-    return {"adapter": s_a, "direct": s_d, "p50_ratio": round(s_a["p50_ms"] / s_d["p50_ms"], 3)}
+            cpu_before, load_before = [cpu_seconds(a.proc.pid) for a in adapters], os.getloadavg()[0]
+            *ads, di = timed_gets(client, urls, rounds)
+            cpu = [(cpu_seconds(a.proc.pid) - c) / rounds * 1000 for a, c in zip(adapters, cpu_before, strict=True)]
+            load = (load_before + os.getloadavg()[0]) / 2
+    s_d = summary(di)
+    out: dict = {}
+    for name, ms, cpu_ms in zip(("adapter", "baseline"), ads, cpu, strict=False):
+        s = summary(ms)
+        out[name] = {**s, "cpu_ms_per_request": round(cpu_ms, 3)}
+        out["p50_ratio" if name == "adapter" else "baseline_p50_ratio"] = round(s["p50_ms"] / s_d["p50_ms"], 3)
+    if baseline:
+        out["baseline"]["revision"] = baseline
+    return {**out, "direct": s_d, "load_average": round(load, 1)}
 
 
 def bench_load_tls(prom: PrometheusServer, rules: Path, workdir: Path, seconds: float) -> dict:
@@ -695,12 +729,7 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
                     f"the direct query from an asyncio aiohttp client, the adapter's second hop alone: "
                     f"p50 {x['direct_from_async_client']['p50_ms']:.2f} ms)",
                     f"< {reference[key]}x (prometheus-adapter's)", x["p50_ratio"] < reference[key]))
-    t = r["overhead_tls"]
-    out.append(("one pod, uncached, TLS + front-proxy authentication: adapter p50 / direct p50",
-                f"{t['adapter']['p50_ms']:.2f} / {t['direct']['p50_ms']:.2f} ms = {t['p50_ratio']:.2f}x "
-                f"(p99 {t['adapter']['p99_ms']:.2f} / {t['direct']['p99_ms']:.2f} ms)",
-                "<= 2.5x (prometheus-adapter: 3.4x)",
-                t["p50_ratio"] <= 2.5))
+    out.append(overhead_tls_row(r["overhead_tls"]))
     h = r["hpa"]
     out.append(("HPA pattern (each metric asked once per sync period, refresh-ahead): adapter p50 / direct p50",
                 f"{h['adapter']['p50_ms']:.2f} / {h['direct']['p50_ms']:.2f} ms = {h['p50_ratio']:.2f}x "
@@ -745,6 +774,19 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
     out.append(("selector lookups: Kubernetes API calls while measuring",
                 f"{calls} for {lk['n'] + u['n'] + dflt['n']} requests", "0", calls == 0))
     return out
+
+
+def overhead_tls_row(t: dict) -> tuple[str, str, str, bool | None]:
+    """The one-pod TLS row (also printed by `--only overhead_tls`), with the baseline build beside."""
+    b = t.get("baseline")
+    beside = (f"; build {b['revision']} in turn in the same run: {b['p50_ms']:.2f} ms = "
+              f"{t['baseline_p50_ratio']:.2f}x, adapter CPU {t['adapter']['cpu_ms_per_request']:.3f} / "
+              f"{b['cpu_ms_per_request']:.3f} ms per request" if b else "")
+    return ("one pod, uncached, TLS + front-proxy authentication: adapter p50 / direct p50",
+            f"{t['adapter']['p50_ms']:.2f} / {t['direct']['p50_ms']:.2f} ms = {t['p50_ratio']:.2f}x "
+            f"(p99 {t['adapter']['p99_ms']:.2f} / {t['direct']['p99_ms']:.2f} ms{beside}; "
+            f"load average {t.get('load_average', '?')})",
+            "<= 2.5x (prometheus-adapter: 3.4x)", t["p50_ratio"] <= 2.5)
 
 
 def startup_rows(st: dict, sc: dict) -> list[tuple[str, str, str, bool | None]]:
@@ -828,11 +870,12 @@ def bench_world() -> Iterator[tuple[PrometheusServer, Path, Path]]:
 
 
 def figures(prom: PrometheusServer, rules: Path, workdir: Path, quick: bool, baseline: str | None,
-            baseline_scales: list[str]) -> dict[str, Callable[[], dict]]:
+            baseline_scales: list[str], overhead_baseline: str | None = None,
+            rounds: int | None = None) -> dict[str, Callable[[], dict]]:
     """Each figure's measurement by its `--only` name, in the order of the full run: one list for both."""
-    rounds, load_seconds = (100, 5) if quick else (500, 15)
+    rounds, load_seconds = (rounds or (100 if quick else 500)), (5 if quick else 15)
     return {"overhead": lambda: bench_overhead(prom, rules, rounds),
-            "overhead_tls": lambda: bench_overhead_tls(prom, rules, workdir, rounds),
+            "overhead_tls": lambda: bench_overhead_tls(prom, rules, workdir, rounds, overhead_baseline),
             "hpa": lambda: bench_hpa_pattern(prom, rules, 10 if quick else 20),
             "startup": lambda: bench_startup(prom, workdir, 3 if quick else 7, baseline),
             "startup_connected": lambda: bench_startup_connected(prom, workdir, 3 if quick else 7, baseline),
@@ -850,10 +893,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--startup-baseline", default=BASELINE_BUILD, metavar="REV",
                    help="also start the adapter of this git revision in the start-up figures "
                    f"(default: {BASELINE_BUILD}, the build issue 28 halves; '' for none)")
+    p.add_argument("--overhead-baseline", default="", metavar="REV",
+                   help="also start the adapter of this git revision in the one-pod TLS figure, its requests "
+                   "interleaved with this build's and the direct query's (issue 37: this build beside the last)")
+    p.add_argument("--rounds", type=int, default=0, help="requests per series in the overhead figures "
+                   "(default 500, --quick 100)")
     args = p.parse_args(argv)
     only = set(filter(None, args.only.split(",")))
     if only:
-        return _only(only, args.quick, args.startup_baseline or None)
+        return _only(only, args.quick, args.startup_baseline or None, args.overhead_baseline or None,
+                     args.rounds or None)
     baseline_scales = ["10k"] if args.quick else ["10k", "100k", "200k"]
     RESULTS.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
@@ -864,7 +913,7 @@ def main(argv: list[str] | None = None) -> int:
                                    f"Python {platform.python_version()}",
                         "quick": args.quick}
         for name, run in figures(prom, rules, workdir, args.quick, args.startup_baseline or None,
-                                 baseline_scales).items():
+                                 baseline_scales, args.overhead_baseline or None, args.rounds or None).items():
             log(STEPS[name])
             result[name] = run()
             if name != "discovery":  # discovery logs each scale as it goes
@@ -880,9 +929,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(met is not False for *_, met in rows(result)) else 1
 
 
-def _only(only: set[str], quick: bool, baseline: str | None) -> int:
+def _only(only: set[str], quick: bool, baseline: str | None, overhead_baseline: str | None = None,
+          rounds: int | None = None) -> int:
     with bench_world() as (prom, rules, workdir):
-        runs = figures(prom, rules, workdir, quick, baseline, ["10k"])
+        runs = figures(prom, rules, workdir, quick, baseline, ["10k"], overhead_baseline, rounds)
         found = {}
         for name in only:
             found[name] = runs[name]()
@@ -891,6 +941,9 @@ def _only(only: set[str], quick: bool, baseline: str | None) -> int:
         found["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         found["load_average"] = os.getloadavg()
         (RESULTS / f"adapter-{'-'.join(sorted(only))}.json").write_text(json.dumps(found, indent=2) + "\n")
+    if "overhead_tls" in only:
+        print()
+        print(table(f"Adapter, one pod over TLS, {found['when']}", [overhead_tls_row(found["overhead_tls"])]))
     if {"startup", "startup_connected"} <= only:
         print()
         print(table(f"Adapter start-up, {found['when']}", startup_rows(found["startup"], found["startup_connected"])))

@@ -1,7 +1,8 @@
 """Candidate asyncio HTTP clients for the adapter's second hop (issue 17.1): one small instant
 query to a real Prometheus over a pooled keep-alive connection, one request at a time (as one
 uncached pod request makes it), interleaved round by round under uvloop. Prints and writes
-bench/results/http_client.json: p50/p99 per client and the ratio to httpx (today's client).
+bench/results/http_client.json: p50/p99 per client, the CPU each request costs this process
+(its thread's CPU time: what the machine's load does not stretch), and the ratio to httpx.
 
     .venv/bin/python bench/http_client_bench.py [--rounds N] [--prometheus-url URL]
 """
@@ -59,22 +60,25 @@ async def _clients(base: str) -> dict[str, tuple[Callable[[], Awaitable[bytes]],
 async def _run(base: str, rounds: int) -> dict:
     clients = await _clients(base)
     times: dict[str, list[float]] = {name: [] for name in clients}
+    cpu_ns = dict.fromkeys(clients, 0)
     for get, _ in clients.values():  # warm-up: connections
         for _ in range(20):
             await get()
     for i in range(rounds):
         order = list(clients.items())
         for name, (get, _) in order if i % 2 == 0 else order[::-1]:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time_ns()
             await get()
             times[name].append((time.perf_counter() - started) * 1000)
+            cpu_ns[name] += time.thread_time_ns() - cpu
     for _, close in clients.values():
         await close()
     out: dict = {}
     for name, ms in times.items():
         ms.sort()
         out[name] = {"n": len(ms), "p50_ms": round(statistics.median(ms), 3),
-                     "p99_ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 3)}
+                     "p99_ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 3),
+                     "cpu_us": round(cpu_ns[name] / len(ms) / 1000, 1)}
     for name in out:
         out[name]["p50_vs_httpx"] = round(out[name]["p50_ms"] / out["httpx"]["p50_ms"], 3)
     return out

@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -72,12 +73,19 @@ class RequestHeaderConfig:
     extra_prefixes: list[str] = field(default_factory=lambda: ["X-Remote-Extra-"])
     allowed_names: list[str] = field(default_factory=list)
 
-    def all_header_names(self) -> tuple[set[bytes], tuple[bytes, ...]]:
+    def all_header_names(self) -> tuple[frozenset[bytes], tuple[bytes, ...]]:
         """Exact names and prefixes (lowercase bytes) of every identity header, configured or
         conventional: all are removed before the application sees the request."""
-        exact = {h.lower().encode() for h in (*self.username_headers, *self.uid_headers, *self.group_headers,
-                                              "X-Remote-User", "X-Remote-Uid", "X-Remote-Group")}
-        return exact, tuple(p.lower().encode() for p in (*self.extra_prefixes, "X-Remote-Extra-"))
+        return _identity_headers((*self.username_headers, *self.uid_headers, *self.group_headers),
+                                 tuple(self.extra_prefixes))
+
+
+@lru_cache(maxsize=16)
+def _identity_headers(names: tuple[str, ...], prefixes: tuple[str, ...]) -> tuple[frozenset[bytes], tuple[bytes, ...]]:
+    """`RequestHeaderConfig.all_header_names` for these configured names: built once per
+    configuration, not per request."""
+    exact = frozenset(h.lower().encode() for h in (*names, "X-Remote-User", "X-Remote-Uid", "X-Remote-Group"))
+    return exact, tuple(p.lower().encode() for p in (*prefixes, "X-Remote-Extra-"))
 
 
 @dataclass(frozen=True)
@@ -100,18 +108,22 @@ def _orgs(cert: x509.Certificate) -> tuple[str, ...]:
     return tuple(str(a.value) for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME))
 
 
+@lru_cache(maxsize=64)
+def _wire_names(names: tuple[str, ...]) -> tuple[bytes, ...]:
+    """Header names as the ASGI scope carries them (lowercase bytes), per configuration."""
+    return tuple(n.lower().encode() for n in names)
+
+
 def _header_values(headers: list[tuple[bytes, bytes]], names: list[str]) -> list[str]:
-    wanted = [n.lower().encode() for n in names]
     out: list[str] = []
-    for name in wanted:
+    for name in _wire_names(tuple(names)):
         out += [v.decode("latin-1") for k, v in headers if k == name and v]
     return out
 
 
 def _first_header(headers: list[tuple[bytes, bytes]], names: list[str]) -> str:
     """Go's `headerValue`: the first value of the first header (in `names` order) that is non-empty."""
-    for name in names:
-        key = name.lower().encode()
+    for key in _wire_names(tuple(names)):
         first = next((v for k, v in headers if k == key), b"")
         if first:
             return first.decode("latin-1")
@@ -196,7 +208,7 @@ class Authenticator:
         uid = _first_header(headers, rh.uid_headers)
         groups = tuple(_header_values(headers, rh.group_headers))
         extra: dict[str, list[str]] = {}
-        for prefix in (p.lower().encode() for p in rh.extra_prefixes):  # prefixes first, as Go orders values
+        for prefix in _wire_names(tuple(rh.extra_prefixes)):  # prefixes first, as Go orders values
             for k, v in headers:
                 if k.startswith(prefix) and len(k) > len(prefix):
                     key = unquote(k[len(prefix):].decode("latin-1").lower())

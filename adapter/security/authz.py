@@ -6,7 +6,6 @@ A review that cannot be made is an error (503 at the edge), never an allow.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -79,8 +78,8 @@ class Authorizer:
     async def authorize(self, user: UserInfo, info: RequestInfo) -> Decision:
         if any(g in self.always_allow_groups for g in user.groups):
             return Decision(True, "", "always-allow-group")
-        spec = sar_spec(user, info)
-        key = json.dumps(spec, sort_keys=True)
+        # what the review's spec is made of (sar_spec), hashed as it is: no spec to build per request
+        key = (user.name, user.uid, user.groups, tuple(sorted(user.extra.items())) if user.extra else (), info)
         hit = self.cache.get(key)
         if hit is not None:
             return Decision(hit.allowed, hit.reason, "cache")
@@ -88,7 +87,7 @@ class Authorizer:
             raise ReviewUnavailable("no authorization kubeconfig: cannot ask for a SubjectAccessReview")
         from adapter.kube import request_json
 
-        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": sar_spec(user, info)}
         self.calls += 1
         try:
             resp = await request_json(self._api, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",

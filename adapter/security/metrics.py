@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter
 
 __all__ = ["SecurityMetrics"]
@@ -23,3 +25,13 @@ class SecurityMetrics:
         self.tls_reloads = Counter(
             "promscaler_adapter_tls_reloads_total", "Serving TLS configuration reloads", registry=self.registry,
         )
+        self._children: dict[tuple[str, str, str], Any] = {}
+
+    def count(self, counter: str, outcome: str, source: str) -> None:
+        """One more `outcome` from `source` on `counter` ("authn" or "authz"); labels() takes a lock
+        and validates: once per label pair, not per request (as adapter.selfmetrics)."""
+        key = (counter, outcome, source)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = getattr(self, counter).labels(outcome, source)
+        child.inc()

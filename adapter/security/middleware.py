@@ -65,7 +65,7 @@ class SecurityMiddleware:
         if path_always_allowed(path, self.always_allow_paths):
             # Probes carry no credentials (kubelet): no authentication needed for these paths. A
             # caller that asks for detail (`?verbose`) gets it only if it may GET the path itself.
-            self.metrics.authz.labels("allowed", "always-allow-path").inc()
+            self.metrics.count("authz", "allowed", "always-allow-path")
             scope = {**scope, "headers": self.authenticator.strip_headers(headers, drop_authorization=True),
                      "user": await self._verbose_user(scope, headers, path)}
             return await self.app(scope, receive, send)
@@ -73,23 +73,23 @@ class SecurityMiddleware:
         result = await self._authenticate(scope, headers)
         if result.user is None:
             outcome = "error" if result.method == "token" else "failure"
-            self.metrics.authn.labels(outcome, result.method).inc()
+            self.metrics.count("authn", outcome, result.method)
             log.info("authentication failed for %s %s: %s", scope.get("method"), path, result.error)
             return await _send_status(send, Unauthorized("Unauthorized").to_status(), websocket=ws)
-        self.metrics.authn.labels("success", result.method).inc()
+        self.metrics.count("authn", "success", result.method)
 
         info = request_info(scope.get("method", "GET"), path, scope.get("query_string", b""))
         try:
             decision = await self.authorizer.authorize(result.user, info)
         except ReviewUnavailable as exc:
-            self.metrics.authz.labels("error", "review").inc()
+            self.metrics.count("authz", "error", "review")
             log.warning("authorization unavailable for %s %s: %s", scope.get("method"), path, exc)
             body = ServiceUnavailable(f"authorization could not be checked: {exc}").to_status()
             return await _send_status(send, body, [(b"retry-after", b"1")], websocket=ws)
         if not decision.allowed:
-            self.metrics.authz.labels("denied", decision.source).inc()
+            self.metrics.count("authz", "denied", decision.source)
             return await _send_status(send, forbidden_status(result.user, info, decision.reason), websocket=ws)
-        self.metrics.authz.labels("allowed", decision.source).inc()
+        self.metrics.count("authz", "allowed", decision.source)
 
         scope = {
             **scope,

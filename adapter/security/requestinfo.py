@@ -9,6 +9,7 @@ are non-resource requests authorized by path and lowercase HTTP method.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import parse_qs
 
 __all__ = ["RequestInfo", "request_info"]
@@ -34,8 +35,10 @@ class RequestInfo:
     name: str = ""
 
 
+@lru_cache(maxsize=1024)
 def request_info(method: str, path: str, query_string: bytes | str = b"") -> RequestInfo:
-    """Parse like k8s.io/apiserver/pkg/endpoints/request.RequestInfoFactory.NewRequestInfo."""
+    """Parse like k8s.io/apiserver/pkg/endpoints/request.RequestInfoFactory.NewRequestInfo (a pure
+    function of the request line: kept, as autoscalers ask the same paths every sync period)."""
     non_resource = RequestInfo(False, path, method.lower())
     parts = [p for p in path.strip("/").split("/")] if path.strip("/") else []
     if len(parts) < 1 or parts[0] not in _API_PREFIXES:

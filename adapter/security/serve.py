@@ -21,6 +21,7 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from adapter.onewrite import corked
 from adapter.security import kube
 from adapter.security.authn import (
     Authenticator,
@@ -47,8 +48,9 @@ __all__ = [
 
 log = logging.getLogger("adapter.security")
 
-# httptools, uvicorn's fast HTTP parser (a dependency), with the peer-certificate hook.
-HTTP_PROTOCOL = with_tls_extension(HttpToolsProtocol)
+# httptools, uvicorn's fast HTTP parser (a dependency), with the peer-certificate hook, each
+# answer in one write (adapter.onewrite: one TLS record).
+HTTP_PROTOCOL = with_tls_extension(corked(HttpToolsProtocol))
 
 
 class SecurityConfigError(ValueError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from typing import ClassVar
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
@@ -113,6 +113,51 @@ async def test_auth_config_kubeconfig_style(recorder, tmp_path):
         assert req["headers"]["Authorization"] == "Bearer from-kubeconfig"
     finally:
         await client.aclose()
+
+
+class _HeaderRecorder(StubAPI):
+    """Records each request's header lines as sent (a repeated name twice) and sets a cookie."""
+
+    seen: ClassVar[list[tuple[str, list[tuple[str, str]]]]] = []
+
+    def do_GET(self):
+        type(self).seen.append((urlparse(self.path).path, [(k.lower(), v) for k, v in self.headers.items()]))
+        data = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}
+                          if self.path.startswith("/api/v1/query") else {"status": "success", "data": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Set-Cookie", "session=abc; Path=/")
+        self.end_headers()
+        self.wfile.write(data)
+
+
+async def test_each_header_once_the_clients_own_last_and_no_cookies(tmp_path):
+    """The session's headers are built once: a --prometheus-header replaces a default whatever its
+    case, the client's own (Accept-Encoding, the configured credentials) replace both; instant
+    queries ask for no gzip, discovery does; a cookie Prometheus (or a proxy) sets is not sent back."""
+    auth = tmp_path / "prometheus-auth.yaml"
+    auth.write_text(json.dumps({"users": [{"name": "a", "user": {"token": "from-kubeconfig"}}]}))
+    _HeaderRecorder.seen = []
+    with serving(_HeaderRecorder) as server:
+        client = PrometheusClient(parse_settings([
+            "--prometheus-url", f"http://localhost:{server.server_port}", "--prometheus-auth-config", str(auth),
+            "--prometheus-header", "accept=application/json;q=1", "--prometheus-header", "authorization=Basic eA==",
+            "--prometheus-header", "ACCEPT-ENCODING=br"]))
+        try:
+            for _ in range(2):
+                assert await client.query("up") == []
+            assert await client.series("up") == []
+        finally:
+            await client.aclose()
+    for path, headers in _HeaderRecorder.seen:
+        names = [k for k, _ in headers]
+        assert len(names) == len(set(names)), headers
+        sent = dict(headers)
+        assert sent["accept"] == "application/json;q=1" and sent["authorization"] == "Bearer from-kubeconfig"
+        assert sent["user-agent"] == "promscaler-adapter" and "cookie" not in sent
+        assert sent["accept-encoding"] == ("identity" if path == "/api/v1/query" else "gzip")
+    assert [path for path, _ in _HeaderRecorder.seen] == ["/api/v1/query"] * 2 + ["/api/v1/series"]
 
 
 class _NoFormatQuery(StubAPI):

@@ -12,15 +12,24 @@ from hypothesis import strategies as st
 
 from adapter.kube import LabelIndex
 from adapter.metricroutes import timestamp
-from adapter.promql import regex_alternation
+from adapter.naming import compile_rules
+from adapter.promql import regex_alternation, resource_query
+from adapter.provider import CustomMetricsProvider
+from adapter.rules import parse_rules
 from promscaler import wire
 from promscaler.selectors import Operator, Requirement, Selector, parse_selector
 from promscaler.times import format_time
 
 
 def test_timestamp_matches_format_time():
-    for ts in (0.0, 1700000000.0, 1700000000.999, 1795276801.5):
+    for ts in (0.0, 1700000000.0, 1700000000.999, 1795276801.5, 253402300799.0):
         assert timestamp(ts) == format_time(datetime.fromtimestamp(ts, UTC))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(min_value=0, max_value=253402300799, allow_nan=False))
+def test_timestamp_of_any_sample_time_matches_format_time(ts):
+    assert timestamp(ts) == format_time(datetime.fromtimestamp(ts, UTC))
 
 
 rows = st.lists(st.tuples(st.text(min_size=1, max_size=12), st.sampled_from([None, "web", "ns-\u00e9"]),
@@ -90,3 +99,46 @@ def test_regex_alternation_escapes_every_metacharacter(values):
     """The translate-based escaping gives what a per-character regex substitution gives."""
     expected = json.dumps("|".join(_RE2_META.sub(r"\\\1", v) for v in values), ensure_ascii=False)
     assert regex_alternation(values) == expected
+
+
+_RULES_TEXT = """
+rules:
+- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  name: {matches: "^(.*)_total$", as: "${1}"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'
+- seriesQuery: 'queue_depth{namespace!="",pod!=""}'
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  metricsQuery: 'max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+"""
+_RULES = compile_rules(parse_rules(_RULES_TEXT)).rules
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0, 1]), st.sampled_from([None, "web", "ns-\u00e9"]),
+                          st.lists(st.text(min_size=1, max_size=8), max_size=3),
+                          st.sampled_from(["", "code=200", "code!=500,path"])), min_size=1, max_size=8))
+def test_kept_queries_are_the_queries_built(requests):
+    provider = CustomMetricsProvider(None, None)  # type: ignore[arg-type]  # only its query building
+    for rule_index, namespace, names, metric_labels in requests:
+        rule = _RULES[rule_index]
+        selector = parse_selector(metric_labels)
+        built = resource_query(rule, rule.rule.series_query, "pod", "namespace", namespace, names, selector)
+        assert provider._resource_query(rule, rule.rule.series_query, "pod", "namespace", namespace, names,
+                                        selector) == built
+
+
+def test_a_query_asked_again_is_not_rendered_again(monkeypatch):
+    rule = _RULES[0]
+    renders = []
+    original = type(rule.query).render
+    monkeypatch.setattr(type(rule.query), "render", lambda self, args: renders.append(1) or original(self, args))
+    provider = CustomMetricsProvider(None, None)  # type: ignore[arg-type]
+    ask = (rule, "http_requests_total", "pod", "namespace", "web", ["web-1"], parse_selector(""))
+    first = provider._resource_query(*ask)
+    assert provider._resource_query(*ask) == first
+    assert len(renders) == 1
+    # the same text from a rule compiled anew (a reload): built for that rule, not taken from the other
+    again = compile_rules(parse_rules(_RULES_TEXT)).rules[0]
+    assert provider._resource_query(again, *ask[1:]) == first
+    assert len(renders) == 2

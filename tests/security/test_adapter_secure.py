@@ -205,6 +205,54 @@ def test_through_kubesims_aggregation_layer(env: Env) -> None:
         env.sim.set_aggregated_api("custom.metrics.k8s.io", None)
 
 
+def _tls12_exchange(env: Env, request: bytes) -> tuple[bytes, list[int]]:
+    """`request` over TLS 1.2 (its record types travel in the clear), read until the answer's
+    Content-Length is in: (the answer, the type of each TLS record that brought it)."""
+    ctx = env.aggregator()
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(incoming, outgoing, server_hostname="127.0.0.1")
+    with socket.create_connection(("127.0.0.1", env.port), timeout=15) as sock:
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                sock.sendall(outgoing.read())
+                incoming.write(sock.recv(65536))
+        sock.sendall(outgoing.read())
+        tls.write(request)
+        sock.sendall(outgoing.read())
+        raw, answer = b"", b""
+        while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < int(
+                answer.lower().partition(b"content-length: ")[2].split(b"\r\n")[0] or b"0"):
+            data = sock.recv(65536)
+            assert data, f"connection closed after {answer!r}"
+            raw += data
+            incoming.write(data)
+            try:
+                while True:
+                    answer += tls.read(65536)
+            except ssl.SSLWantReadError:
+                pass
+    types, at = [], 0
+    while at < len(raw):  # each record: type (1 byte), version (2), length (2), body
+        types.append(raw[at])
+        at += 5 + int.from_bytes(raw[at + 3:at + 5], "big")
+    return answer, types
+
+
+def test_an_answer_leaves_in_one_tls_record(env: Env) -> None:
+    """The status line, headers and body of a small answer go out in one write: one TLS record,
+    one `send`, one wake-up of the client (uvicorn writes the headers and the body apart)."""
+    path = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/web/pods/web-1/http_requests"
+    request = (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Remote-User: {HPA}\r\n"
+               "X-Remote-Group: system:serviceaccounts\r\n\r\n").encode()
+    answer, records = _tls12_exchange(env, request)
+    assert answer.startswith(b"HTTP/1.1 200 ") and b'"MetricValueList"' in answer, answer
+    assert records == [23]  # one application-data record
+
+
 def test_serving_cert_rotation(env: Env) -> None:
     """Runs last in this module: the rotated certificate is signed by a CA the clients also trust."""
     rotated = pki.issue(env.server_ca, "adapter-rotated", dns=["localhost"], ips=["127.0.0.1"], server=True)
