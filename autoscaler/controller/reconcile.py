@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from autoscaler.decision import decide, record_scale
+from autoscaler.decision.conditions import SCALED_TO_ZERO
 from autoscaler.decision.controls import failures_so_far, parse_pause
 from autoscaler.decision.model import (
     Condition,
@@ -43,7 +44,7 @@ from .metrics import MetricsClient
 from .releases import GENERATIONS, READ_OWN_WRITES
 from .scale import ScaleClient, ScaleError
 from .shadow import ShadowBook
-from .status import build_status, replace_condition, with_summary
+from .status import build_status, replace_condition, with_summary, without
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +200,7 @@ class Reconciler:
                 status = build_status(prev_status, generation=self.observed_generation(obj), current_replicas=current,
                                       desired_replicas=int(prev_status.get("desiredReplicas") or current),
                                       current_metrics=prev_status.get("currentMetrics"),
-                                      conditions=replace_condition(_conditions(prev_status), condition),
+                                      conditions=[condition],
                                       last_scale_time=None, now=now)
                 # no decision this sync: the controls' state (the fallback's count of failed syncs) stays
                 status.update({k: prev_status[k] for k in ("control", "metricFailures") if k in prev_status})
@@ -309,8 +310,9 @@ class Reconciler:
                     f"New size: {decision.desired_replicas}; reason: {reason}; error: {exc}",
                     now,
                 )
+                # horizontal.go sets ScaledToZero only once the scale was written: kept as it was
                 conditions = replace_condition(
-                    conditions,
+                    without(conditions, SCALED_TO_ZERO),
                     Condition(
                         "AbleToScale",
                         "False",
@@ -453,11 +455,6 @@ def _caught_up(seen: str, written: str) -> bool:
 def _generation(obj: Obj) -> int | None:
     gen = (obj.get("metadata") or {}).get("generation")
     return int(gen) if gen is not None else None
-
-
-def _conditions(status: Obj) -> list[Condition]:
-    return [Condition(c.get("type", ""), c.get("status", "Unknown"), c.get("reason", ""), c.get("message", ""))
-            for c in status.get("conditions") or ()]
 
 
 def _rescale_reason(decision: Decision) -> str:

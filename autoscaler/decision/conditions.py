@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
 from .model import Condition
+
+T = TypeVar("T")
 
 __all__ = [
     "ABLE_TO_SCALE",
@@ -13,7 +18,9 @@ __all__ = [
     "SCALING_ACTIVE",
     "SCALING_LIMITED",
     "make",
+    "merged",
     "ordered",
+    "set_by_type",
     "unable_to_compute",
 ]
 
@@ -87,3 +94,25 @@ def valid_metric_found(label: str) -> Condition:
     """ScalingActive True / ValidMetricFound naming the metric that set the recommendation."""
     return make(SCALING_ACTIVE, True, VALID_METRIC_FOUND,
                 f"the HPA was able to successfully calculate a replica count from {label}")
+
+
+def set_by_type(previous: Sequence[T], conditions: Iterable[Condition], type_of: Callable[[T], object],
+                put: Callable[[T | None, Condition], T]) -> list[T]:
+    """horizontal.go's setCondition, for each condition a sync set, on the list the autoscaler had:
+    the one of the same type is replaced in place (`put(old, new)`), a new type is appended, and
+    every type the sync did not set is kept as it was."""
+    out = list(previous)
+    at = {type_of(c): i for i, c in enumerate(out)}
+    for cond in conditions:
+        i = at.get(cond.type)
+        if i is None:
+            at[cond.type] = len(out)
+            out.append(put(None, cond))
+        else:
+            out[i] = put(out[i], cond)
+    return out
+
+
+def merged(previous: Sequence[Condition], conditions: Iterable[Condition]) -> list[Condition]:
+    """The conditions of the status a sync writes: `conditions` (the ones it set) on `previous`."""
+    return set_by_type(previous, conditions, lambda c: c.type, lambda _old, new: new)

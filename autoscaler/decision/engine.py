@@ -404,23 +404,20 @@ def _apply_normalized(inp: DecisionInput, sync: _Sync, norm: Normalized) -> None
 
 
 def _set_rescale_conditions(inp: DecisionInput, sync: _Sync) -> None:
-    """AbleToScale after a rescale, and ScaledToZero (HPAScaleToZero on): reported for autoscalers
-    that can scale to zero or did."""
+    """AbleToScale after a rescale, and ScaledToZero (HPAScaleToZero on) as horizontal.go sets it
+    after every successful rescale, whatever the autoscaler's metrics: True on going to zero, else
+    False. A sync that does not rescale sets neither: the status keeps what it had (setCondition)."""
+    if not sync.rescale:
+        return
     spec, current, desired = inp.spec, inp.current_replicas, sync.desired
     conds = sync.conditions
-    if not _zero_scaling(inp):  # HPAScaleToZero off (1.36's default): the condition is never written
-        if sync.rescale:
-            conds[C.ABLE_TO_SCALE] = C.rescaled(desired)
-        return
-    if not sync.rescale:
-        if inp.scaled_to_zero:
-            conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, True, "ScaledToZero", C.MSG_SCALED_TO_ZERO)
-        return
     conds[C.ABLE_TO_SCALE] = C.rescaled(desired)
+    if not _zero_scaling(inp):  # HPAScaleToZero off (1.36's default): the condition is never written
+        return
     if current > 0 and desired == 0 and spec.min_replicas == 0 and spec.has_object_or_external:
-        conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, True, "ScaledToZero", C.MSG_SCALED_TO_ZERO)
-    elif spec.min_replicas == 0 or inp.scaled_to_zero:
-        conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, False, "NotScaledToZero", C.MSG_NOT_SCALED_TO_ZERO)
+        conds[C.SCALED_TO_ZERO] = C.fixed(C.SCALED_TO_ZERO, True, "ScaledToZero", C.MSG_SCALED_TO_ZERO)
+    else:
+        conds[C.SCALED_TO_ZERO] = C.fixed(C.SCALED_TO_ZERO, False, "NotScaledToZero", C.MSG_NOT_SCALED_TO_ZERO)
 
 
 def _decision(inp: DecisionInput, sync: _Sync) -> Decision:

@@ -32,6 +32,7 @@ from ..decision.controls import failures_so_far, parse_pause
 from ..decision.fields import MAX_INT32, duration, integer, items, obj, quantity
 from ..decision.keda import is_scaled_object, read_scaled_object
 from ..decision.kubeversion import CURRENT, KubeVersion, supported_version
+from ..decision.model import Condition
 from ..decision.spec import METRIC_TYPES, HPASpec, MetricSpec, SpecError, admit, parse_spec
 from ..objects import (
     ObjectError,
@@ -86,6 +87,8 @@ class Scenario:
     label: str                         # "file" or "file#2", plus the autoscaler's name
     input: DecisionInput
     expect: Mapping[str, Any] | None
+    # hpa.status.conditions: the ones the sync does not set stay in the status (setCondition)
+    conditions: tuple[Condition, ...] = ()
 
 
 # --- loading -------------------------------------------------------------------------------------
@@ -578,8 +581,9 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None,
             raise _err(f"hpa.{exc.path}", exc.reason) from None
         raise ScenarioError(str(exc)) from None
     status = _map(hpa, "status", "hpa.status")
-    scaled_to_zero = any(c.get("type") == "ScaledToZero" and c.get("status") == "True"
-                         for c in _list(status, "conditions", "hpa.status.conditions"))
+    conditions = tuple(_condition(c) for c in _list(status, "conditions", "hpa.status.conditions")
+                       if isinstance(c, Mapping))
+    scaled_to_zero = any(c.type == "ScaledToZero" and c.status == "True" for c in conditions)
     short = isinstance(doc.get("pods"), Mapping)
     if short:
         doc = {**doc, "pods": expand_pods(doc["pods"], spec.scale_target_ref.name, namespace or "default", now)}
@@ -594,4 +598,10 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None,
         scaled_to_zero=scaled_to_zero, selector_error=target.selector_error, paused=paused,
         namespace=namespace or "default", native=not keda and hpa.get("kind") != "HorizontalAutoscaler",
     )
-    return Scenario(f"{label} ({name})" if name else label, inp, _expect(doc))
+    return Scenario(f"{label} ({name})" if name else label, inp, _expect(doc), conditions)
+
+
+def _condition(c: Mapping[str, Any]) -> Condition:
+    status = c.get("status")
+    return Condition(str(c.get("type", "")), status if status in ("True", "False") else "Unknown",
+                     str(c.get("reason", "")), str(c.get("message", "")))
