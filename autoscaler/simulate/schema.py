@@ -99,8 +99,11 @@ HISTORY = _fields(recommendations=[_fields("timestamp", "replicas")],
 CONFIG = _fields("tolerance", "cpuInitializationPeriod", "initialReadinessDelay", "downscaleStabilizationWindow")
 EXPECT = _fields("desiredReplicas", "recommendation", "scale", "currentMetrics", "proposals", "control",
                  conditions=MAP)
+# the other autoscalers of the namespace and their targets' scale selectors (AmbiguousSelector)
+OTHER_AUTOSCALER = _fields("name", "selector")
 TOP = _fields("now", "kubernetesVersion", config=CONFIG, hpa=HPA, scaleTarget=SCALE_TARGET, pods=(PODS_SHORT, [POD]),
-              metrics=ANY, history=HISTORY, expect=EXPECT)  # metrics: scenario._check_metrics (keys name metrics)
+              metrics=ANY, history=HISTORY, expect=EXPECT,  # metrics: scenario._check_metrics (keys name metrics)
+              otherAutoscalers=[OTHER_AUTOSCALER])
 
 
 def _kind(schema: Schema) -> str:
