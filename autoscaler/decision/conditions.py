@@ -12,6 +12,7 @@ T = TypeVar("T")
 __all__ = [
     "ABLE_TO_SCALE",
     "CONDITION_ORDER",
+    "CONTROL_CONDITIONS",
     "FALLBACK",
     "PAUSED",
     "SCALED_TO_ZERO",
@@ -32,6 +33,7 @@ SCALED_TO_ZERO = "ScaledToZero"
 PAUSED = "Paused"
 FALLBACK = "Fallback"
 CONDITION_ORDER = (ABLE_TO_SCALE, SCALING_ACTIVE, SCALING_LIMITED, SCALED_TO_ZERO, PAUSED, FALLBACK)
+CONTROL_CONDITIONS = frozenset({PAUSED, FALLBACK})
 
 # Reasons (pkg/controller/podautoscaler/horizontal.go)
 SUCCEEDED_GET_SCALE = "SucceededGetScale"
@@ -100,8 +102,9 @@ def set_by_type(previous: Sequence[T], conditions: Iterable[Condition], type_of:
                 put: Callable[[T | None, Condition], T]) -> list[T]:
     """horizontal.go's setCondition, for each condition a sync set, on the list the autoscaler had:
     the one of the same type is replaced in place (`put(old, new)`), a new type is appended, and
-    every type the sync did not set is kept as it was."""
-    out = list(previous)
+    every type the sync did not set is kept as it was; but the controls' own (Paused, Fallback),
+    which a sync sets while the control is in force, go when it no longer is."""
+    out = [c for c in previous if type_of(c) not in CONTROL_CONDITIONS]
     at = {type_of(c): i for i, c in enumerate(out)}
     for cond in conditions:
         i = at.get(cond.type)

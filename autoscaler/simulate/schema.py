@@ -57,7 +57,7 @@ HPA = _fields(
     # `reference`, `targets` and `metrics`: a HorizontalAutoscaler's printed summary (kubectl get has,
     # kubectl describe); `control` and `metricFailures`: what its controls did (docs/controls.md)
     status=_fields("observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas", "currentMetrics",
-                   "reference", "targets", "metrics", "control", "metricFailures", conditions=[CONDITION]),
+                   "reference", "targets", "metrics", "control", "metricFailures", "selector", conditions=[CONDITION]),
 )
 SCALE_TARGET = _fields("apiVersion", "kind", "replicas", metadata=OBJECT_META, spec=_fields("replicas"),
                        status=_fields("replicas", "selector"))

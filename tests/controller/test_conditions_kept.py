@@ -62,3 +62,12 @@ async def test_a_sync_without_metrics_keeps_the_last_scaling_limited(sim, fake):
         await eventually(lambda: by_type()["ScalingActive"]["reason"] == "FailedGetPodsMetric")
     assert by_type()["ScalingLimited"] == limited
     assert replicas(sim, "web") == 2
+
+
+def test_a_controls_condition_goes_once_the_control_is_not_in_force():
+    # Paused and Fallback are promscaler's, set by each sync while the control is in force
+    # (docs/controls.md): a resumed autoscaler's status has no Paused left behind.
+    paused = {"type": "Paused", "status": "True", "lastTransitionTime": "2025-12-31T00:00:00Z",
+              "reason": "PausedByAnnotation", "message": "paused (promscaler.io/paused): hold 3 replicas"}
+    got = _write([ABLE, paused, STALE], [Condition("AbleToScale", "True", "ReadyForNewScale", "m")], None)
+    assert [c["type"] for c in got] == ["AbleToScale", "ScaledToZero"]
