@@ -218,7 +218,7 @@ class Reconciler:
                                       desired_replicas=int(prev_status.get("desiredReplicas") or current),
                                       current_metrics=prev_status.get("currentMetrics"),
                                       conditions=[condition],
-                                      last_scale_time=None, now=now)
+                                      last_scale_time=None, now=now, decided=False)
                 # no decision this sync: the controls' state (the fallback's count of failed syncs) stays
                 status.update({k: prev_status[k] for k in ("control", "metricFailures") if k in prev_status})
                 await self._write_status(kind, obj, status)

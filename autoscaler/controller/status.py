@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from autoscaler.decision.conditions import set_by_type
+from autoscaler.decision.conditions import CONTROL_CONDITIONS, set_by_type
 from autoscaler.decision.model import Condition
 from promscaler.quantity import QuantityError, format_quantity, parse_quantity
 from promscaler.times import format_time
@@ -20,12 +20,14 @@ Obj = dict[str, Any]
 
 
 def merge_conditions(previous: Sequence[Obj] | None, conditions: Iterable[Condition], now: datetime,
-                     generation: int | None = None) -> list[Obj]:
+                     generation: int | None = None, decided: bool = True) -> list[Obj]:
     """The previous conditions with this sync's set by type, as horizontal.go's setCondition does on
     the object it read: a type this sync did not set is kept as it was (a stale ScaledToZero=True,
     the ScalingLimited of the last sync that computed one), a new type is appended, and a set
     condition keeps its lastTransitionTime while its status is unchanged. `generation`: recorded as
-    `observedGeneration` on each condition set (Kubernetes 1.37); None, no such field written."""
+    `observedGeneration` on each condition set (Kubernetes 1.37); None, no such field written.
+    `decided`: the sync reached a decision, which sets the controls' conditions in force (the others
+    go); a sync that failed before one keeps them, as it keeps status.control."""
     def put(old: Obj | None, cond: Condition) -> Obj:
         kept = old is not None and old.get("status") == cond.status and old.get("lastTransitionTime")
         obj: Obj = {"type": cond.type, "status": cond.status}
@@ -35,7 +37,8 @@ def merge_conditions(previous: Sequence[Obj] | None, conditions: Iterable[Condit
                    reason=cond.reason, message=cond.message)
         return obj
 
-    return set_by_type(list(previous or ()), conditions, lambda c: c.get("type"), put)
+    return set_by_type(list(previous or ()), conditions, lambda c: c.get("type"), put,
+                       CONTROL_CONDITIONS if decided else frozenset())
 
 
 def replace_condition(conditions: Sequence[Condition], new: Condition) -> list[Condition]:
@@ -52,14 +55,14 @@ def without(conditions: Sequence[Condition], ctype: str) -> list[Condition]:
 
 def build_status(previous: Obj | None, *, generation: int | None, current_replicas: int, desired_replicas: int,
                  current_metrics: list[Obj] | None, conditions: Iterable[Condition], last_scale_time: datetime | None,
-                 now: datetime) -> Obj:
+                 now: datetime, decided: bool = True) -> Obj:
     """`generation`: the autoscaler's metadata.generation, written as status.observedGeneration and
     on each condition (Kubernetes 1.37); None (before 1.37, or an object without one): neither."""
     previous = previous or {}
     status: Obj = {
         "currentReplicas": current_replicas,
         "desiredReplicas": desired_replicas,
-        "conditions": merge_conditions(previous.get("conditions"), conditions, now, generation),
+        "conditions": merge_conditions(previous.get("conditions"), conditions, now, generation, decided),
     }
     if generation is not None:
         status["observedGeneration"] = generation

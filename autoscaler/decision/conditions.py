@@ -99,12 +99,12 @@ def valid_metric_found(label: str) -> Condition:
 
 
 def set_by_type(previous: Sequence[T], conditions: Iterable[Condition], type_of: Callable[[T], object],
-                put: Callable[[T | None, Condition], T]) -> list[T]:
+                put: Callable[[T | None, Condition], T], drop: frozenset[str] = CONTROL_CONDITIONS) -> list[T]:
     """horizontal.go's setCondition, for each condition a sync set, on the list the autoscaler had:
     the one of the same type is replaced in place (`put(old, new)`), a new type is appended, and
-    every type the sync did not set is kept as it was; but the controls' own (Paused, Fallback),
-    which a sync sets while the control is in force, go when it no longer is."""
-    out = [c for c in previous if type_of(c) not in CONTROL_CONDITIONS]
+    every type the sync did not set is kept as it was; but the types in `drop`, the controls' own
+    (Paused, Fallback) that a deciding sync sets while the control is in force, go when it did not."""
+    out = [c for c in previous if type_of(c) not in drop]
     at = {type_of(c): i for i, c in enumerate(out)}
     for cond in conditions:
         i = at.get(cond.type)

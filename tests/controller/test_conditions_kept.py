@@ -10,7 +10,18 @@ from datetime import UTC, datetime
 from autoscaler.controller.status import build_status
 from autoscaler.decision.model import Condition
 
-from .conftest import NS, autoscaler, deployment, eventually, pods_metric, replicas, running, settings, status
+from .conftest import (
+    NS,
+    autoscaler,
+    conditions,
+    deployment,
+    eventually,
+    pods_metric,
+    replicas,
+    running,
+    settings,
+    status,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 T1 = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
@@ -71,3 +82,19 @@ def test_a_controls_condition_goes_once_the_control_is_not_in_force():
               "reason": "PausedByAnnotation", "message": "paused (promscaler.io/paused): hold 3 replicas"}
     got = _write([ABLE, paused, STALE], [Condition("AbleToScale", "True", "ReadyForNewScale", "m")], None)
     assert [c["type"] for c in got] == ["AbleToScale", "ScaledToZero"]
+
+
+async def test_a_sync_that_fails_before_deciding_keeps_the_controls_condition(sim, fake):
+    # a paused autoscaler whose target goes away: FailedGetScale, and still Paused (its annotation is
+    # there; only a sync that decides sets or clears the controls' conditions, as status.control).
+    sim.apply(deployment("web", 2))
+    fake.pods[(NS, "http_requests")] = "1"
+    paused = autoscaler("web", "web", [pods_metric("http_requests", "1")])
+    paused["metadata"]["annotations"] = {"promscaler.io/paused": "true"}
+    sim.apply(paused)
+    async with running(sim, settings()):
+        await eventually(lambda: conditions(sim, "web").get("Paused") == ("True", "PausedByAnnotation"))
+        sim.delete("apps/v1", "Deployment", NS, "web")
+        await eventually(lambda: conditions(sim, "web").get("AbleToScale") == ("False", "FailedGetScale"))
+    assert conditions(sim, "web")["Paused"] == ("True", "PausedByAnnotation")
+    assert status(sim, "web")["control"] == "Paused"
