@@ -98,3 +98,32 @@ async def test_a_sync_that_fails_before_deciding_keeps_the_controls_condition(si
         await eventually(lambda: conditions(sim, "web").get("AbleToScale") == ("False", "FailedGetScale"))
     assert conditions(sim, "web")["Paused"] == ("True", "PausedByAnnotation")
     assert status(sim, "web")["control"] == "Paused"
+
+
+async def test_a_failed_scale_write_sets_no_scaled_to_zero(sim, fake):
+    # horizontal.go sets ScaledToZero after a successful scale update only; a failed one sets
+    # AbleToScale False / FailedUpdateScale and leaves ScaledToZero as it was (here: absent).
+    sim.apply(deployment("web", 2))
+    fake.pods[(NS, "http_requests")] = "500m"  # on target: stay at 2
+    sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "500m")]))
+    async with running(sim, settings()) as controller:
+        await eventually(lambda: conditions(sim, "web").get("ScalingActive") == ("True", "ValidMetricFound"))
+        kube = controller.reconciler.kube
+        original, writes = kube.request, [0]
+
+        async def racing(method, path, *args, **kwargs):
+            if method == "PUT" and path.endswith("/scale"):
+                writes[0] += 1
+                touched = sim.get("apps/v1", "Deployment", NS, "web")
+                touched["metadata"].setdefault("annotations", {})["touched"] = str(writes[0])
+                sim.apply(touched)  # someone else wrote it after our read: 409 Conflict
+            return await original(method, path, *args, **kwargs)
+
+        kube.request = racing  # type: ignore[method-assign]
+        fake.pods[(NS, "http_requests")] = "1"  # 1 per pod against 500m: wants 4
+        await eventually(lambda: conditions(sim, "web").get("AbleToScale") == ("False", "FailedUpdateScale"))
+        assert "ScaledToZero" not in conditions(sim, "web") and replicas(sim, "web") == 2
+        kube.request = original  # type: ignore[method-assign]
+        await eventually(lambda: replicas(sim, "web") == 4)
+        # once written, 1.37 sets it (False: not to zero) after the rescale, a Pods-metric autoscaler's too
+        await eventually(lambda: conditions(sim, "web").get("ScaledToZero") == ("False", "NotScaledToZero"))
