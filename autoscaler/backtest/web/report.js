@@ -230,7 +230,13 @@
     const k = r => [r.target, r.tolerance, r.scaleDownWindowSeconds, r.scaleDownPolicy, r.scaleUpPolicy,
       r.addForecast ? "added" : "-", r.forecastHorizon];
     const fig = p => [p.replicaHours, p.secondsUnderProvisioned, p.scaleEvents];
+    const hb = s.hindsightBest, above = hb && hb.recommendedReplicaHoursAbove;
     root.append(el("p", { className: "verdict", textContent: s.verdict }),
+      ...(hb ? [el("p", { className: "hindsight", textContent: `hindsight: the best of this search space on the ` +
+        `held-out part (${hb.candidates} candidates, the same budget${hb.withinBudget ? "" : "; none within it"}): ` +
+        `${hb.reportedOn.replicaHours.toFixed(1)} replica-hours, ${Math.round(hb.reportedOn.secondsUnderProvisioned)} s ` +
+        `under-provisioned` + (above == null ? "" : `; ${s.recommended ? "the recommendation" : "the given spec (kept)"} ` +
+        `is ${above >= 0 ? "+" : ""}${(above * 100).toFixed(1)}% in replica-hours from it`) })] : []),
       el("p", { textContent: `objective: ${s.objective}; ${s.candidates} candidates, chosen on ` +
         `${s.chosenOn.from} .. ${s.chosenOn.to}, reported on ${s.reportedOn.from} .. ${s.reportedOn.to} (held out)` }));
     const charts = el("div", { className: "side" });
