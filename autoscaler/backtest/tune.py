@@ -56,14 +56,13 @@ TARGET_FRACTIONS = (0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)   # of the reference t
 DOWN_WINDOWS = (0, 60, 180, 300, 600)                        # seconds, plus the given one
 TOLERANCES = (0.05, 0.1, 0.2)                                # but the given one; plus the given one
 # A seasonal forecast's shapes against noise tried (rules-file fields), at the rule's horizon: each
-# costs one range query per season set. The mean and max of the horizon one season ago smooth or
-# cover a burst; the median of the last 3 seasons keeps one noisy season from steering.
+# costs one range query per season set. The mean of the horizon one season ago smooths a burst that
+# fell on one instant, its upper quartile covers most of them; the median of the last 3 seasons
+# keeps one noisy season from steering.
 SHAPES: dict[str, dict[str, Any]] = {
     "envelope mean": {"envelope": "mean"},
-    "envelope max": {"envelope": "max"},
-    "envelope q0.75": {"envelope": "quantile", "quantile": 0.75},
     "median of 3, envelope mean": {"pastSeasons": 3, "combine": "median", "envelope": "mean"},
-    "median of 3, envelope max": {"pastSeasons": 3, "combine": "median", "envelope": "max"},
+    "median of 3, envelope q0.75": {"pastSeasons": 3, "combine": "median", "envelope": "quantile", "quantile": 0.75},
 }
 
 
