@@ -138,6 +138,42 @@ def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path:
     assert h.data[plan.queries[0].promql].total.tolist() == pytest.approx([15.0] * 6)
 
 
+def test_forecast_shapes_are_fetched_as_the_adapter_would_serve_them(tmp_path: Path):
+    """tune's shape knob `envelope mean`: the forecast's PromQL with the mean of the horizon (30m)
+    one season ago, over the forecast tests' known history (yesterday's queue 10 until T0 - 1d + 20m,
+    30 from then, sampled at whole minutes; today 15). At T0 - 5m + j minutes, the window one day
+    ago holds the whole minutes from T0 - 1d - 5m + j to T0 - 1d + 25m + j: 25 - j at 10, 6 + j at
+    30; times the level ratio 15 / 10: (10 (25 - j) + 30 (6 + j)) / 31 x 1.5. That is Prometheus 2,
+    whose subquery range holds both ends; Prometheus 3's leaves out the first: (10 (24 - j) +
+    30 (6 + j)) / 30 x 1.5 = 21 + j. The rule's own (the instant 30m ahead) is 45 throughout."""
+    from autoscaler.backtest import cli
+    from autoscaler.backtest.plan import ForecastSetting
+    from autoscaler.backtest.specs import load_specs
+    from autoscaler.backtest.tunecli import shape
+    from tests.adapter import forecast_data as fd
+
+    t0 = fd.start_time()
+    at = ForecastSetting(None, None, shape("envelope mean"))
+    with fd.backfilled(t0) as prom:
+        rules = tmp_path / "rules.yaml"
+        rules.write_text(fd.RULES)
+        selector = {"matchLabels": {"queue": "orders"}}
+        metrics = [{"type": "External", "external": {"metric": {"name": name, "selector": selector},
+                                                     "target": {"type": "AverageValue", "averageValue": "10"}}}
+                   for name in ("queue_depth", "queue_depth_seasonal")]
+        path = tmp_path / "worker.yaml"
+        path.write_text(yaml.safe_dump({**GIVEN, "metadata": {"name": "worker", "namespace": "web"},
+                                        "spec": {**GIVEN["spec"], "metrics": metrics}}))
+        args = tunecli._parser().parse_args([str(path), "--prometheus-url", prom.url, "--rules", str(rules),
+                                             "--from", str(t0 - 300), "--to", str(t0), "--step", "60s"])
+        h = cli.read_histories(args, load_specs(str(path)), io.StringIO(), [at])
+    plan = h.plans[0]
+    assert h.data[plan.queries[1].promql].total.tolist() == pytest.approx([45.0] * 6)
+    got = h.data[plan.variants[at][1].promql].total.tolist()
+    both_ends = [(10 * (25 - j) + 30 * (6 + j)) / 31 * 1.5 for j in range(6)]
+    assert got == pytest.approx(both_ends) or got == pytest.approx([21.0 + j for j in range(6)])
+
+
 def test_a_candidate_spec_is_the_given_one_with_its_knobs():
     """The knobs land where Kubernetes reads them; the added forecast has the first metric's target."""
     from autoscaler.backtest.tune import Knobs, apply
