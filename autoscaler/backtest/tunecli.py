@@ -256,8 +256,8 @@ def _yaml(raw: dict[str, Any]) -> str:
 def _knob_text(k: Knobs, given: Knobs, forecast: bool, listed: bool) -> list[str]:
     return [k.target, "given" if k.tolerance is None else f"{k.tolerance:g}",
             "given" if k.down_window is None or k == given else f"{k.down_window}s", k.down_policy, k.up_policy] + \
-        (["added" if k.forecast else ("listed" if listed else "-"), k.horizon or "given", k.seasons or "given"]
-         if forecast else [])
+        (["added" if k.forecast else ("listed" if listed else "-"), k.horizon or "given", k.seasons or "given",
+          k.shape or "given"] if forecast else [])
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -480,13 +480,13 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
               "without a value blocks a scale-down, as in Kubernetes)")
     p(f"limits: the same load model and start-up delay ({summary['startupDelaySeconds']:g}s) as backtest: "
       f"{summary['loadModel']}; the searched knobs only (target, tolerance, scale-down window and policy, "
-      "scale-up policy, adding the first metric's forecast when its rule declares one, the forecast's horizon and "
-      "seasons)")
+      "scale-up policy, adding the first metric's forecast when its rule declares one, the forecast's horizon, "
+      "seasons and shape)")
     t = Table(box=None, pad_edge=False, padding=(0, 1))
     heads = ["", "target", "tolerance", "down window", "down policy", "up policy"]
     forecast, listed = bool(search.horizons()), search.listed_forecast()
     if forecast:
-        heads += ["forecast", "horizon", "seasons"]
+        heads += ["forecast", "horizon", "seasons", "shape"]
     for head in heads:
         t.add_column(head)
     for head in ("replica-h", "under-prov.", "events", "| held out: replica-h", "under-prov.", "events"):
@@ -533,7 +533,8 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
 
 def hindsight_text(row: dict[str, Any], recommended: bool) -> str:
     """One line: the hindsight best of the search space and the recommendation's distance to it."""
-    knobs = ", ".join(f"{k} {v}" for k, v in row["knobs"].items() if v not in (None, "given", False)) or "as given"
+    knobs = ", ".join(f"{k} {v}" for k, v in row["knobs"].items()
+                      if v is not None and v is not False and v != "given") or "as given"
     fig = row["reportedOn"]
     which = "the recommendation" if recommended else "the given spec (kept)"
     above = row["recommendedReplicaHoursAbove"]

@@ -228,7 +228,7 @@
   function tune() {
     const s = data.summary;
     const k = r => [r.target, r.tolerance, r.scaleDownWindowSeconds, r.scaleDownPolicy, r.scaleUpPolicy,
-      r.addForecast ? "added" : "-", r.forecastHorizon];
+      r.addForecast ? "added" : "-", r.forecastHorizon, r.forecastSeasons, r.forecastShape];
     const fig = p => [p.replicaHours, p.secondsUnderProvisioned, p.scaleEvents];
     const hb = s.hindsightBest, above = hb && hb.recommendedReplicaHoursAbove;
     root.append(el("p", { className: "verdict", textContent: s.verdict }),
@@ -283,7 +283,7 @@
     scatter("held-out part: the table's candidates", s.top.map(a => a.reportedOn),
       s.given.reportedOn, s.best.reportedOn, s.budgetSeconds.reportedOn, "held-out");
     const heads = ["", "target", "tolerance", "down window", "down policy", "up policy", "forecast", "horizon",
-      "replica-h", "under-prov. s", "events", "held out: replica-h", "under-prov. s", "events"];
+      "seasons", "shape", "replica-h", "under-prov. s", "events", "held out: replica-h", "under-prov. s", "events"];
     const rows = [["given", ...k(s.given.knobs), ...fig(s.given.chosenOn), ...fig(s.given.reportedOn)]]
       .concat(s.top.map((t, i) => [String(i + 1), ...k(t.knobs), ...fig(t.chosenOn), ...fig(t.reportedOn)]));
     root.append(table(heads, rows, "summary"));
