@@ -88,6 +88,28 @@ FORECASTS: dict[str, dict[str, Any]] = {
     "1d median of 5, envelope mean, levelWindow 3h": {"seasons": ["1d"], "pastSeasons": 5, "combine": "median",
                                                       "envelope": "mean", "levelWindow": "3h"},
 }
+# more, measured on request (--forecasts): between the mean and the upper quartile of the horizon
+MORE_FORECASTS: dict[str, dict[str, Any]] = {
+    "7d median of 3, envelope q0.6, levelWindow 3h": {"seasons": ["7d"], "pastSeasons": 3, "combine": "median",
+                                                      "envelope": "quantile", "quantile": 0.6, "levelWindow": "3h"},
+    "7d median of 3, envelope mean, levelWindow 3h, margin 1.05": {
+        "seasons": ["7d"], "pastSeasons": 3, "combine": "median", "envelope": "mean", "levelWindow": "3h",
+        "margin": 1.05},
+    "7d median of 3, envelope q0.75, levelWindow 3h": {"seasons": ["7d"], "pastSeasons": 3, "combine": "median",
+                                                       "envelope": "quantile", "quantile": 0.75, "levelWindow": "3h"},
+}
+
+
+def select(keys: list[str]) -> None:
+    """Measure (a) with these forecasts (of FORECASTS and MORE_FORECASTS), beside the first (tune's rule)."""
+    global RULES, FORECAST_NAMES
+    every = {**FORECASTS, **MORE_FORECASTS}
+    chosen = {k: every[k] for k in dict.fromkeys(["1d", *keys])}
+    names = {key: "http_requests_forecast" + ("" if i == 0 else f"_{i}") for i, key in enumerate(chosen)}
+    RULES = {"rules": [{**counter_rate_rule(SERIES, "2m"),
+                        "forecast": {"method": "seasonal", **options, "horizon": "5m", "name": names[key],
+                                     "fallback": "present"}} for key, options in chosen.items()]}
+    FORECAST_NAMES = {key: r["forecast"]["name"] for key, r in zip(chosen, RULES["rules"], strict=True)}
 NAMES = {key: "http_requests_forecast" + ("" if i == 0 else f"_{i}") for i, key in enumerate(FORECASTS)}
 RULES = {"rules": [{**counter_rate_rule(SERIES, "2m"),
                     "forecast": {"method": "seasonal", **options, "horizon": "5m", "name": NAMES[key],
@@ -293,9 +315,12 @@ def main() -> int:
     ap.add_argument("--traces", nargs="+", default=["bank_calls", "elecdemand", *BURSTY],
                     choices=["bank_calls", "elecdemand", *BURSTY])
     ap.add_argument("--skip-tune", action="store_true", help="(a) alone: no tune, no plot")
+    ap.add_argument("--forecasts", nargs="+", metavar="KEY", help="(a)'s forecasts (FORECASTS, MORE_FORECASTS)")
     ap.add_argument("--replot", nargs="+", metavar="RESULTS.json",
                     help="draw --png from earlier runs' results (and their .plots.pickle beside them), run nothing")
     args = ap.parse_args()
+    if args.forecasts:
+        select(args.forecasts)
     if args.replot:
         import pickle
 
