@@ -95,6 +95,11 @@ MORE_FORECASTS: dict[str, dict[str, Any]] = {
     "7d median of 3, envelope mean, levelWindow 3h, margin 1.05": {
         "seasons": ["7d"], "pastSeasons": 3, "combine": "median", "envelope": "mean", "levelWindow": "3h",
         "margin": 1.05},
+    "7d median of 3, envelope mean, levelWindow 3h, margin 1.02": {
+        "seasons": ["7d"], "pastSeasons": 3, "combine": "median", "envelope": "mean", "levelWindow": "3h",
+        "margin": 1.02},
+    "7d median of 3, envelope q0.55, levelWindow 3h": {"seasons": ["7d"], "pastSeasons": 3, "combine": "median",
+                                                       "envelope": "quantile", "quantile": 0.55, "levelWindow": "3h"},
     "7d median of 3, envelope q0.75, levelWindow 3h": {"seasons": ["7d"], "pastSeasons": 3, "combine": "median",
                                                        "envelope": "quantile", "quantile": 0.75, "levelWindow": "3h"},
 }
