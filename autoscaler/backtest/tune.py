@@ -166,11 +166,12 @@ def scale_down_side(given: Knobs, reference_target: float) -> list[Knobs]:
 
 def _forecast_settings(horizons: Sequence[str | None], seasons: Sequence[str | None],
                        shapes: Sequence[str | None]) -> list[tuple[str | None, str | None, str | None]]:
-    """(horizon, seasons, shape): every horizon x seasons at the rule's shape, then every seasons x
-    shape at the first horizon (a shape is fetched at the rule's horizon only)."""
+    """(horizon, seasons, shape), the first of each first: every horizon x seasons at the rule's
+    shape (unless the first shape is another), then every seasons x shape at the rule's horizon
+    (a shape is fetched at the rule's horizon only)."""
     out: list[tuple[str | None, str | None, str | None]] = \
         [(h, p, None) for h, p in itertools.product(horizons, seasons)] if shapes[0] is None else []
-    out += [(horizons[0] if shapes[0] is not None else None, p, sh) for p, sh in itertools.product(seasons, shapes)]
+    out += [(None, p, sh) for p, sh in itertools.product(seasons, shapes)]
     return list(dict.fromkeys(out))
 
 
