@@ -69,6 +69,9 @@ def test_linear_forecasts_on_victoriametrics(victoria):
      {"weekly": 40 * 15 / 10 * 1.5, "monday": 10 * 15 / 10 * 1.5, "holiday": 40 * 5 / 10 * 1.5}),
     ({"past_seasons": 7, "combine": "median"},
      {"weekly": (20 + 40) * 15 / 10 / 2, "monday": 10 * 15 / 10, "holiday": (10 + 40) * 5 / 10 / 2}),
+    # quantile_over_time: the window holds more than 2 "after" samples, so its 0.99-quantile is "after"
+    ({"envelope": "quantile", "quantile": 0.99},
+     {"weekly": 20 * 15 / 10, "monday": 10 * 15 / 10, "holiday": 10 * 5 / 10}),
 ])
 def test_robust_options_on_victoriametrics(victoria, options, want):
     """`pastSeasons` (label_replace, `quantile`/`max without`), an envelope (`max_over_time`) and a
