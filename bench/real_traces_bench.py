@@ -45,6 +45,7 @@ import os
 import platform
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -308,7 +309,8 @@ def plot(path: Path, results: dict[str, Any], plots: dict[str, Any]) -> None:
         ax.plot(runs["times"], runs["oracle"], color="tab:gray", linewidth=0.8, label="oracle: load / 40 (no lag)")
         for (label, color) in zip([k for k in runs if k not in ("times", "oracle")], ("black", "tab:blue", "tab:red"),
                                   strict=False):
-            ax.step(runs["times"], runs[label], where="post", color=color, linewidth=0.9, label=f"{label}: ready pods")
+            shown = {"tuned conservative": "tune's recommendation (or the conservative spec, kept)"}.get(label, label)
+            ax.step(runs["times"], runs[label], where="post", color=color, linewidth=0.9, label=f"{shown}: ready pods")
         ax.set_title(f"{name}: the first two days of the judged weeks (3-4)", fontsize=10)
         ax.set_ylabel("pods")
         ax.legend(fontsize=8)
@@ -317,7 +319,8 @@ def plot(path: Path, results: dict[str, Any], plots: dict[str, Any]) -> None:
             label.set_fontsize(8)
         r = results[name]
         c = r["c"]
-        names = ["HPA default", r["a"]["best"].replace("+ forecast", "+ fc"), "conservative", "tuned"]
+        names = ["HPA default", textwrap.fill(r["a"]["best"].replace("+ forecast", "+ fc"), 18), "conservative",
+                 "tune's choice"]
         hours = [c[k]["over_oracle"] for k in ("default", "best_forecast", "conservative", "tuned")]
         under = [c[k]["secondsUnderProvisioned"] for k in ("default", "best_forecast", "conservative", "tuned")]
         x = np.arange(len(names))
@@ -325,7 +328,7 @@ def plot(path: Path, results: dict[str, Any], plots: dict[str, Any]) -> None:
         bars.axhline(1.0, color="tab:gray", linestyle=":", linewidth=1)
         for i, u in enumerate(under):
             bars.text(i, hours[i], f"{u / 60:.0f} min\nunder", ha="center", va="bottom", fontsize=8)
-        bars.set_xticks(x, names, fontsize=8, rotation=15)
+        bars.set_xticks(x, names, fontsize=7)
         bars.set_ylabel("replica-hours / oracle's")
         bars.set_ylim(0, max(hours) * 1.25)
         bars.set_title("weeks 3-4: replica-hours / oracle's\n(minutes under-provisioned on the bars)", fontsize=10)
