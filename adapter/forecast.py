@@ -68,17 +68,41 @@ def forecast_query(forecast: Forecast, query: str) -> str:
     linear: clamp_min(predict_linear((Q)[W:r], H), 0), for series that already had a whole
     value one window ago (`offset (W + L)`: a trend over a new workload is no forecast).
 
+    Against noise, per season: `envelope` reads `<mean|max|quantile>_over_time((Q)[H:r] offset
+    (P - H))`, what the horizon after that phase held, instead of its last instant; `pastSeasons: k`
+    writes the term for P, 2P, ... kP, each labelled `promscaler_season`, and combines those a
+    series has whole history for (`avg`/`quantile`/`max without (promscaler_season)`); `margin`
+    multiplies the result. With their defaults the text is the single-season formula above.
+
     With `fallback: present`, a series without a forecast is answered its present value (`or Q`).
     """
     q, r = f"({query})", promql_duration(forecast.resolution)
     ramp = lookback(query)
     if forecast.method == "seasonal":
-        expr = " or ".join(_seasonal(q, r, forecast, season, ramp) for season in forecast.seasons)
+        expr = " or ".join(_combined(q, r, forecast, season, ramp) for season in forecast.seasons)
+        if forecast.margin != 1:
+            expr = f"({expr}) * {forecast.margin:g}"
     else:
         window = promql_duration(forecast.window)
         expr = (f"(clamp_min(predict_linear({q}[{window}:{r}], {forecast.horizon:g}), 0)"
                 f" and last_over_time({q}[{r}:{r}] offset {promql_duration(forecast.window + ramp)}))")
     return f"({expr} or {q})" if forecast.fallback else expr
+
+
+SEASON_LABEL = "promscaler_season"  # tells the past seasons apart while they are combined
+_AGGREGATE = {"mean": "avg without ({label}) ({expr})", "max": "max without ({label}) ({expr})",
+              "median": "quantile without ({label}) (0.5, {expr})",
+              "quantile": "quantile without ({label}) ({q:g}, {expr})"}
+
+
+def _combined(q: str, r: str, forecast: Forecast, season: float, ramp: float) -> str:
+    """One season's term: the last `pastSeasons` seasons at the same phase, combined, series by
+    series, over those with whole history (one alone: the single-season term as it is)."""
+    if forecast.past_seasons == 1:
+        return _seasonal(q, r, forecast, season, ramp)
+    terms = " or ".join(f'label_replace({_seasonal(q, r, forecast, season * i, ramp)}, "{SEASON_LABEL}", "{i}", "", "")'
+                        for i in range(1, forecast.past_seasons + 1))
+    return "(" + _AGGREGATE[forecast.combine].format(label=SEASON_LABEL, expr=terms, q=forecast.quantile) + ")"
 
 
 def _seasonal(q: str, r: str, forecast: Forecast, season: float, ramp: float) -> str:
@@ -90,7 +114,18 @@ def _seasonal(q: str, r: str, forecast: Forecast, season: float, ramp: float) ->
     ratio = f"avg_over_time({q}[{level}:{r}]) / (avg_over_time({q}[{level}:{r}] offset {ago}) > 0)"
     if forecast.max_level_ratio is not None:
         ratio = f"clamp_max({ratio}, {forecast.max_level_ratio:g})"
-    return f"(last_over_time({q}[{r}:{r}] offset {ahead}) * ({ratio}) and last_over_time({q}[{r}:{r}] offset {whole}))"
+    return f"({_ahead(q, r, forecast, ahead)} * ({ratio}) and last_over_time({q}[{r}:{r}] offset {whole}))"
+
+
+def _ahead(q: str, r: str, forecast: Forecast, offset: str) -> str:
+    """The value one season ago, `horizon` ahead: its last instant, or the envelope of the horizon
+    before it (from the same phase one season ago to `horizon` after it)."""
+    if forecast.envelope == "last":
+        return f"last_over_time({q}[{r}:{r}] offset {offset})"
+    span = f"{q}[{promql_duration(forecast.horizon)}:{r}] offset {offset}"
+    if forecast.envelope == "quantile":
+        return f"quantile_over_time({forecast.quantile:g}, {span})"
+    return f"{'avg' if forecast.envelope == 'mean' else 'max'}_over_time({span})"
 
 
 _DURATION = r"(?:\d+(?:ms|[smhdwy]))+|\d+(?:\.\d+)?"  # 1h30m, or seconds (Prometheus 3)

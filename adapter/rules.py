@@ -74,6 +74,10 @@ class Forecast:
     last `levelWindow` to the mean over the same window one season ago (at most `maxLevelRatio`).
     `seasons: [7d, 1d]` lists several, longest first: each series is forecast with the longest
     one whose window one season ago is whole, else the next; `season: 1d` is `seasons: [1d]`.
+    Against noise (bursty load): `pastSeasons: k` combines the last k seasons at the same phase
+    (`combine`: mean, median, max or a `quantile`), `envelope` reads what the `horizon` after that
+    phase held (mean, max or a `quantile` of it) instead of its one instant (`last`), and `margin`
+    multiplies the forecast. Their defaults (1, mean, last, none) are the forecast as it was.
     `linear`: the least-squares trend over the last `window`, `horizon` ahead, never below zero.
     Windows are sampled every `resolution` (the PromQL subquery step). Without history there is
     no value, unless `fallback: present` serves the present value then."""
@@ -88,6 +92,11 @@ class Forecast:
     window: float = 0.0
     resolution: float = 60.0
     fallback: bool = False  # `fallback: present`: no history -> the present value
+    past_seasons: int = 1  # seasonal: the last k seasons at the same phase, combined
+    combine: Literal["mean", "median", "max", "quantile"] = "mean"  # how past seasons are combined
+    envelope: Literal["last", "mean", "max", "quantile"] = "last"  # over [phase, phase + horizon] one season ago
+    quantile: float = 0.9  # of combine: quantile and envelope: quantile
+    margin: float = 1.0  # the seasonal forecast is multiplied by it
 
     @property
     def season(self) -> float:
@@ -150,7 +159,7 @@ def _bool(value: Any, where: str) -> bool | None:
 
 _FORECAST_FIELDS = {
     "seasonal": {"name", "method", "horizon", "season", "seasons", "levelWindow", "maxLevelRatio", "resolution",
-                 "fallback"},
+                 "fallback", "pastSeasons", "combine", "envelope", "quantile", "margin"},
     "linear": {"name", "method", "horizon", "window", "resolution", "fallback"},
 }
 
@@ -187,6 +196,35 @@ def _seasons(raw: Mapping[str, Any], where: str) -> tuple[float, ...]:
     return tuple(sorted(seasons, reverse=True))
 
 
+def _number(value: Any, where: str, low: float, high: float | None, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            low < value and (high is None or value < high)):
+        raise RuleError(f"{where}: must be {what}, got {value!r}")
+    return float(value)
+
+
+def _robust(raw: Mapping[str, Any], where: str, horizon: float, resolution: float) -> dict[str, Any]:
+    """A seasonal forecast's options against noise: pastSeasons, combine, envelope, quantile, margin."""
+    k = raw.get("pastSeasons", 1)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 12:
+        raise RuleError(f"{where}.pastSeasons: must be a whole number from 1 to 12, got {k!r}")
+    combine = raw.get("combine", "mean")
+    if combine not in ("mean", "median", "max", "quantile"):
+        raise RuleError(f"{where}.combine: must be mean, median, max or quantile, got {combine!r}")
+    envelope = raw.get("envelope", "last")
+    if envelope not in ("last", "mean", "max", "quantile"):
+        raise RuleError(f"{where}.envelope: must be last, mean, max or quantile, got {envelope!r}")
+    if envelope != "last" and horizon < resolution:
+        raise RuleError(f"{where}.envelope: needs a horizon of at least the resolution ({resolution:g}s)")
+    quantile = 0.9
+    if "quantile" in raw:
+        if "quantile" not in (combine, envelope):
+            raise RuleError(f"{where}.quantile: applies to combine: quantile or envelope: quantile")
+        quantile = _number(raw["quantile"], f"{where}.quantile", 0, 1, "a number between 0 and 1 (exclusive)")
+    margin = 1.0 if "margin" not in raw else _number(raw["margin"], f"{where}.margin", 0, None, "a positive number")
+    return {"past_seasons": k, "combine": combine, "envelope": envelope, "quantile": quantile, "margin": margin}
+
+
 def _forecast(raw: Any, where: str) -> Forecast | None:
     if raw is None:
         return None
@@ -220,7 +258,7 @@ def _forecast(raw: Any, where: str) -> Forecast | None:
             raise RuleError(f"{where}.maxLevelRatio: must be a number of at least 1, got {max_ratio!r}")
         return Forecast(where, "seasonal", horizon, name, seasons=seasons, level_window=level_window,
                         max_level_ratio=None if max_ratio is None else float(max_ratio), resolution=resolution,
-                        fallback=fallback == "present")
+                        fallback=fallback == "present", **_robust(raw, where, horizon, resolution))
     window = _duration(raw.get("window"), f"{where}.window")
     if window < 2 * resolution:
         raise RuleError(f"{where}.window: must be at least twice the resolution ({resolution:g}s) to fit a trend")

@@ -6,7 +6,8 @@ under a daily wave, their ReplicaSet (so their names) changing every day.
 Timed, each asked 40 times at different instants (Prometheus caches no results): the present
 metric (`sum(rate(...[2m])) by (pod)` for today's 20 pods), and the forecast of the workload's
 total: seasonal 1d and 7d (levelWindow 1h, resolution 1m: 122 evaluations of the query), seasons
-[7d, 1d] (244) and linear (window 30m: 32 evaluations). No goal: the figures are for
+[7d, 1d] (244) and linear (window 30m: 32 evaluations); against noise, `season: 1d` with an
+envelope (126), the median of 3 days (378) and of 5 (630). No goal: the figures are for
 docs/forecast-and-tune.md.
 Writes bench/results/forecast.json.
 
@@ -48,6 +49,11 @@ FORECASTS = {
     "seasonal 7d": "{method: seasonal, season: 7d, horizon: 5m}",
     "seasons [7d, 1d]": "{method: seasonal, seasons: [7d, 1d], horizon: 5m}",
     "linear 30m": "{method: linear, window: 30m, horizon: 5m}",
+    "1d envelope mean": "{method: seasonal, season: 1d, horizon: 5m, envelope: mean}",
+    "1d median of 3, envelope mean": "{method: seasonal, season: 1d, horizon: 5m, pastSeasons: 3, combine: median, "
+                                     "envelope: mean}",
+    "1d median of 5, envelope q0.75": "{method: seasonal, season: 1d, horizon: 5m, pastSeasons: 5, combine: median, "
+                                      "envelope: quantile, quantile: 0.75}",
 }
 
 

@@ -54,6 +54,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoscaler.backtest import cli, tunecli
+from autoscaler.backtest.tune import SHAPES
 from bench.adapter_bench import prometheus_queries
 from kubesim.adapterrules import counter_rate_rule
 from kubesim.prometheus import start_backfilled
@@ -187,7 +188,7 @@ def tune_and_check(key: str, budget: str, files: dict[str, Path], url: str, rule
     files[f"tuned-{key}"].write_text((d / key / "recommended.yaml").read_text())
     tuned_rules = rules
     knobs = tune["best"]["knobs"] if tune["recommended"] else {}
-    if knobs.get("forecastHorizon") or knobs.get("forecastSeasons"):   # the recommended forecast goes into the rules
+    if knobs.get("forecastHorizon") or knobs.get("forecastSeasons") or knobs.get("forecastShape"):  # into the rules
         first = rules_doc["rules"][0]
         forecast = {**first["forecast"]}
         if knobs.get("forecastHorizon"):
@@ -195,6 +196,8 @@ def tune_and_check(key: str, budget: str, files: dict[str, Path], url: str, rule
         if knobs.get("forecastSeasons"):
             forecast.pop("season", None)
             forecast["seasons"] = knobs["forecastSeasons"].split(",")
+        if knobs.get("forecastShape"):
+            forecast.update(SHAPES[knobs["forecastShape"]])
         tuned_rules = d / f"rules-{key}.yaml"
         tuned_rules.write_text(yaml.safe_dump({**rules_doc, "rules": [{**first, "forecast": forecast},
                                                                       *rules_doc["rules"][1:]]}))
@@ -205,6 +208,7 @@ def tune_and_check(key: str, budget: str, files: dict[str, Path], url: str, rule
     return {"rules": tuned_rules, "budget": budget, "knobs": tune["best"]["knobs"], "recommended": tune["recommended"],
             "verdict": tune["verdict"], "given": g, "tuned": t,
             "tune_held_out": {"given": tune["given"]["reportedOn"], "best": tune["best"]["reportedOn"]},
+            "hindsight_best": tune.get("hindsightBest"),
             "ideal_replica_hours": ideal,
             "replica_hours_saved": round(1 - t["replicaHours"] / g["replicaHours"], 3),
             "over_ideal": round(t["replicaHours"] / ideal - 1, 3),

@@ -30,10 +30,12 @@ __all__ = ["RULES", "ForecastSetting", "Plan", "Reading", "make_plans", "plan_re
 
 @dataclass(frozen=True)
 class ForecastSetting:
-    """A forecast's horizon (seconds) and seasons (seconds, longest first); None: the rule's own."""
+    """A forecast's horizon (seconds), seasons (seconds, longest first) and, for a seasonal one,
+    options against noise (`Forecast` fields: `(("envelope", "max"),)`); None: the rule's own."""
 
     horizon: float | None = None
     seasons: tuple[float, ...] | None = None
+    shape: tuple[tuple[str, object], ...] | None = None
 
 
 RULES = ForecastSetting()  # every forecast as its rule declares it
@@ -83,6 +85,8 @@ def with_setting(cfg: RulesConfig, setting: ForecastSetting) -> CompiledRules:
             return rule
         if setting.seasons is not None and f.method == "seasonal":
             f = replace(f, seasons=setting.seasons)
+        if setting.shape is not None and f.method == "seasonal":
+            f = replace(f, **dict(setting.shape))  # type: ignore[arg-type]
         if setting.horizon is not None and (f.method != "seasonal" or min(f.seasons) > setting.horizon):
             f = replace(f, horizon=setting.horizon)
         return replace(rule, forecast=f)

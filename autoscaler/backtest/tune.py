@@ -3,14 +3,15 @@ scored on what pods went through, and chosen on one part of the range, checked o
 
 - Knobs (`Knobs`): the target of the first metric (and of every metric listed with the same target,
   such as its forecast), the tolerance (`behavior.scale{Up,Down}.tolerance`), the scale-down
-  stabilization window, the scale-down and scale-up policies, and a forecast rule's horizon and
-  seasons (those the history before the window covers) when the spec lists a forecast metric. A
+  stabilization window, the scale-down and scale-up policies, and a forecast rule's horizon,
+  seasons (those the history before the window covers) and shape against noise (`SHAPES`: past
+  seasons combined, an envelope of the horizon) when the spec lists a forecast metric. A
   grid in two stages, so that it states plainly what was tried: (1) every target x scale-down
   window x scale-down policy, which set the replica-hours; (1b) when the first metric's rule
   declares a forecast the spec does not list, the forecast added at the same target: every
-  target x horizon x seasons, with the best scale-down settings of (1); (2) around the three best
-  so far, every scale-up policy x tolerance (x horizon x seasons), which set how fast a rise is
-  met. Every point is cheap (`fastreplay`).
+  target x (horizon x seasons, and seasons x shape), with the best scale-down settings of (1); (2)
+  around the three best so far, every scale-up policy x tolerance (x horizon x seasons x shape),
+  which set how fast a rise is met. Every point is cheap (`fastreplay`).
 - Score (`Score`): replica-hours, seconds under-provisioned against ONE reference (the given spec's
   target unless stated; a candidate that raises its own target is charged for the load it leaves
   above the reference), scale events.
@@ -36,8 +37,8 @@ from promscaler.quantity import format_milli, to_milli
 from .exposure import Reference, exposure, load_per_pod
 from .replay import Replay
 
-__all__ = ["DOWN_POLICIES", "UP_POLICIES", "Knobs", "Score", "apply", "changed", "choose", "evaluate", "forecast_side",
-           "knobs_of", "scale_down_side", "scale_up_side", "score"]
+__all__ = ["DOWN_POLICIES", "SHAPES", "UP_POLICIES", "Knobs", "Score", "apply", "changed", "choose", "evaluate",
+           "forecast_side", "knobs_of", "scale_down_side", "scale_up_side", "score"]
 
 # Scale-up and scale-down policies tried, by name ("given": the spec's own).
 UP_POLICIES: dict[str, dict[str, Any] | None] = {
@@ -54,6 +55,15 @@ DOWN_POLICIES: dict[str, dict[str, Any] | None] = {
 TARGET_FRACTIONS = (0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)   # of the reference target
 DOWN_WINDOWS = (0, 60, 180, 300, 600)                        # seconds, plus the given one
 TOLERANCES = (0.05, 0.1, 0.2)                                # but the given one; plus the given one
+# A seasonal forecast's shapes against noise tried (rules-file fields), at the rule's horizon: each
+# costs one range query per season set. The mean of the horizon one season ago smooths a burst that
+# fell on one instant, its upper quartile covers most of them; the median of the last 3 seasons
+# keeps one noisy season from steering.
+SHAPES: dict[str, dict[str, Any]] = {
+    "envelope mean": {"envelope": "mean"},
+    "median of 3, envelope mean": {"pastSeasons": 3, "combine": "median", "envelope": "mean"},
+    "median of 3, envelope q0.75": {"pastSeasons": 3, "combine": "median", "envelope": "quantile", "quantile": 0.75},
+}
 
 
 @dataclass(frozen=True)
@@ -66,11 +76,12 @@ class Knobs:
     horizon: str | None = None     # the forecast's horizon (None: the rule's), when there is a forecast
     forecast: bool = False         # the first metric's forecast added, at the same target
     seasons: str | None = None     # the seasonal forecast's seasons ("7d,1d"; None: the rule's)
+    shape: str | None = None       # a key of SHAPES (None: the rule's), at the rule's horizon
 
     def row(self) -> dict[str, Any]:
         return {"target": self.target, "tolerance": self.tolerance, "scaleDownWindowSeconds": self.down_window,
                 "scaleDownPolicy": self.down_policy, "scaleUpPolicy": self.up_policy, "forecastHorizon": self.horizon,
-                "addForecast": self.forecast, "forecastSeasons": self.seasons}
+                "addForecast": self.forecast, "forecastSeasons": self.seasons, "forecastShape": self.shape}
 
 
 def _target_block(metric: dict[str, Any]) -> dict[str, Any]:
@@ -153,15 +164,26 @@ def scale_down_side(given: Knobs, reference_target: float) -> list[Knobs]:
     return out
 
 
+def _forecast_settings(horizons: Sequence[str | None], seasons: Sequence[str | None],
+                       shapes: Sequence[str | None]) -> list[tuple[str | None, str | None, str | None]]:
+    """(horizon, seasons, shape), the first of each first: every horizon x seasons at the rule's
+    shape (unless the first shape is another), then every seasons x shape at the rule's horizon
+    (a shape is fetched at the rule's horizon only)."""
+    out: list[tuple[str | None, str | None, str | None]] = \
+        [(h, p, None) for h, p in itertools.product(horizons, seasons)] if shapes[0] is None else []
+    out += [(None, p, sh) for p, sh in itertools.product(seasons, shapes)]
+    return list(dict.fromkeys(out))
+
+
 def forecast_side(best: Knobs, given: Knobs, reference_target: float, horizons: Sequence[str],
-                  seasons: Sequence[str] = ()) -> list[Knobs]:
+                  seasons: Sequence[str] = (), shapes: Sequence[str] = ()) -> list[Knobs]:
     """Stage 1b, when the first metric's rule declares a forecast the spec does not list: with it
-    added, every target x horizon x seasons, with the best scale-down settings of stage 1."""
+    added, every target x horizon x seasons (x shape), with the best scale-down settings of stage 1."""
     targets = [format_milli(max(1, round(reference_target * f * 1000))) for f in TARGET_FRACTIONS]
     if given.target and given.target not in targets:
         targets.append(given.target)
-    return [Knobs(t, None, best.down_window, best.down_policy, "given", h, True, p)
-            for t, h, p in itertools.product(targets, [None, *horizons], [None, *seasons])]
+    return [Knobs(t, None, best.down_window, best.down_policy, "given", h, True, p, sh)
+            for t in targets for h, p, sh in _forecast_settings([None, *horizons], [None, *seasons], [None, *shapes])]
 
 
 def _around(value: str | None, others: Sequence[str]) -> list[str | None]:
@@ -169,16 +191,18 @@ def _around(value: str | None, others: Sequence[str]) -> list[str | None]:
 
 
 def scale_up_side(best: Sequence[Knobs], given_tolerance: float, horizons: Sequence[str] = (),
-                  listed_forecast: bool = False, seasons: Sequence[str] = ()) -> list[Knobs]:
+                  listed_forecast: bool = False, seasons: Sequence[str] = (),
+                  shapes: Sequence[str] = ()) -> list[Knobs]:
     """Stage 2: around each of the best so far, every scale-up policy x tolerance (x forecast
-    horizon x seasons, with a forecast listed or added), excluding what was already tried."""
+    horizon x seasons x shape, with a forecast listed or added), excluding what was already tried."""
     tolerances: list[float | None] = [None, *(t for t in TOLERANCES if t != given_tolerance)]
     out: list[Knobs] = []
     for b in best:
         varied = listed_forecast or b.forecast
-        hs, ps = (_around(b.horizon, horizons), _around(b.seasons, seasons)) if varied else ([b.horizon], [b.seasons])
-        for up, tol, h, p in itertools.product(UP_POLICIES, tolerances, hs, ps):
-            k = Knobs(b.target, tol, b.down_window, b.down_policy, up, h, b.forecast, p)
+        settings = _forecast_settings(_around(b.horizon, horizons), _around(b.seasons, seasons),
+                                      _around(b.shape, shapes)) if varied else [(b.horizon, b.seasons, b.shape)]
+        for up, tol, (h, p, sh) in itertools.product(UP_POLICIES, tolerances, settings):
+            k = Knobs(b.target, tol, b.down_window, b.down_policy, up, h, b.forecast, p, sh)
             if k not in best and k not in out:
                 out.append(k)
     return out

@@ -15,7 +15,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -42,6 +42,7 @@ from .replay import LOAD_MODEL, Replay, replay, tolerance_up
 from .report import _duration
 from .specs import SpecFileError, load_specs
 from .tune import (
+    SHAPES,
     Knobs,
     Score,
     apply,
@@ -128,9 +129,17 @@ def _seasons_text(seasons: tuple[float, ...]) -> str:
     return ",".join(format_duration(s) for s in seasons)
 
 
+def shape(name: str) -> tuple[tuple[str, object], ...]:
+    """A key of SHAPES as `Forecast` fields (`pastSeasons` -> `past_seasons`)."""
+    fields = {"pastSeasons": "past_seasons"}
+    return tuple((fields.get(k, k), v) for k, v in SHAPES[name].items())
+
+
 def settings(season_sets: Sequence[tuple[float, ...]]) -> list[ForecastSetting]:
-    """The forecast settings fetched beside the rules': every horizon x season set tried."""
+    """The forecast settings fetched beside the rules': every horizon x season set tried, and every
+    season set x shape at the rule's horizon."""
     out = [ForecastSetting(h, p) for h in (None, *HORIZONS) for p in (None, *season_sets)]
+    out += [ForecastSetting(None, p, shape(name)) for p in (None, *season_sets) for name in SHAPES]
     return [s for s in out if s != RULES]
 
 
@@ -182,15 +191,25 @@ class _Search:
         rules = {q.forecast.seasons for q in (*self.plan.queries, self.plan.added.get(RULES))
                  if q is not None and q.forecast is not None}
         return [_seasons_text(s.seasons) for s in self.plan.variants
-                if s.horizon is None and s.seasons is not None and s.seasons not in rules
+                if s.horizon is None and s.shape is None and s.seasons is not None and s.seasons not in rules
                 and any(q.forecast is not None and q.forecast.method == "seasonal" for q in self.plan.at(s))]
+
+    @cached_property
+    def shapes(self) -> list[str]:
+        """The shapes against noise (keys of SHAPES) tried: with a seasonal forecast listed or added."""
+        if not self.listed_forecast() and not self.plan.added:
+            return []
+        return [name for name in SHAPES if ForecastSetting(None, None, shape(name)) in self.plan.variants
+                and any(q.forecast is not None and q.forecast.method == "seasonal"
+                        for q in self.plan.at(ForecastSetting(None, None, shape(name))))]
 
     def setting(self, knobs: Knobs) -> _Setting:
         added = self.plan.added.get(RULES)
         raw = apply(self.plan.spec.raw, knobs, added.metric.name if added else None)
         spec = self.plan.spec.parse(raw)
         at = ForecastSetting(None if knobs.horizon is None else _horizon_seconds(knobs.horizon),
-                             None if knobs.seasons is None else _season_set(knobs.seasons))
+                             None if knobs.seasons is None else _season_set(knobs.seasons),
+                             None if knobs.shape is None else shape(knobs.shape))
         base = list(self.plan.queries if at == RULES else self.plan.variants[at])
         if knobs.forecast:
             base.append(self.plan.added[at])
@@ -218,6 +237,14 @@ class _Search:
         return score(self.replay(s, False), self.reference.query, self.observed[: self.split], self.reference,
                      slice(0, self.split))
 
+    def on_held_out(self, knobs: Knobs) -> Score:
+        """The candidate replayed over the whole range, scored on the held-out part (hindsight)."""
+        try:
+            s = self.setting(knobs)
+        except SpecError:
+            return Score(float("inf"), float("inf"), 0, 0.0)
+        return self.held_out(s)[0]
+
     def held_out(self, s: _Setting) -> tuple[Score, Replay]:
         r = self.replay(s, True)
         return score(r, self.reference.query, self.observed, self.reference, slice(self.split, None)), r
@@ -237,8 +264,8 @@ def _yaml(raw: dict[str, Any]) -> str:
 def _knob_text(k: Knobs, given: Knobs, forecast: bool, listed: bool) -> list[str]:
     return [k.target, "given" if k.tolerance is None else f"{k.tolerance:g}",
             "given" if k.down_window is None or k == given else f"{k.down_window}s", k.down_policy, k.up_policy] + \
-        (["added" if k.forecast else ("listed" if listed else "-"), k.horizon or "given", k.seasons or "given"]
-         if forecast else [])
+        (["added" if k.forecast else ("listed" if listed else "-"), k.horizon or "given", k.seasons or "given",
+          k.shape or "given"] if forecast else [])
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -269,7 +296,6 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return fail("--from/--to: too short a range to choose on one part and report on another", 2)
     fetched = time.perf_counter() - started
     plan = h.plans[0]
-    given_spec = plan.spec.spec
     reference = h.reference(plan)  # the given spec is the baseline, as backtest's first spec
     search = _Search(h, plan, args, reference)
     given = knobs_of(plan.spec.raw, search.default_window)
@@ -277,20 +303,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     choose_seconds = search.split * step
     held_seconds = (h.grid.count - search.split) * step
     workers = args.workers if search.fast else 1
-    candidates = scale_down_side(given, reference.target)
-    scores = evaluate(candidates, search.on_choose_part, workers)
     share = args.max_above_target
-    budget = ranked_score(scores, given).seconds_under if share is None else share * choose_seconds
-    if plan.added:
-        more = forecast_side(choose(scores, budget * MARGIN, given)[0][0], given, reference.target,
-                             search.horizons(), search.seasons)
-        candidates += more
-        scores += evaluate(more, search.on_choose_part, workers)
-    leaders = [k for k, _ in choose(scores, budget * MARGIN, given)[:3]]
-    more = scale_up_side(leaders, tolerance_up(given_spec, h.config), search.horizons(), search.listed_forecast(),
-                         search.seasons)
-    candidates += more
-    scores += evaluate(more, search.on_choose_part, workers)
+    candidates, scores, budget = _staged(search, given, search.on_choose_part, workers,
+                                         lambda given_s: given_s if share is None else share * choose_seconds, MARGIN)
     ranked = choose(scores, budget * MARGIN, given)
     replayed = time.perf_counter() - started - fetched
     best_knobs = ranked[0][0]
@@ -302,6 +317,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     held_budget = given_held.seconds_under if share is None else share * held_seconds
     verdict, recommended = _verdict(given_held, best_held, held_budget, best_knobs == given)
     chosen = best_setting if recommended else given_setting
+    hindsight_started = time.perf_counter()
+    hindsight = _hindsight(search, given, candidates, workers, held_budget)
+    hind_seconds = time.perf_counter() - hindsight_started
     total = time.perf_counter() - started
 
     no_values = {k: search.no_value(s) for k, s in shown.items()}
@@ -327,7 +345,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         "loadModel": LOAD_MODEL, "startupDelaySeconds": args.startup_delay,
         "engine": "fast_replay (the engine's decisions, tested step for step)" if search.fast else "replay (decide())",
         "candidates": len(candidates),
-        "seconds": {"fetch": round(fetched, 2), "search": round(replayed, 2), "total": round(total, 2)},
+        "seconds": {"fetch": round(fetched, 2), "search": round(replayed, 2), "hindsight": round(hind_seconds, 2),
+                    "total": round(total, 2)},
         "fetchedBefore": [row for _, row in h.fetched_before()],
         "seasonsTried": search.seasons,
         "given": {"knobs": given.row(), "chosenOn": ranked_score(scores, given).row(), "reportedOn": given_held.row(),
@@ -336,6 +355,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
                  "noValue": gaps(best_knobs)},
         "recommended": recommended,
         "verdict": verdict,
+        "hindsightBest": _hindsight_row(hindsight, held[best_knobs if recommended else given][0], held_budget),
         "top": [{"knobs": k.row(), "chosenOn": s.row(), "reportedOn": held[k][0].row(), "noValue": gaps(k)}
                 for k, s in table_rows],
         "all": [{"knobs": k.row(), "chosenOn": s.row()} for k, s in scores],
@@ -355,6 +375,54 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     _print(out, summary, table_rows, held, given, scores, given_doc, chosen_doc, search, budget, held_budget,
            no_values)
     return 0
+
+
+def _staged(search: _Search, given: Knobs, run: Callable[[Knobs], Score], workers: int,
+            budget_of: Callable[[float], float], margin: float) -> tuple[list[Knobs], list[tuple[Knobs, Score]], float]:
+    """The staged grid (`tune`'s module docstring) scored by `run`: (candidates, scores, budget),
+    `budget_of(the given spec's seconds under-provisioned)` the budget, chosen within `margin` of it."""
+    candidates = scale_down_side(given, search.reference.target)
+    scores = evaluate(candidates, run, workers)
+    budget = budget_of(ranked_score(scores, given).seconds_under)
+    if search.plan.added:
+        more = forecast_side(choose(scores, budget * margin, given)[0][0], given, search.reference.target,
+                             search.horizons(), search.seasons, search.shapes)
+        candidates += more
+        scores += evaluate(more, run, workers)
+    leaders = [k for k, _ in choose(scores, budget * margin, given)[:3]]
+    more = scale_up_side(leaders, tolerance_up(search.plan.spec.spec, search.h.config), search.horizons(),
+                         search.listed_forecast(), search.seasons, search.shapes)
+    candidates += more
+    scores += evaluate(more, run, workers)
+    return candidates, scores, budget
+
+
+@dataclass
+class _Hindsight:
+    knobs: Knobs
+    score: Score
+    candidates: int
+
+
+def _hindsight(search: _Search, given: Knobs, tried: Sequence[Knobs], workers: int, budget: float) -> _Hindsight:
+    """The best of tune's own search space in hindsight: the same staged grid scored on the
+    held-out part (each candidate replayed over the whole range), plus every candidate the choice
+    tried, chosen under the same constraint (the held-out budget, no margin)."""
+    candidates, scores, _ = _staged(search, given, search.on_held_out, workers, lambda _: budget, 1.0)
+    seen = set(candidates)
+    more = [k for k in dict.fromkeys(tried) if k not in seen]
+    scores += evaluate(more, search.on_held_out, workers)
+    best, score_ = choose(scores, budget, given)[0]
+    return _Hindsight(best, score_, len(scores))
+
+
+def _hindsight_row(h: _Hindsight, recommended: Score, budget: float) -> dict[str, Any]:
+    """tune.json's `hindsightBest`: that spec, its figures on the held-out part, and how far the
+    recommendation (or the given spec, when none is recommended) is from it in replica-hours."""
+    above = recommended.replica_hours / h.score.replica_hours - 1 if h.score.replica_hours > 0 else None
+    return {"knobs": h.knobs.row(), "reportedOn": h.score.row(), "candidates": h.candidates,
+            "withinBudget": h.score.seconds_under <= budget,
+            "recommendedReplicaHoursAbove": None if above is None else round(above, 4)}
 
 
 def _distinct(ranked: Sequence[tuple[Knobs, Score]], top: int) -> list[tuple[Knobs, Score]]:
@@ -425,13 +493,13 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
               "without a value blocks a scale-down, as in Kubernetes)")
     p(f"limits: the same load model and start-up delay ({summary['startupDelaySeconds']:g}s) as backtest: "
       f"{summary['loadModel']}; the searched knobs only (target, tolerance, scale-down window and policy, "
-      "scale-up policy, adding the first metric's forecast when its rule declares one, the forecast's horizon and "
-      "seasons)")
+      "scale-up policy, adding the first metric's forecast when its rule declares one, the forecast's horizon, "
+      "seasons and shape)")
     t = Table(box=None, pad_edge=False, padding=(0, 1))
     heads = ["", "target", "tolerance", "down window", "down policy", "up policy"]
     forecast, listed = bool(search.horizons()), search.listed_forecast()
     if forecast:
-        heads += ["forecast", "horizon", "seasons"]
+        heads += ["forecast", "horizon", "seasons", "shape"]
     for head in heads:
         t.add_column(head)
     for head in ("replica-h", "under-prov.", "events", "| held out: replica-h", "under-prov.", "events"):
@@ -450,11 +518,16 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
     ideal = held[given][0].ideal_replica_hours
     p(f"ideal on the held-out part (observed load / reference target): {ideal:.1f} replica-hours")
     p(summary["verdict"])
+    p(hindsight_text(summary["hindsightBest"], summary["recommended"]), soft_wrap=True)
     diff = list(difflib.unified_diff(_yaml(given_raw).splitlines(), _yaml(chosen_raw).splitlines(),
                                      "given", "recommended", lineterm="", n=2))
     horizon = summary["best"]["knobs"]["forecastHorizon"]
     if summary["recommended"] and horizon:
         p(f"rules file: set forecast.horizon to {horizon} on the forecast rule of this spec's forecast metric")
+    shape_name = summary["best"]["knobs"]["forecastShape"]
+    if summary["recommended"] and shape_name:
+        fields = ", ".join(f"{k}: {v}" for k, v in SHAPES[shape_name].items())
+        p(f"rules file: set forecast {fields} on the forecast rule of this spec's forecast metric")
     seasons = summary["best"]["knobs"]["forecastSeasons"]
     if summary["recommended"] and seasons:
         p(f"rules file: set forecast.seasons to [{seasons.replace(',', ', ')}] on the forecast rule of this spec's "
@@ -469,6 +542,20 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
       f"({summary['engine']}), {secs['total']:.1f}s in all; report: {search.args.report}/tune.json, "
       "recommended.yaml" + ("" if search.args.no_html else ", report.html")
       + ("" if search.args.no_png else ", tune.png"))
+
+
+def hindsight_text(row: dict[str, Any], recommended: bool) -> str:
+    """One line: the hindsight best of the search space and the recommendation's distance to it."""
+    knobs = ", ".join(f"{k} {v}" for k, v in row["knobs"].items()
+                      if v is not None and v is not False and v != "given") or "as given"
+    fig = row["reportedOn"]
+    which = "the recommendation" if recommended else "the given spec (kept)"
+    above = row["recommendedReplicaHoursAbove"]
+    distance = "" if above is None else f"; {which} is {above:+.1%} in replica-hours from it"
+    budget = "" if row["withinBudget"] else " (none within the budget: the least under-provisioned)"
+    return (f"hindsight: the best of this search space on the held-out part, under the same budget, "
+            f"{row['candidates']} candidates{budget}: {knobs}: {fig['replicaHours']:.1f} replica-hours, "
+            f"{_duration(fig['secondsUnderProvisioned'])} under-provisioned{distance}")
 
 
 def _png(path: Path, scores: Sequence[tuple[Knobs, Score]], given: Knobs, best: Knobs, budget: float,

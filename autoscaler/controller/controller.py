@@ -185,6 +185,8 @@ class Controller:
             key = (kind, ns, name)
             if self.shadow is not None and kind == HPA:
                 self.shadow.observe(key, old, new)
+            if self.members is not None and new is not None:  # sharding: other shards' selectors too
+                self.reconciler.observe_selector(key, new)
             if event == "DELETED":
                 self.queue.cancel(key)
                 self.reconciler.forget(key)
@@ -247,7 +249,7 @@ class Controller:
         for key in lost:
             self.queue.cancel(key)
             if owner(view, key[1], key[2]) != me:  # another's now; a pause (not renewed) keeps the history
-                self.reconciler.forget(key)
+                self.reconciler.forget(key, deleted=False)
             self._own(key, False)
         for key in gained:
             self._own(key, True)

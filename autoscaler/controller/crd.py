@@ -350,6 +350,9 @@ def build_crd() -> dict[str, Any]:
                                        "description": "each metric's current / target, as kubectl describe prints "
                                        "an HPA's Metrics (printed; currentMetrics has the values)"}
     status["properties"].update(copy.deepcopy(STATUS_CONTROLS))
+    status["properties"]["selector"] = {"type": "string", "description": "the label selector of the target's scale "
+                                        "at the last sync: how every controller replica knows the pods each "
+                                        "autoscaler selects (AmbiguousSelector across shards)"}
     schema = {
         "type": "object",
         "description": "HorizontalAutoscaler is promscaler's HorizontalPodAutoscaler: the same spec and status as "

@@ -12,6 +12,7 @@ a restart cannot cause a scale-down burst; `status.lastScaleTime` is carried ove
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from autoscaler.decision import decide, record_scale
+from autoscaler.decision.conditions import SCALED_TO_ZERO
 from autoscaler.decision.controls import failures_so_far, parse_pause
 from autoscaler.decision.model import (
     Condition,
@@ -43,7 +45,7 @@ from .metrics import MetricsClient
 from .releases import GENERATIONS, READ_OWN_WRITES
 from .scale import ScaleClient, ScaleError
 from .shadow import ShadowBook
-from .status import build_status, replace_condition, with_summary
+from .status import build_status, replace_condition, with_summary, without
 
 log = logging.getLogger(__name__)
 
@@ -138,14 +140,30 @@ class Reconciler:
                     extra={"kind": kind, "namespace": ns, "autoscaler": name, "reason": reason,
                            "repeated": suppressed})
 
-    def forget(self, key: WorkKey) -> None:
+    def forget(self, key: WorkKey, deleted: bool = True) -> None:
+        """Drop what this replica remembers of syncing `key`; its selector too once it is `deleted`
+        (another shard's autoscaler still selects its pods)."""
         self.histories.pop(key, None)
-        self.selectors.get(key[1], {}).pop(key, None)
+        if deleted:
+            self.selectors.get(key[1], {}).pop(key, None)
         self.specs.pop(key, None)
         self.written.pop(key, None)
         self.observer.forget(key)
         if self.shadow_book is not None:
             self.shadow_book.forget(key)
+
+    def observe_selector(self, key: WorkKey, obj: Obj | None) -> None:
+        """Learn a HorizontalAutoscaler's selector from its status (`status.selector`, written by the
+        replica that synced it): with sharding, every replica's selector store then holds every
+        autoscaler's, as kube-controller-manager's single one does, at no extra API call."""
+        text = ((obj or {}).get("status") or {}).get("selector")
+        if key[0] != CR or not isinstance(text, str) or not text:
+            return
+        try:
+            selector = _parsed(text)
+        except SelectorError:
+            return
+        self.selectors.setdefault(key[1], {})[key] = selector
 
     def ensure_seen(self, key: WorkKey) -> None:
         """StaleCache while the informer's last synced resourceVersion is behind our last status write
@@ -199,8 +217,8 @@ class Reconciler:
                 status = build_status(prev_status, generation=self.observed_generation(obj), current_replicas=current,
                                       desired_replicas=int(prev_status.get("desiredReplicas") or current),
                                       current_metrics=prev_status.get("currentMetrics"),
-                                      conditions=replace_condition(_conditions(prev_status), condition),
-                                      last_scale_time=None, now=now)
+                                      conditions=[condition],
+                                      last_scale_time=None, now=now, decided=False)
                 # no decision this sync: the controls' state (the fallback's count of failed syncs) stays
                 status.update({k: prev_status[k] for k in ("control", "metricFailures") if k in prev_status})
                 await self._write_status(kind, obj, status)
@@ -309,8 +327,9 @@ class Reconciler:
                     f"New size: {decision.desired_replicas}; reason: {reason}; error: {exc}",
                     now,
                 )
+                # horizontal.go sets ScaledToZero only once the scale was written: kept as it was
                 conditions = replace_condition(
-                    conditions,
+                    without(conditions, SCALED_TO_ZERO),
                     Condition(
                         "AbleToScale",
                         "False",
@@ -322,7 +341,7 @@ class Reconciler:
                 await self._write_status(kind, obj, with_controls(build_status(
                     prev_status, generation=self.observed_generation(obj), current_replicas=scale.replicas,
                     desired_replicas=scale.replicas, current_metrics=decision.current_metrics,
-                    conditions=conditions, last_scale_time=None, now=now), decision))
+                    conditions=conditions, last_scale_time=None, now=now), decision), scale.selector)
                 raise SyncError(f"FailedRescale: {exc}") from None
             log.info(
                 "%s %s/%s scaled %s %d -> %d: %s",
@@ -353,7 +372,7 @@ class Reconciler:
         await self._write_status(kind, obj, with_controls(build_status(
             prev_status, generation=self.observed_generation(obj), current_replicas=scale.replicas,
             desired_replicas=decision.desired_replicas, current_metrics=decision.current_metrics,
-            conditions=conditions, last_scale_time=last_scale, now=now), decision))
+            conditions=conditions, last_scale_time=last_scale, now=now), decision), scale.selector)
         return decision
 
     def _overlap(self, key: WorkKey, text: str, selector: Selector, pod_keys: list[tuple[str, str]],
@@ -407,10 +426,14 @@ class Reconciler:
     async def _event(self, obj: Obj, type_: str, reason: str, message: str, now: datetime) -> None:
         await self.events.record(obj, type_, reason, message, now)
 
-    async def _write_status(self, kind: str, obj: Obj, status: Obj) -> None:
-        """PUT status through the status subresource; on 409 re-read and retry."""
+    async def _write_status(self, kind: str, obj: Obj, status: Obj, selector: str | None = None) -> None:
+        """PUT status through the status subresource; on 409 re-read and retry. A HorizontalAutoscaler's
+        carries `selector`, its target's scale selector at this sync (else the one it had)."""
         if kind == CR:
             status = with_summary(status, obj.get("spec"))
+            selector = selector or (obj.get("status") or {}).get("selector")
+            if selector:
+                status["selector"] = selector
         meta = obj.get("metadata") or {}
         key = (kind, meta.get("namespace", ""), meta.get("name", ""))
         self.observer.status(key, obj.get("spec") or {}, status)
@@ -440,6 +463,12 @@ class Reconciler:
         raise SyncError("failed to update status: too many conflicts")  # pragma: no cover
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Selector:
+    """A selector as written, parsed once however many status events repeat it."""
+    return parse_selector(text)
+
+
 def _caught_up(seen: str, written: str) -> bool:
     """Whether a cache at resourceVersion `seen` holds a write made at `written`: compared as
     numbers (etcd's revisions), else only an equal version counts (client-go's isStoreReady)."""
@@ -453,11 +482,6 @@ def _caught_up(seen: str, written: str) -> bool:
 def _generation(obj: Obj) -> int | None:
     gen = (obj.get("metadata") or {}).get("generation")
     return int(gen) if gen is not None else None
-
-
-def _conditions(status: Obj) -> list[Condition]:
-    return [Condition(c.get("type", ""), c.get("status", "Unknown"), c.get("reason", ""), c.get("message", ""))
-            for c in status.get("conditions") or ()]
 
 
 def _rescale_reason(decision: Decision) -> str:

@@ -1,7 +1,8 @@
 """The autoscaler's status (autoscaling/v2 HorizontalPodAutoscalerStatus) from a decision.
 
-Pure: the reconciler writes what these functions build. Conditions keep their
-`lastTransitionTime` while their status is unchanged, as the Kubernetes controller does.
+Pure: the reconciler writes what these functions build. Conditions are set by type on the ones the
+object had, keeping their `lastTransitionTime` while their status is unchanged, as the Kubernetes
+controller does.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from autoscaler.decision.conditions import CONTROL_CONDITIONS, set_by_type
 from autoscaler.decision.model import Condition
 from promscaler.quantity import QuantityError, format_quantity, parse_quantity
 from promscaler.times import format_time
@@ -18,25 +20,25 @@ Obj = dict[str, Any]
 
 
 def merge_conditions(previous: Sequence[Obj] | None, conditions: Iterable[Condition], now: datetime,
-                     generation: int | None = None) -> list[Obj]:
-    """New conditions as API objects; a condition whose status did not change keeps its
-    lastTransitionTime. `generation`: the autoscaler's metadata.generation each condition was
-    recorded at (`observedGeneration`, Kubernetes 1.37); None, no such field."""
-    before = {c.get("type"): c for c in previous or ()}
-    out: list[Obj] = []
-    for cond in conditions:
-        old = before.get(cond.type)
-        since = (
-            old.get("lastTransitionTime")
-            if old and old.get("status") == cond.status and old.get("lastTransitionTime")
-            else format_time(now)
-        )
+                     generation: int | None = None, decided: bool = True) -> list[Obj]:
+    """The previous conditions with this sync's set by type, as horizontal.go's setCondition does on
+    the object it read: a type this sync did not set is kept as it was (a stale ScaledToZero=True,
+    the ScalingLimited of the last sync that computed one), a new type is appended, and a set
+    condition keeps its lastTransitionTime while its status is unchanged. `generation`: recorded as
+    `observedGeneration` on each condition set (Kubernetes 1.37); None, no such field written.
+    `decided`: the sync reached a decision, which sets the controls' conditions in force (the others
+    go); a sync that failed before one keeps them, as it keeps status.control."""
+    def put(old: Obj | None, cond: Condition) -> Obj:
+        kept = old is not None and old.get("status") == cond.status and old.get("lastTransitionTime")
         obj: Obj = {"type": cond.type, "status": cond.status}
         if generation is not None:
             obj["observedGeneration"] = generation
-        obj.update(lastTransitionTime=since, reason=cond.reason, message=cond.message)
-        out.append(obj)
-    return out
+        obj.update(lastTransitionTime=old["lastTransitionTime"] if kept and old else format_time(now),
+                   reason=cond.reason, message=cond.message)
+        return obj
+
+    return set_by_type(list(previous or ()), conditions, lambda c: c.get("type"), put,
+                       CONTROL_CONDITIONS if decided else frozenset())
 
 
 def replace_condition(conditions: Sequence[Condition], new: Condition) -> list[Condition]:
@@ -46,16 +48,21 @@ def replace_condition(conditions: Sequence[Condition], new: Condition) -> list[C
     return out
 
 
+def without(conditions: Sequence[Condition], ctype: str) -> list[Condition]:
+    """`conditions` less the one of `ctype` (a condition this sync turned out not to set)."""
+    return [c for c in conditions if c.type != ctype]
+
+
 def build_status(previous: Obj | None, *, generation: int | None, current_replicas: int, desired_replicas: int,
                  current_metrics: list[Obj] | None, conditions: Iterable[Condition], last_scale_time: datetime | None,
-                 now: datetime) -> Obj:
+                 now: datetime, decided: bool = True) -> Obj:
     """`generation`: the autoscaler's metadata.generation, written as status.observedGeneration and
     on each condition (Kubernetes 1.37); None (before 1.37, or an object without one): neither."""
     previous = previous or {}
     status: Obj = {
         "currentReplicas": current_replicas,
         "desiredReplicas": desired_replicas,
-        "conditions": merge_conditions(previous.get("conditions"), conditions, now, generation),
+        "conditions": merge_conditions(previous.get("conditions"), conditions, now, generation, decided),
     }
     if generation is not None:
         status["observedGeneration"] = generation

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
 from .model import Condition
+
+T = TypeVar("T")
 
 __all__ = [
     "ABLE_TO_SCALE",
     "CONDITION_ORDER",
+    "CONTROL_CONDITIONS",
     "FALLBACK",
     "PAUSED",
     "SCALED_TO_ZERO",
     "SCALING_ACTIVE",
     "SCALING_LIMITED",
     "make",
+    "merged",
     "ordered",
+    "set_by_type",
     "unable_to_compute",
 ]
 
@@ -25,6 +33,7 @@ SCALED_TO_ZERO = "ScaledToZero"
 PAUSED = "Paused"
 FALLBACK = "Fallback"
 CONDITION_ORDER = (ABLE_TO_SCALE, SCALING_ACTIVE, SCALING_LIMITED, SCALED_TO_ZERO, PAUSED, FALLBACK)
+CONTROL_CONDITIONS = frozenset({PAUSED, FALLBACK})
 
 # Reasons (pkg/controller/podautoscaler/horizontal.go)
 SUCCEEDED_GET_SCALE = "SucceededGetScale"
@@ -87,3 +96,26 @@ def valid_metric_found(label: str) -> Condition:
     """ScalingActive True / ValidMetricFound naming the metric that set the recommendation."""
     return make(SCALING_ACTIVE, True, VALID_METRIC_FOUND,
                 f"the HPA was able to successfully calculate a replica count from {label}")
+
+
+def set_by_type(previous: Sequence[T], conditions: Iterable[Condition], type_of: Callable[[T], object],
+                put: Callable[[T | None, Condition], T], drop: frozenset[str] = CONTROL_CONDITIONS) -> list[T]:
+    """horizontal.go's setCondition, for each condition a sync set, on the list the autoscaler had:
+    the one of the same type is replaced in place (`put(old, new)`), a new type is appended, and
+    every type the sync did not set is kept as it was; but the types in `drop`, the controls' own
+    (Paused, Fallback) that a deciding sync sets while the control is in force, go when it did not."""
+    out = [c for c in previous if type_of(c) not in drop]
+    at = {type_of(c): i for i, c in enumerate(out)}
+    for cond in conditions:
+        i = at.get(cond.type)
+        if i is None:
+            at[cond.type] = len(out)
+            out.append(put(None, cond))
+        else:
+            out[i] = put(out[i], cond)
+    return out
+
+
+def merged(previous: Sequence[Condition], conditions: Iterable[Condition]) -> list[Condition]:
+    """The conditions of the status a sync writes: `conditions` (the ones it set) on `previous`."""
+    return set_by_type(previous, conditions, lambda c: c.type, lambda _old, new: new)

@@ -178,7 +178,7 @@ def _metrics_decide(inp: DecisionInput, sync: _Sync) -> bool:
     keda_scaling = spec.controls.keda if spec.controls is not None else None
     keda = keda_scaling is not None
     # above zero, the minReplicas of the HPA KEDA makes (KEDA itself scales to and from zero)
-    low = keda_scaling.floor if keda_scaling is not None and current > 0 else spec.min_replicas
+    low = hpa_min_replicas(inp)
     fixed = replicas_before_metrics(current, low, spec.max_replicas, from_zero or keda)
     if fixed is None:
         if current == 0:
@@ -286,19 +286,20 @@ def _activate(inp: DecisionInput, sync: _Sync, recommendation: int) -> tuple[int
 
 def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: int) -> tuple[int, bool]:
     """A ScaledObject's scaling to and from zero (KEDA's scale executor): the HPA KEDA makes has
-    minReplicas `floor` (minReplicaCount, at least 1), so above zero the recommendation is at least
-    that. At a polling (the first sync, then every pollingInterval) KEDA checks the triggers: an
-    active one scales a target at zero to `floor`; when none has been active for longer than
-    `cooldownPeriod` it scales straight to zero (idleReplicaCount 0 included). When none ever was
-    (no `status.lastActiveTime`), that is once `initialCooldownPeriod` has passed since the
-    ScaledObject's creation. Returns the recommendation and whether to go to zero now."""
+    minReplicas `floor` (minReplicaCount, at least 1), so above zero its normalization keeps the
+    recommendation at least that (`hpa_min_replicas`). At a polling (the first sync, then every
+    pollingInterval) KEDA checks the triggers: an active one scales a target at zero to `floor`;
+    when none has been active for longer than `cooldownPeriod` it scales straight to zero
+    (idleReplicaCount 0 included). When none ever was (no `status.lastActiveTime`), that is once
+    `initialCooldownPeriod` has passed since the ScaledObject's creation. Returns the
+    recommendation and whether to go to zero now."""
     now, current, history = inp.now, inp.current_replicas, inp.history
     floor = keda.floor
     polled = history.polled
     if polled is not None and now - polled < delta(keda.polling_interval):
         sync.pre.append(f"activation not checked: KEDA polls every {keda.polling_interval}s, last at "
                         f"{format_time(polled)}")
-        return (0 if current == 0 else max(recommendation, floor)), False
+        return (0 if current == 0 else recommendation), False
     sync.polled = now
     recommendation, active = _activate(inp, sync, recommendation)
     last, cooldown = history.last_active, keda.cooldown
@@ -307,7 +308,7 @@ def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: in
         if current == 0:  # scaleFromZeroOrIdle: minReplicaCount (at least 1); the HPA takes over at its next sync
             sync.pre.append(f"activation: KEDA scales from zero to {floor} replica{'s' if floor > 1 else ''}")
             return floor, False
-        return max(recommendation, floor), False
+        return recommendation, False
     if current == 0:
         return recommendation, False
     if last is None:
@@ -317,15 +318,15 @@ def _keda(inp: DecisionInput, sync: _Sync, keda: KedaScaling, recommendation: in
             sync.pre.append(f"activation initial cooldown: no trigger was active yet, the ScaledObject was created "
                             f"{int(waited.total_seconds())}s ago, within initialCooldownPeriod "
                             f"{keda.initial_cooldown}s: at least {floor} replica{'s' if floor > 1 else ''}")
-            return max(recommendation, floor), False
+            return recommendation, False
     if last is None or now - last > delta(cooldown):
         since = "no trigger was active yet" if last is None else f"no trigger active since {format_time(last)}"
         sync.pre.append(f"activation cooldown over: {since}, more than cooldownPeriod {cooldown}s ago: "
                         "scale to zero")
-        return max(recommendation, floor), True
+        return recommendation, True
     sync.pre.append(f"activation cooldown: a trigger was active {int((now - last).total_seconds())}s ago, "
                     f"within cooldownPeriod {cooldown}s: at least {floor} replica{'s' if floor > 1 else ''}")
-    return max(recommendation, floor), False
+    return recommendation, False
 
 
 def _fallback(inp: DecisionInput, sync: _Sync, metrics: _Metrics) -> bool:
@@ -382,11 +383,19 @@ def normalize_desired_replicas(inp: DecisionInput, recommendation: int,
                                recommendations: tuple[Recommendation, ...]) -> Normalized:
     """`normalizeDesiredReplicas` (no behavior) or `normalizeDesiredReplicasWithBehaviors`."""
     spec, history, window = inp.spec, inp.history, inp.config.downscale_stabilization_window
+    low = hpa_min_replicas(inp)
     if spec.behavior is None:
-        return normalize_legacy(inp.current_replicas, recommendation, spec.min_replicas, spec.max_replicas,
+        return normalize_legacy(inp.current_replicas, recommendation, low, spec.max_replicas,
                                 recommendations, inp.now, window)
-    return normalize_with_behavior(spec, inp.current_replicas, recommendation, spec.min_replicas, recommendations,
+    return normalize_with_behavior(spec, inp.current_replicas, recommendation, low, recommendations,
                                    history.scale_up_events, history.scale_down_events, inp.now, window)
+
+
+def hpa_min_replicas(inp: DecisionInput) -> int:
+    """The minReplicas the HPA normalizes with: the spec's, or for a KEDA ScaledObject above zero the
+    one of the HPA KEDA makes (minReplicaCount, at least 1: KEDA, not its HPA, goes to zero)."""
+    keda = inp.spec.controls.keda if inp.spec.controls is not None else None
+    return keda.floor if keda is not None and inp.current_replicas > 0 else inp.spec.min_replicas
 
 
 def _apply_normalized(inp: DecisionInput, sync: _Sync, norm: Normalized) -> None:
@@ -404,23 +413,25 @@ def _apply_normalized(inp: DecisionInput, sync: _Sync, norm: Normalized) -> None
 
 
 def _set_rescale_conditions(inp: DecisionInput, sync: _Sync) -> None:
-    """AbleToScale after a rescale, and ScaledToZero (HPAScaleToZero on): reported for autoscalers
-    that can scale to zero or did."""
+    """AbleToScale after a rescale, and ScaledToZero (HPAScaleToZero on) as horizontal.go sets it
+    after every successful rescale, whatever the autoscaler's metrics: True on going to zero, else
+    False. A sync that does not rescale sets neither: the status keeps what it had (setCondition)."""
+    if not sync.rescale:
+        return
     spec, current, desired = inp.spec, inp.current_replicas, sync.desired
     conds = sync.conditions
-    if not _zero_scaling(inp):  # HPAScaleToZero off (1.36's default): the condition is never written
-        if sync.rescale:
-            conds[C.ABLE_TO_SCALE] = C.rescaled(desired)
-        return
-    if not sync.rescale:
-        if inp.scaled_to_zero:
-            conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, True, "ScaledToZero", C.MSG_SCALED_TO_ZERO)
-        return
     conds[C.ABLE_TO_SCALE] = C.rescaled(desired)
+    keda = spec.controls is not None and spec.controls.keda is not None
+    if keda:  # a native HPA (minReplicas >= 1) under the release's gate; to and from zero is KEDA's scaling
+        if inp.config.features.scale_to_zero and current > 0 and desired > 0:
+            conds[C.SCALED_TO_ZERO] = C.fixed(C.SCALED_TO_ZERO, False, "NotScaledToZero", C.MSG_NOT_SCALED_TO_ZERO)
+        return
+    if not _zero_scaling(inp):  # HPAScaleToZero off (1.36's default): the condition is never written
+        return
     if current > 0 and desired == 0 and spec.min_replicas == 0 and spec.has_object_or_external:
-        conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, True, "ScaledToZero", C.MSG_SCALED_TO_ZERO)
-    elif spec.min_replicas == 0 or inp.scaled_to_zero:
-        conds[C.SCALED_TO_ZERO] = C.make(C.SCALED_TO_ZERO, False, "NotScaledToZero", C.MSG_NOT_SCALED_TO_ZERO)
+        conds[C.SCALED_TO_ZERO] = C.fixed(C.SCALED_TO_ZERO, True, "ScaledToZero", C.MSG_SCALED_TO_ZERO)
+    else:
+        conds[C.SCALED_TO_ZERO] = C.fixed(C.SCALED_TO_ZERO, False, "NotScaledToZero", C.MSG_NOT_SCALED_TO_ZERO)
 
 
 def _decision(inp: DecisionInput, sync: _Sync) -> Decision:

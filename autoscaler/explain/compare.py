@@ -111,7 +111,11 @@ def compare(obj: Mapping[str, Any], spec: HPASpec, decision: Decision, scale_rep
     for c in decision.conditions:
         t = their_conds.get(c.type)
         if t is None:
-            diffs.append(Difference(f"conditions.{c.type}", f"{c.status} {c.reason}", "absent", tuple(common)))
+            reasons = list(common)
+            if c.type == "ScaledToZero" and ours != theirs:  # set only by a sync that rescales
+                reasons += ["ScaledToZero is set only by a sync that rescales, and this one would rescale where "
+                            "the controller's did not", *history]
+            diffs.append(Difference(f"conditions.{c.type}", f"{c.status} {c.reason}", "absent", tuple(reasons)))
         elif (t.get("status"), t.get("reason")) != (c.status, c.reason):
             reasons = list(common)
             pair = {c.reason, t.get("reason")}

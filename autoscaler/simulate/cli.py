@@ -9,6 +9,7 @@ input; with several files, the worst.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -19,6 +20,7 @@ from autoscaler.commandline import ArgError, Parser, add_kube_version_flag
 from autoscaler.decision.kubeversion import KubeVersion
 
 from ..decision import Decision, decide
+from ..decision.conditions import merged
 from .output import check, decision_json
 from .scenario import Scenario, ScenarioError, build_scenario, load_scenarios, paused_gc
 
@@ -92,6 +94,9 @@ def _decide_file(source: str, kube_version: KubeVersion) -> Iterator[_Result | s
             with paused_gc():
                 scenario = build_scenario(label, doc, kube_version=kube_version)
                 decision = decide(scenario.input)
+                if scenario.conditions:  # the status the sync writes: the conditions it did not set stay
+                    kept = merged(scenario.conditions, decision.conditions)
+                    decision = dataclasses.replace(decision, conditions=kept)
         except ScenarioError as exc:
             yield f"{label}: {exc}"
         except RecursionError:

@@ -24,7 +24,7 @@ from typing import Any, ParamSpec, TextIO, TypeVar
 import yaml
 
 from promscaler.quantity import QuantityError, parse_quantity
-from promscaler.selectors import Selector
+from promscaler.selectors import Operator, Selector, SelectorError, parse_selector
 
 from ..decision import ControllerConfig, DecisionInput, History, MetricFailure, Reading, Recommendation, ScaleEvent
 from ..decision.clock import before
@@ -32,6 +32,8 @@ from ..decision.controls import failures_so_far, parse_pause
 from ..decision.fields import MAX_INT32, duration, integer, items, obj, quantity
 from ..decision.keda import is_scaled_object, read_scaled_object
 from ..decision.kubeversion import CURRENT, KubeVersion, supported_version
+from ..decision.model import Condition, SelectorOverlap
+from ..decision.overlap import overlap
 from ..decision.spec import METRIC_TYPES, HPASpec, MetricSpec, SpecError, admit, parse_spec
 from ..objects import (
     ObjectError,
@@ -86,6 +88,8 @@ class Scenario:
     label: str                         # "file" or "file#2", plus the autoscaler's name
     input: DecisionInput
     expect: Mapping[str, Any] | None
+    # hpa.status.conditions: the ones the sync does not set stay in the status (setCondition)
+    conditions: tuple[Condition, ...] = ()
 
 
 # --- loading -------------------------------------------------------------------------------------
@@ -496,6 +500,7 @@ class _Target:
     status_replicas: int
     selector: Selector | None
     selector_error: str | None
+    selector_text: str = ""  # status.selector as written (the AmbiguousSelector message quotes it)
 
 
 def _scale_target(doc: Mapping[str, Any], short_pods: int | None) -> _Target:
@@ -520,13 +525,15 @@ def _scale_target(doc: Mapping[str, Any], short_pods: int | None) -> _Target:
         raise _err("scaleTarget.status.selector", selector_error.split(": ", 1)[-1])
     if short_pods is not None and not tstatus.get("selector"):
         selector_error = None  # pods by count are the target's pods
-    return _Target(current, status_replicas, selector, selector_error)
+    return _Target(current, status_replicas, selector, selector_error, str(tstatus.get("selector") or ""))
 
 
-def _pods(doc: Mapping[str, Any], target: _Target, namespace: str | None, short: bool) -> tuple[list[Any], list[Any]]:
-    """(every Pod object of the scenario, the PodInfos of those the target's selector selects)."""
+def _pods(doc: Mapping[str, Any], target: _Target, namespace: str | None,
+          short: bool) -> tuple[list[Any], list[Any], list[Mapping[str, str]]]:
+    """(every Pod object of the scenario, the PodInfos of those the target's selector selects,
+    their labels)."""
     raw_pods = doc.get("pods") or []
-    selected = []
+    selected, selected_labels = [], []
     for i, raw in enumerate(raw_pods):
         try:
             info = pod_info(raw)
@@ -542,7 +549,42 @@ def _pods(doc: Mapping[str, Any], target: _Target, namespace: str | None, short:
             continue
         if short or (target.selector is not None and target.selector.matches(labels)):
             selected.append(info)
-    return raw_pods, selected
+            selected_labels.append(_carried(target.selector) if short else labels)
+    return raw_pods, selected, selected_labels
+
+
+def _carried(selector: Selector | None) -> dict[str, str]:
+    """The labels a pod of the short form carries: a value for each key the target's selector
+    requires (the first of an `in`), so that the selector selects it."""
+    wants = (Operator.EQUALS, Operator.IN, Operator.EXISTS)
+    return {r.key: r.values[0] if r.values else "x" for r in (selector.requirements if selector else ())
+            if r.operator in wants}
+
+
+def _overlap(doc: Mapping[str, Any], me: str, namespace: str, target: _Target,
+             labels: list[Mapping[str, str]]) -> SelectorOverlap | None:
+    """`otherAutoscalers`: the other autoscalers of the namespace with their targets' selectors, what
+    the controller's selector store holds; with this one, those selecting some of its pods."""
+    others = _list(doc, "otherAutoscalers", "otherAutoscalers")
+    if not others:
+        return None
+    if target.selector is None:
+        raise _err("otherAutoscalers", "needs scaleTarget.status.selector: the pods they share are found by it")
+    selectors = {me: target.selector}
+    for i, item in enumerate(others):
+        name, text = item.get("name"), item.get("selector")
+        if not isinstance(name, str) or not name:
+            raise _err(f"otherAutoscalers[{i}].name", "required: the autoscaler's name")
+        key = f"{namespace}/{name}"
+        if key in selectors:
+            raise _err(f"otherAutoscalers[{i}].name", f"{name!r} is named twice (or is the hpa itself)")
+        if not isinstance(text, str) or not text:
+            raise _err(f"otherAutoscalers[{i}].selector", "required: its target's scale selector, e.g. app=web")
+        try:
+            selectors[key] = parse_selector(text)
+        except SelectorError as exc:
+            raise _err(f"otherAutoscalers[{i}].selector", str(exc)) from None
+    return overlap(target.selector_text, labels, selectors)
 
 
 @_scenario_errors
@@ -578,13 +620,14 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None,
             raise _err(f"hpa.{exc.path}", exc.reason) from None
         raise ScenarioError(str(exc)) from None
     status = _map(hpa, "status", "hpa.status")
-    scaled_to_zero = any(c.get("type") == "ScaledToZero" and c.get("status") == "True"
-                         for c in _list(status, "conditions", "hpa.status.conditions"))
+    conditions = tuple(_condition(c) for c in _list(status, "conditions", "hpa.status.conditions")
+                       if isinstance(c, Mapping))
+    scaled_to_zero = any(c.type == "ScaledToZero" and c.status == "True" for c in conditions)
     short = isinstance(doc.get("pods"), Mapping)
     if short:
         doc = {**doc, "pods": expand_pods(doc["pods"], spec.scale_target_ref.name, namespace or "default", now)}
     target = _scale_target(doc, len(doc["pods"]) if short else None)
-    raw_pods, pods = _pods(doc, target, namespace, short)
+    raw_pods, pods, labels = _pods(doc, target, namespace, short)
     metrics = _metrics_full(doc.get("metrics"), spec, raw_pods, namespace or "default", now)
     readings = _readings(spec, metrics, [p.name for p in pods], namespace)
     name = meta.get("name")
@@ -593,5 +636,12 @@ def build_scenario(label: str, doc: Any, default_now: datetime | None = None,
         readings=tuple(readings), now=now, config=config, history=_history(doc, spec, status),
         scaled_to_zero=scaled_to_zero, selector_error=target.selector_error, paused=paused,
         namespace=namespace or "default", native=not keda and hpa.get("kind") != "HorizontalAutoscaler",
+        overlap=_overlap(doc, f"{namespace or 'default'}/{name}", namespace or "default", target, labels),
     )
-    return Scenario(f"{label} ({name})" if name else label, inp, _expect(doc))
+    return Scenario(f"{label} ({name})" if name else label, inp, _expect(doc), conditions)
+
+
+def _condition(c: Mapping[str, Any]) -> Condition:
+    status = c.get("status")
+    return Condition(str(c.get("type", "")), status if status in ("True", "False") else "Unknown",
+                     str(c.get("reason", "")), str(c.get("message", "")))

@@ -57,7 +57,7 @@ HPA = _fields(
     # `reference`, `targets` and `metrics`: a HorizontalAutoscaler's printed summary (kubectl get has,
     # kubectl describe); `control` and `metricFailures`: what its controls did (docs/controls.md)
     status=_fields("observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas", "currentMetrics",
-                   "reference", "targets", "metrics", "control", "metricFailures", conditions=[CONDITION]),
+                   "reference", "targets", "metrics", "control", "metricFailures", "selector", conditions=[CONDITION]),
 )
 SCALE_TARGET = _fields("apiVersion", "kind", "replicas", metadata=OBJECT_META, spec=_fields("replicas"),
                        status=_fields("replicas", "selector"))
@@ -99,8 +99,11 @@ HISTORY = _fields(recommendations=[_fields("timestamp", "replicas")],
 CONFIG = _fields("tolerance", "cpuInitializationPeriod", "initialReadinessDelay", "downscaleStabilizationWindow")
 EXPECT = _fields("desiredReplicas", "recommendation", "scale", "currentMetrics", "proposals", "control",
                  conditions=MAP)
+# the other autoscalers of the namespace and their targets' scale selectors (AmbiguousSelector)
+OTHER_AUTOSCALER = _fields("name", "selector")
 TOP = _fields("now", "kubernetesVersion", config=CONFIG, hpa=HPA, scaleTarget=SCALE_TARGET, pods=(PODS_SHORT, [POD]),
-              metrics=ANY, history=HISTORY, expect=EXPECT)  # metrics: scenario._check_metrics (keys name metrics)
+              metrics=ANY, history=HISTORY, expect=EXPECT,  # metrics: scenario._check_metrics (keys name metrics)
+              otherAutoscalers=[OTHER_AUTOSCALER])
 
 
 def _kind(schema: Schema) -> str:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
+from adapter.forecast import forecast_query
 from kubesim.victoriametrics import VictoriaMetricsServer
 from tests.support import eventually
 
@@ -59,3 +61,23 @@ def test_linear_forecasts_on_victoriametrics(victoria):
     url, t0 = victoria
     got = fd.vector(url, fd.external("stream_lag_forecast", "stream_lag"), t0 + AT)
     assert got == {"up": pytest.approx(fd.lag_up(AT + fd.HORIZON_LINEAR)), "down": 0.0}  # clamped; "new": too young
+
+
+@pytest.mark.parametrize("options,want", [
+    # yesterday's 20 (weekly), 10 (monday), 10 (holiday) and last week's 40 (none for monday), at today's level
+    ({"past_seasons": 7, "combine": "max", "envelope": "max", "margin": 1.5},
+     {"weekly": 40 * 15 / 10 * 1.5, "monday": 10 * 15 / 10 * 1.5, "holiday": 40 * 5 / 10 * 1.5}),
+    ({"past_seasons": 7, "combine": "median"},
+     {"weekly": (20 + 40) * 15 / 10 / 2, "monday": 10 * 15 / 10, "holiday": (10 + 40) * 5 / 10 / 2}),
+    # quantile_over_time: the window holds more than 2 "after" samples, so its 0.99-quantile is "after"
+    ({"envelope": "quantile", "quantile": 0.99},
+     {"weekly": 20 * 15 / 10, "monday": 10 * 15 / 10, "holiday": 10 * 5 / 10}),
+])
+def test_robust_options_on_victoriametrics(victoria, options, want):
+    """`pastSeasons` (label_replace, `quantile`/`max without`), an envelope (`max_over_time`) and a
+    margin, in MetricsQL: the last seven days at the same phase, of which yesterday and a week ago
+    hold history; the horizon's window one day ago holds yesterday's "after" value."""
+    url, t0 = victoria
+    forecast, query = fd.base("visits_daily", "visits")
+    got = fd.vector(url, forecast_query(replace(forecast, **options), query), t0 + AT)
+    assert got == pytest.approx(want)

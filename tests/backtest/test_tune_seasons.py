@@ -34,6 +34,7 @@ import yaml
 from prometheus_api_client import PrometheusConnect
 
 from autoscaler.backtest import tunecli
+from autoscaler.backtest.tune import SHAPES
 from kubesim.adapterrules import gauge_rule
 from kubesim.prometheus import PrometheusServer, start_backfilled
 from tests.support import prometheus_requests
@@ -92,6 +93,10 @@ def test_seasons_the_history_before_from_covers_are_tried(weekly, tmp_path: Path
     assert "fetched 32m of history before --from for the forecast of busy_forecast (Prometheus has 20m of it)" in out
     tried = {row["knobs"]["forecastSeasons"] for row in report["all"]}
     assert tried == {None, "30m,10m"}
+    # the shapes against noise, at the rule's horizon, with each season set tried
+    shapes = {(row["knobs"]["forecastSeasons"], row["knobs"]["forecastShape"]) for row in report["all"]}
+    assert shapes >= {(p, s) for p in (None, "30m,10m") for s in (None, *SHAPES)}
+    assert all(row["knobs"]["forecastHorizon"] is None for row in report["all"] if row["knobs"]["forecastShape"])
     assert report["given"]["noValue"] == []  # 20 minutes cover the rule's 10m + 2m
 
 

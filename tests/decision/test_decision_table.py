@@ -416,9 +416,11 @@ CASES: list[Case] = [
     # At zero, scaled there by us, and minReplicas since raised to 2: ceil(0.5) = 1, then not below 2.
     Case("from-zero-min-raised", inp(spec([ext_value("1")], min_r=2), 0, [], [external(500)], scaled_to_zero=True),
          proposal=1, desired=2),
-    # At zero with ScaledToZero and an empty queue: ceil(0) = 0: stays at zero, condition kept True.
+    # At zero with ScaledToZero and an empty queue: ceil(0) = 0: stays at zero. No rescale, so the
+    # sync sets no ScaledToZero (horizontal.go sets it only after a scale write): the status keeps
+    # its True (test_conditions_kept.py).
     Case("zero-stays-zero", inp(spec([ext_value("1")], min_r=0), 0, [], [external(0)], scaled_to_zero=True),
-         proposal=0, desired=0, conds={"ScaledToZero": "ScaledToZero"}),
+         proposal=0, desired=0, conds={"ScalingActive": "ValidMetricFound"}),
     # The scale's selector is missing: InvalidSelector, no change.
     Case("invalid-selector", inp(spec([pods_metric("10")]), 3, pods(3), [samples([50000] * 3)],
                                  selector_error="the HPA target's scale is missing a selector"),

@@ -48,6 +48,8 @@ def test_scale_up_with_a_starting_pod_words_and_conditions():
         "ScalingActive": ("True", "ValidMetricFound", "the HPA was able to successfully calculate a replica count "
                                                       "from cpu resource utilization (percentage of request)"),
         "ScalingLimited": ("False", "DesiredWithinRange", "the desired count is within the acceptable range"),
+        # 1.37 (HPAScaleToZero on) sets it after every successful rescale, a CPU HPA's too
+        "ScaledToZero": ("False", "NotScaledToZero", "the HPA controller did not scale the workload to zero"),
     }
 
 

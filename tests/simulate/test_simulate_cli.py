@@ -71,7 +71,9 @@ def test_json_output_shape() -> None:
     assert out["currentMetrics"] == [{"type": "Pods", "pods": {"metric": {"name": "http_requests"},
                                                                "current": {"averageValue": "1500m"}}}]
     assert out["proposals"] == [{"type": "Pods", "name": "http_requests", "replicas": 9}]
-    assert [c["type"] for c in out["conditions"]] == ["AbleToScale", "ScalingActive", "ScalingLimited"]
+    # a rescale under 1.37 sets ScaledToZero (False) whatever the metrics (HPAScaleToZero on)
+    assert [c["type"] for c in out["conditions"]] == ["AbleToScale", "ScalingActive", "ScalingLimited",
+                                                     "ScaledToZero"]
     for c in out["conditions"]:
         assert set(c) == {"type", "status", "reason", "message"} and c["status"] in ("True", "False", "Unknown")
     assert {c["type"]: c["reason"] for c in out["conditions"]}["ScalingLimited"] == "ScaleUpLimit"

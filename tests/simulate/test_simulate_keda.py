@@ -206,3 +206,24 @@ INITIAL_CASES = {
 def test_initial_cooldown_decides_as_keda(case: str) -> None:
     change, desired = INITIAL_CASES[case]
     assert _decide(change)["desiredReplicas"] == desired
+
+
+def test_above_zero_the_words_are_those_of_the_hpa_keda_makes() -> None:
+    # minReplicaCount 0: KEDA makes its HPA with minReplicas 1 (scale to zero is KEDA's). The metric
+    # asks 0 (a trigger was active 120 s ago: within the cooldown); with no stabilization window the
+    # HPA's convertDesiredReplicasWithBehaviorRate: 0 < minReplicas 1 (the default 100% scale-down
+    # policy allows down to 0) -> 1, ScalingLimited True, TooFewReplicas.
+    def change(d: dict[str, Any]) -> None:
+        d["metrics"]["s0-prometheus"] = "0"
+        d["hpa"]["spec"]["advanced"] = {"horizontalPodAutoscalerConfig": {
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}}}}
+    out = _decide(change)
+    assert out["desiredReplicas"] == 1
+    assert not any("minReplicas 0" in line for line in out["explanation"]), out["explanation"]
+    limited = next(c for c in out["conditions"] if c["type"] == "ScalingLimited")
+    assert (limited["status"], limited["reason"], limited["message"]) == (
+        "True", "TooFewReplicas", "the desired replica count is less than the minimum replica count")
+    # KEDA, not its HPA, scales to zero: the HPA writes no ScaledToZero=True
+    gone = _decide(lambda d: d["hpa"]["status"].update(lastActiveTime="2026-03-02T09:54:00Z"))
+    assert gone["desiredReplicas"] == 0
+    assert all(c["type"] != "ScaledToZero" for c in gone["conditions"]), gone["conditions"]

@@ -79,3 +79,16 @@ def test_the_report_says_which_release_decided_when_not_the_current(tmp_path: Pa
     assert "decided as Kubernetes 1.36's HPA controller" in out
     rc, out, _ = run_main(write(tmp_path, _from_zero()))
     assert rc == 0 and "decided as Kubernetes" not in out
+
+
+def test_the_status_keeps_the_conditions_a_sync_does_not_set(tmp_path: Path):
+    # horizontal.go sets conditions by type on the status it read: 1.36 never sets ScaledToZero, so the
+    # True a 1.37 controller left stays in the status it writes (and is not read: ScalingDisabled).
+    old = _decided(tmp_path, _from_zero("1.36"))
+    assert old["conditions"]["ScaledToZero"]["status"] == "True"
+    assert old["conditions"]["ScalingActive"]["reason"] == "ScalingDisabled"
+    # 1.37 at zero with an empty queue: no rescale, so ScaledToZero is not set again, and stays True.
+    doc = _from_zero(min_replicas=0)
+    doc["metrics"]["external"][0]["value"] = "0"
+    stays = _decided(tmp_path, doc)
+    assert stays["scale"] is False and stays["conditions"]["ScaledToZero"]["status"] == "True"

@@ -265,9 +265,15 @@
   function tune() {
     const s = data.summary;
     const k = r => [r.target, r.tolerance, r.scaleDownWindowSeconds, r.scaleDownPolicy, r.scaleUpPolicy,
-      r.addForecast ? "added" : "-", r.forecastHorizon];
+      r.addForecast ? "added" : "-", r.forecastHorizon, r.forecastSeasons, r.forecastShape];
     const fig = p => [p.replicaHours, p.secondsUnderProvisioned, p.scaleEvents];
+    const hb = s.hindsightBest, above = hb && hb.recommendedReplicaHoursAbove;
     root.append(el("p", { className: "verdict", textContent: s.verdict }),
+      ...(hb ? [el("p", { className: "hindsight", textContent: `hindsight: the best of this search space on the ` +
+        `held-out part (${hb.candidates} candidates, the same budget${hb.withinBudget ? "" : "; none within it"}): ` +
+        `${hb.reportedOn.replicaHours.toFixed(1)} replica-hours, ${Math.round(hb.reportedOn.secondsUnderProvisioned)} s ` +
+        `under-provisioned` + (above == null ? "" : `; ${s.recommended ? "the recommendation" : "the given spec (kept)"} ` +
+        `is ${above >= 0 ? "+" : ""}${(above * 100).toFixed(1)}% in replica-hours from it`) })] : []),
       el("p", { textContent: `objective: ${s.objective}; ${s.candidates} candidates, chosen on ` +
         `${s.chosenOn.from} .. ${s.chosenOn.to}, reported on ${s.reportedOn.from} .. ${s.reportedOn.to} (held out)` }),
       el("p", { id: "reference", textContent: `${s.reference.text}; to read the same in backtest: ${s.reference.backtest}` }));
@@ -315,7 +321,7 @@
     scatter("held-out part: the table's candidates", s.top.map(a => a.reportedOn),
       s.given.reportedOn, s.best.reportedOn, s.budgetSeconds.reportedOn, "held-out");
     const heads = ["", "target", "tolerance", "down window", "down policy", "up policy", "forecast", "horizon",
-      "replica-h", "under-prov. s", "events", "held out: replica-h", "under-prov. s", "events"];
+      "seasons", "shape", "replica-h", "under-prov. s", "events", "held out: replica-h", "under-prov. s", "events"];
     const rows = [["given", ...k(s.given.knobs), ...fig(s.given.chosenOn), ...fig(s.given.reportedOn)]]
       .concat(s.top.map((t, i) => [String(i + 1), ...k(t.knobs), ...fig(t.chosenOn), ...fig(t.reportedOn)]));
     root.append(table(heads, rows, "summary"));
