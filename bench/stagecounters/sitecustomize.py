@@ -30,6 +30,17 @@ def _count(name: str, wall: int, cpu: int) -> None:
     s[2] += time.thread_time_ns() - cpu
 
 
+def _timed(f: Any, name: str) -> Any:
+    """`f` (a plain function) counted as stage `name`."""
+    def counted(*a: Any, **k: Any) -> Any:
+        wall, cpu = time.perf_counter_ns(), time.thread_time_ns()
+        try:
+            return f(*a, **k)
+        finally:
+            _count(name, wall, cpu)
+    return counted
+
+
 def wrap(owner: Any, attr: str, name: str) -> None:
     """Count every call of `owner.attr` (a coroutine function or a plain one) as stage `name`."""
     f = getattr(owner, attr, None)
@@ -43,15 +54,9 @@ def wrap(owner: Any, attr: str, name: str) -> None:
                 return await f(*a, **k)
             finally:
                 _count(name, wall, cpu)
+        setattr(owner, attr, counted)
     else:
-        @functools.wraps(f)
-        def counted(*a: Any, **k: Any) -> Any:
-            wall, cpu = time.perf_counter_ns(), time.thread_time_ns()
-            try:
-                return f(*a, **k)
-            finally:
-                _count(name, wall, cpu)
-    setattr(owner, attr, counted)
+        setattr(owner, attr, functools.wraps(f)(_timed(f, name)))
 
 
 class _Counted:
@@ -59,16 +64,7 @@ class _Counted:
 
     def __init__(self, module: Any, name: str, attr: str) -> None:
         self._module = module
-        f = getattr(module, attr)
-
-        def counted(*a: Any, **k: Any) -> Any:
-            wall, cpu = time.perf_counter_ns(), time.thread_time_ns()
-            try:
-                return f(*a, **k)
-            finally:
-                _count(name, wall, cpu)
-
-        setattr(self, attr, counted)
+        setattr(self, attr, _timed(getattr(module, attr), name))
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self._module, attr)

@@ -68,14 +68,20 @@ def _backtest(history, tmp_path: Path, specs: list[Path], steps: int, *extra: st
     return json.loads((report / "summary.json").read_text()), out.getvalue()
 
 
-def test_the_backtest_of_a_recommendation_reads_tune_s_figure(small_rises, tmp_path: Path):
+def _tune(history: tuple[PrometheusServer, int], tmp_path: Path, budget: str) -> tuple[Path, dict, str]:
+    """tune of the given spec (written to web.yaml) over the whole range with --max-above-target
+    `budget`, its report in tmp_path / "tune": the spec's path, tune.json and what tune printed."""
     given = tmp_path / "web.yaml"
     given.write_text(yaml.safe_dump(GIVEN))
     out, err = io.StringIO(), io.StringIO()
-    code = tunecli.main([str(given), *_flags(small_rises, tmp_path, len(LOAD)), "--max-above-target", "0%",
+    code = tunecli.main([str(given), *_flags(history, tmp_path, len(LOAD)), "--max-above-target", budget,
                          "--report", str(tmp_path / "tune"), "--workers", "1", "--no-html"], out, err)
     assert code == 0, err.getvalue()
-    tune = json.loads((tmp_path / "tune" / "tune.json").read_text())
+    return given, json.loads((tmp_path / "tune" / "tune.json").read_text()), out.getvalue()
+
+
+def test_the_backtest_of_a_recommendation_reads_tune_s_figure(small_rises, tmp_path: Path):
+    given, tune, tune_text = _tune(small_rises, tmp_path, "0%")
     recommended = tmp_path / "tune" / "recommended.yaml"
     target = yaml.safe_load(recommended.read_text())["spec"]["metrics"][0]["pods"]["target"]["averageValue"]
     # tune's choice, by hand: 10 pods at 100, 13 at 130, never under-provisioned
@@ -100,9 +106,9 @@ def test_the_backtest_of_a_recommendation_reads_tune_s_figure(small_rises, tmp_p
         "from": "web.yaml (web)'s first metric's target and scale-up tolerance",
         "flags": ["--reference-target", "12", "--reference-tolerance", "0.1"]}
     assert summary["reference"] == {k: tune["reference"][k] for k in ("metric", "target", "tolerance", "from")}
-    assert "per ready pod above 12 x (1 + 0.1) = 13.2" in out.getvalue()
+    assert "per ready pod above 12 x (1 + 0.1) = 13.2" in tune_text
     assert tune["reference"]["backtest"].startswith("backtest web.yaml recommended.yaml with the same flags")
-    assert "to read the same in backtest: backtest" in out.getvalue()
+    assert "to read the same in backtest: backtest" in tune_text
 
     # over the whole range: the chosen-on and the held-out parts together
     summary, _ = _backtest(small_rises, tmp_path, [given, recommended], len(LOAD))
@@ -155,13 +161,7 @@ def test_over_tune_s_whole_range_its_two_parts_add_up(small_rises, tmp_path: Pat
     scale-down is cheapest: 9 pods at 100 (11.1 per pod), 130 / 9 = 14.4 above 13.2 for the step before
     11 pods are ready (11.8): 15 s at each rise, one rise a half. backtest reads 15 s on the chosen-on
     half and 30 s over both, tune's two figures added."""
-    given = tmp_path / "web.yaml"
-    given.write_text(yaml.safe_dump(GIVEN))
-    out, err = io.StringIO(), io.StringIO()
-    code = tunecli.main([str(given), *_flags(small_rises, tmp_path, len(LOAD)), "--max-above-target", "5%",
-                         "--report", str(tmp_path / "tune"), "--workers", "1", "--no-html"], out, err)
-    assert code == 0, err.getvalue()
-    tune = json.loads((tmp_path / "tune" / "tune.json").read_text())
+    given, tune, _ = _tune(small_rises, tmp_path, "5%")
     best = tune["best"]
     assert tune["recommended"] and best["chosenOn"]["secondsUnderProvisioned"] == 15
     assert best["chosenOn"]["replicaHours"] == round((9 * 20 + 11 * 20) * STEP / 3600, 3)

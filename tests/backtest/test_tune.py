@@ -30,6 +30,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
@@ -37,6 +38,10 @@ import yaml
 from autoscaler.backtest import tunecli
 
 from .tunedata import GIVEN, STEP, run_tune
+
+if TYPE_CHECKING:
+    from autoscaler.backtest.plan import ForecastSetting
+    from autoscaler.backtest.read import Histories
 
 
 def test_tune_recommends_the_spec_worked_out_by_hand(tune_history, tmp_path: Path):
@@ -107,13 +112,10 @@ def test_tune_bad_input_is_one_line(tune_history, tmp_path: Path):
     assert err_buf.getvalue().count("\n") == 1 and "one autoscaler" in err_buf.getvalue()
 
 
-def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path: Path):
-    """tune's horizon knob: the forecast metric's PromQL at another horizon, over the forecast tests'
-    known history (season 1d; yesterday's queue was 10 until T0 - 1d + 20m, 30 after; today 15).
-    From T0 - 5m to T0, the forecast 30m ahead (the rule's) reads yesterday's 30: 30 x 15 / 10 = 45;
-    10m ahead it reads yesterday's 10: 10 x 15 / 10 = 15. The observed metric has no horizon."""
+def _forecast_histories(tmp_path: Path, setting: ForecastSetting) -> Histories:
+    """What tune reads for a spec with the observed metric and the forecast one, at `setting`
+    beside the rule's own, over the forecast tests' known history from T0 - 5m to T0, a minute apart."""
     from autoscaler.backtest import cli
-    from autoscaler.backtest.plan import ForecastSetting
     from autoscaler.backtest.specs import load_specs
     from tests.adapter import forecast_data as fd
 
@@ -130,7 +132,17 @@ def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path:
                                         "spec": {**GIVEN["spec"], "metrics": metrics}}))
         args = tunecli._parser().parse_args([str(path), "--prometheus-url", prom.url, "--rules", str(rules),
                                              "--from", str(t0 - 300), "--to", str(t0), "--step", "60s"])
-        h = cli.read_histories(args, load_specs(str(path)), io.StringIO(), [ForecastSetting(600.0)])
+        return cli.read_histories(args, load_specs(str(path)), io.StringIO(), [setting])
+
+
+def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path: Path):
+    """tune's horizon knob: the forecast metric's PromQL at another horizon, over the forecast tests'
+    known history (season 1d; yesterday's queue was 10 until T0 - 1d + 20m, 30 after; today 15).
+    From T0 - 5m to T0, the forecast 30m ahead (the rule's) reads yesterday's 30: 30 x 15 / 10 = 45;
+    10m ahead it reads yesterday's 10: 10 x 15 / 10 = 15. The observed metric has no horizon."""
+    from autoscaler.backtest.plan import ForecastSetting
+
+    h = _forecast_histories(tmp_path, ForecastSetting(600.0))
     plan = h.plans[0]
     assert h.data[plan.queries[1].promql].total.tolist() == pytest.approx([45.0] * 6)
     assert h.data[plan.variants[ForecastSetting(600.0)][1].promql].total.tolist() == pytest.approx([15.0] * 6)
@@ -146,27 +158,11 @@ def test_forecast_shapes_are_fetched_as_the_adapter_would_serve_them(tmp_path: P
     30; times the level ratio 15 / 10: (10 (25 - j) + 30 (6 + j)) / 31 x 1.5. That is Prometheus 2,
     whose subquery range holds both ends; Prometheus 3's leaves out the first: (10 (24 - j) +
     30 (6 + j)) / 30 x 1.5 = 21 + j. The rule's own (the instant 30m ahead) is 45 throughout."""
-    from autoscaler.backtest import cli
     from autoscaler.backtest.plan import ForecastSetting
-    from autoscaler.backtest.specs import load_specs
     from autoscaler.backtest.tunecli import shape
-    from tests.adapter import forecast_data as fd
 
-    t0 = fd.start_time()
     at = ForecastSetting(None, None, shape("envelope mean"))
-    with fd.backfilled(t0) as prom:
-        rules = tmp_path / "rules.yaml"
-        rules.write_text(fd.RULES)
-        selector = {"matchLabels": {"queue": "orders"}}
-        metrics = [{"type": "External", "external": {"metric": {"name": name, "selector": selector},
-                                                     "target": {"type": "AverageValue", "averageValue": "10"}}}
-                   for name in ("queue_depth", "queue_depth_seasonal")]
-        path = tmp_path / "worker.yaml"
-        path.write_text(yaml.safe_dump({**GIVEN, "metadata": {"name": "worker", "namespace": "web"},
-                                        "spec": {**GIVEN["spec"], "metrics": metrics}}))
-        args = tunecli._parser().parse_args([str(path), "--prometheus-url", prom.url, "--rules", str(rules),
-                                             "--from", str(t0 - 300), "--to", str(t0), "--step", "60s"])
-        h = cli.read_histories(args, load_specs(str(path)), io.StringIO(), [at])
+    h = _forecast_histories(tmp_path, at)
     plan = h.plans[0]
     assert h.data[plan.queries[1].promql].total.tolist() == pytest.approx([45.0] * 6)
     got = h.data[plan.variants[at][1].promql].total.tolist()

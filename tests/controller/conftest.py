@@ -3,17 +3,19 @@ controllers run in the test's event loop against the sim through the real kubern
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from autoscaler.controller.controller import Settings
+from autoscaler.controller.controller import Controller, Settings
 from autoscaler.decision.model import ControllerConfig
 from kubesim.apiserver import KubeSim
+from promscaler.kubeapi import Kube, load_configuration
 from promscaler.selectors import parse_selector
 
 from ..support import eventually, more_syncs, running  # noqa: F401  (used by the tests through this module)
@@ -122,6 +124,32 @@ def settings(**overrides: Any) -> Settings:
     )
     base.update(overrides)
     return Settings(**base)
+
+
+@contextlib.asynccontextmanager
+async def sharded(sim: KubeSim, members: Sequence[str], prepare: Callable[[list[Controller]], None] | None = None,
+                  **overrides: Any) -> AsyncIterator[list[Controller]]:
+    """A sharding controller for each of `members` (its identity; `overrides`: more settings) in this
+    loop, each with its own API client; `prepare` sees them before they start. The block starts once
+    each has seen them all; on exit all are stopped and their clients closed."""
+    kubes = [Kube(await load_configuration(sim.kubeconfig_path)) for _ in members]
+    lease = dict(lease_duration=3.0, renew_deadline=2.0, retry_period=0.3, lease_name="promscaler-test")
+    controllers = [Controller(k, settings(identity=m, sharding=True, **lease, **overrides))
+                   for m, k in zip(members, kubes, strict=True)]
+    if prepare is not None:
+        prepare(controllers)
+    stops = [asyncio.Event() for _ in members]
+    tasks = [asyncio.create_task(c.run(s)) for c, s in zip(controllers, stops, strict=True)]
+    try:
+        await eventually(lambda: all(c.members and c.members.active() and len(c.members.view()) == len(members)
+                                     for c in controllers), timeout=20)
+        yield controllers
+    finally:
+        for s in stops:
+            s.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for k in kubes:
+            await k.close()
 
 
 def replicas(sim: KubeSim, name: str, ns: str = NS) -> int:

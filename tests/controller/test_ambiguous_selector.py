@@ -18,6 +18,7 @@ from .conftest import (
     replicas,
     running,
     settings,
+    sharded,
     status,
 )
 from .test_reconcile import per_pod
@@ -71,11 +72,7 @@ def test_a_shadowed_hpa_counts_hpas_only_and_a_forgotten_autoscaler_no_longer_co
 async def test_two_shards_each_owning_one_of_two_autoscalers_on_the_same_pods_both_stop(sim, fake):
     # Kubernetes' one controller sees every HPA's selector; with sharding each replica syncs its own
     # share, and learns the others' selectors from their status (status.selector) in its cache.
-    import asyncio
-
-    from autoscaler.controller.controller import Controller
     from autoscaler.controller.shards import owner
-    from promscaler.kubeapi import Kube, load_configuration
 
     members = ("r0", "r1")
     names = [f"web-{i}" for i in range(40)]
@@ -87,15 +84,7 @@ async def test_two_shards_each_owning_one_of_two_autoscalers_on_the_same_pods_bo
     fake.pods[(NS, "http_requests")] = per_pod(1000)  # 500m per pod at 2 replicas: on target, stay at 2
     for name in (first, second):
         sim.apply(autoscaler(name, "web", [pods_metric("http_requests", "500m")]))
-    kubes = [Kube(await load_configuration(sim.kubeconfig_path)) for _ in members]
-    lease = dict(lease_duration=3.0, renew_deadline=2.0, retry_period=0.3, lease_name="promscaler-test")
-    controllers = [Controller(k, settings(identity=m, sharding=True, **lease))
-                   for m, k in zip(members, kubes, strict=True)]
-    stops = [asyncio.Event() for _ in members]
-    tasks = [asyncio.create_task(c.run(s)) for c, s in zip(controllers, stops, strict=True)]
-    try:
-        await eventually(lambda: all(c.members and c.members.active() and len(c.members.view()) == 2
-                                     for c in controllers), timeout=20)
+    async with sharded(sim, members) as controllers:
         for name in (first, second):
             await eventually(lambda n=name: conditions(sim, n).get("ScalingActive") == ("False", "AmbiguousSelector"),
                              timeout=20)
@@ -108,9 +97,3 @@ async def test_two_shards_each_owning_one_of_two_autoscalers_on_the_same_pods_bo
             await more_syncs(c, 3)
         assert replicas(sim, "web") == 2
         assert conditions(sim, first)["ScalingActive"] == ("False", "AmbiguousSelector")
-    finally:
-        for s in stops:
-            s.set()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for k in kubes:
-            await k.close()

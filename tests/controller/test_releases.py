@@ -7,6 +7,7 @@ seen the controller's own last status write (1.37, kubernetes#139025)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -170,56 +171,60 @@ def _skips(controller) -> float:
     return controller.telemetry.stale_skips.labels(CR)._value.get()
 
 
-async def test_1_37_defers_a_sync_until_the_cache_has_seen_its_status_write(sim, fake):
+WEB = (CR, NS, "web")
+
+
+@contextlib.asynccontextmanager
+async def _gated(sim: KubeSim, fake) -> AsyncIterator[tuple[Controller, Gate]]:
+    """Autoscaler web on its deployment's 2 pods, on target (1 per pod), and a controller that syncs
+    it only when asked (a sync period of an hour, one worker), its autoscalers' informer reading
+    through a Gate."""
     sim.apply(deployment("web", 2))
     fake.pods[(NS, "http_requests")] = "1"
     sim.apply(autoscaler("web", "web", [pods_metric("http_requests", "1")], max_replicas=5))
-    key = (CR, NS, "web")
     async with running(sim, settings(sync_period=3600.0, workers=1)) as controller:
         gate = Gate(controller.kube)
         controller.informers[CR].kube = gate  # before the informer's first request (run() has not started)
+        yield controller, gate
+
+
+async def _resync(controller: Controller) -> None:
+    """Queue autoscaler web and wait until a sync has run."""
+    syncs = controller.syncs
+    controller.queue.add(WEB)
+    await eventually(lambda: controller.syncs > syncs)
+
+
+async def test_1_37_defers_a_sync_until_the_cache_has_seen_its_status_write(sim, fake):
+    async with _gated(sim, fake) as (controller, gate):
         informer = controller.informers[CR]
         await eventually(lambda: (cached := informer.get((NS, "web"))) and (cached.object().get("status") or {})
                          .get("currentMetrics"))
         gate.held = True
         fake.pods[(NS, "http_requests")] = "900m"  # the next sync writes another status (its currentMetrics)
-        syncs = controller.syncs
-        controller.queue.add(key)  # a resync
-        await eventually(lambda: controller.syncs > syncs)
+        await _resync(controller)
         written = sim.get(*CR_API, NS, "web")
-        assert controller.reconciler.written[key] == written["metadata"]["resourceVersion"]
+        assert controller.reconciler.written[WEB] == written["metadata"]["resourceVersion"]
         assert int(informer.resource_version) < int(written["metadata"]["resourceVersion"])  # not seen yet
-        syncs = controller.syncs
-        controller.queue.add(key)  # the next resync comes before the watch delivers our write: deferred
-        await eventually(lambda: controller.syncs > syncs)
+        await _resync(controller)  # the next resync comes before the watch delivers our write: deferred
         assert _skips(controller) == 1
         assert sim.get(*CR_API, NS, "web")["metadata"]["resourceVersion"] == written["metadata"]["resourceVersion"]
         gate.open()
         await eventually(lambda: int(informer.resource_version) >= int(written["metadata"]["resourceVersion"]))
-        syncs = controller.syncs
-        controller.queue.add(key)
-        await eventually(lambda: controller.syncs > syncs)
-        assert _skips(controller) == 1 and key not in controller.reconciler.written  # synced, nothing new to write
+        await _resync(controller)
+        assert _skips(controller) == 1 and WEB not in controller.reconciler.written  # synced, nothing new to write
 
 
 async def test_1_36_does_not_wait_for_its_own_writes(sim136, fake):
-    sim136.apply(deployment("web", 2))
-    fake.pods[(NS, "http_requests")] = "1"
-    sim136.apply(autoscaler("web", "web", [pods_metric("http_requests", "1")], max_replicas=5))
-    key = (CR, NS, "web")
-    async with running(sim136, settings(sync_period=3600.0, workers=1)) as controller:
-        gate = Gate(controller.kube)
-        controller.informers[CR].kube = gate
+    async with _gated(sim136, fake) as (controller, gate):
         informer = controller.informers[CR]
         await eventually(lambda: controller.ready())
         gate.held = True
-        controller.queue.add(key)  # 1.36 queues a new autoscaler a period ahead: this is the resync
+        controller.queue.add(WEB)  # 1.36 queues a new autoscaler a period ahead: this is the resync
         await eventually(lambda: status(sim136, "web").get("currentMetrics"))
         written = sim136.get(*CR_API, NS, "web")["metadata"]["resourceVersion"]
         assert int(informer.resource_version) < int(written)
-        syncs = controller.syncs
-        controller.queue.add(key)
-        await eventually(lambda: controller.syncs > syncs)
+        await _resync(controller)
         assert _skips(controller) == 0
         gate.open()
 
@@ -251,35 +256,37 @@ async def test_shadow_mode_follows_the_clusters_own_hpa_controller(release):
         assert "status" not in sim.get("autoscaling/v2", "HorizontalPodAutoscaler", NS, "web")  # nothing written
 
 
+@contextlib.asynccontextmanager
+async def _started_while_away(sim: KubeSim) -> AsyncIterator[Controller]:
+    """A controller started while `sim`'s API server is stopped, once it has seen the outage. On exit
+    it is stopped and must return within 20 s; then its client is closed."""
+    kube = Kube(await load_configuration(sim.kubeconfig_path))
+    await asyncio.to_thread(sim.stop)
+    controller, stop = Controller(kube, settings()), asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        await eventually(lambda: controller.health.outages == 1)
+        yield controller
+    finally:
+        stop.set()
+        try:
+            await asyncio.wait_for(task, 20)
+        finally:
+            await kube.close()
+
+
 async def test_an_api_server_away_at_start_is_waited_for(sim136):
     # the release is read before anything else: a controller started during an outage follows the
     # cluster's release once the API server is back, not the default
-    kube = Kube(await load_configuration(sim136.kubeconfig_path))
-    await asyncio.to_thread(sim136.stop)
-    controller, stop = Controller(kube, settings()), asyncio.Event()
-    task = asyncio.create_task(controller.run(stop))
-    try:
-        await eventually(lambda: controller.health.outages == 1)
+    async with _started_while_away(sim136) as controller:
         await asyncio.to_thread(sim136.start)
         await eventually(lambda: controller.ready(), 30)
         assert controller.release == KubeVersion(1, 36)
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 20)
-        await kube.close()
 
 
 async def test_stopped_while_the_api_server_is_away(sim136):
-    kube = Kube(await load_configuration(sim136.kubeconfig_path))
-    await asyncio.to_thread(sim136.stop)
-    controller, stop = Controller(kube, settings()), asyncio.Event()
-    task = asyncio.create_task(controller.run(stop))
-    try:
-        await eventually(lambda: controller.health.outages == 1)
-        stop.set()
-        await asyncio.wait_for(task, 20)  # returns, without waiting for an API server that may never come
-    finally:
-        await kube.close()
+    async with _started_while_away(sim136):
+        pass  # on leaving, stopped: it returns, without waiting for an API server that may never come
 
 
 async def test_a_version_answer_naming_no_release_is_the_current_one(caplog):

@@ -6,7 +6,6 @@ own reports."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import itertools
 import json
@@ -25,11 +24,10 @@ from autoscaler.explain.cli import main as explain_main
 from kubesim.apiserver import KubeSim
 from kubesim.kubeconfig import write_kubeconfig
 from kubesim.processes import ControllerProcess
-from promscaler.kubeapi import Kube, load_configuration
 from promscaler.times import parse_time
 
 from ..support import wait_for
-from .conftest import NS, ROOT, autoscaler, deployment, eventually, metrics_upstream, pods_metric, settings
+from .conftest import NS, ROOT, autoscaler, deployment, eventually, metrics_upstream, pods_metric, sharded
 from .test_reconcile import per_pod
 
 COUNT = 30
@@ -255,21 +253,16 @@ async def test_shadow_mode_shards_native_hpas_and_autoscalers_alike(sim, fake):
         sim.apply(deployment(name, 2))
         sim.apply(autoscaler(name, name, [pods_metric("load", "500m")], kind="HorizontalPodAutoscaler"))
         sim.apply(autoscaler(name, name, [pods_metric("load", "500m")]))
-    kubes = [Kube(await load_configuration(sim.kubeconfig_path)) for _ in range(2)]
-    lease = dict(lease_duration=3.0, renew_deadline=2.0, retry_period=0.3, lease_name="promscaler-test")
-    controllers = [Controller(k, settings(identity=f"r{i}", sharding=True, dry_run=True, reconcile_native_hpas=True,
-                                          **lease)) for i, k in enumerate(kubes)]
     synced: list[dict[tuple[str, str, str], int]] = [defaultdict(int), defaultdict(int)]
-    for c, counts in zip(controllers, synced, strict=True):
-        def counting(key, sync=c.reconciler.sync, counts=counts):
-            counts[key] += 1
-            return sync(key)
-        c.reconciler.sync = counting  # type: ignore[method-assign]
-    stops = [asyncio.Event(), asyncio.Event()]
-    tasks = [asyncio.create_task(c.run(s)) for c, s in zip(controllers, stops, strict=True)]
-    try:
-        await eventually(lambda: all(c.members and c.members.active() and len(c.members.view()) == 2
-                                     for c in controllers), timeout=20)
+
+    def count_syncs(controllers: list[Controller]) -> None:
+        for c, counts in zip(controllers, synced, strict=True):
+            def counting(key, sync=c.reconciler.sync, counts=counts):
+                counts[key] += 1
+                return sync(key)
+            c.reconciler.sync = counting  # type: ignore[method-assign]
+
+    async with sharded(sim, ("r0", "r1"), count_syncs, dry_run=True, reconcile_native_hpas=True) as controllers:
         before = [dict(s) for s in synced]
         keys = {(kind, NS, n) for kind in ("HorizontalAutoscaler", "HorizontalPodAutoscaler") for n in names}
         await eventually(lambda: all(sum(s.get(k, 0) - b.get(k, 0) for s, b in zip(synced, before, strict=True)) >= 3
@@ -288,9 +281,3 @@ async def test_shadow_mode_shards_native_hpas_and_autoscalers_alike(sim, fake):
             for _, ns, name in keys - own:
                 assert value("promscaler_autoscaler_shadow_desired_replicas",
                              {"namespace": ns, "name": name, "source": "promscaler"}) is None
-    finally:
-        for s in stops:
-            s.set()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for k in kubes:
-            await k.close()

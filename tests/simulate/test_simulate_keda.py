@@ -57,14 +57,6 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_scaled_object_decides_as_keda(case: str) -> None:
-    change, desired, activation = CASES[case]
-    out = _decide(change)
-    assert out["desiredReplicas"] == desired
-    assert out["controls"]["activation"] == activation
-
-
 def test_the_cooldown_says_when_a_trigger_was_last_active_as_status_has_it() -> None:
     out = _decide(lambda d: d["hpa"]["status"].update(lastActiveTime="2026-03-02T09:54:00Z"))
     assert any("no trigger active since 2026-03-02T09:54:00Z, more than cooldownPeriod 300s ago" in line
@@ -132,9 +124,12 @@ MODIFIER_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", MODIFIER_CASES)
-def test_scaling_modifiers_decide_as_keda(case: str) -> None:
-    change, desired, activation = MODIFIER_CASES[case]
+DECISION_CASES = {**CASES, **MODIFIER_CASES}  # one trigger's, then scalingModifiers'
+
+
+@pytest.mark.parametrize("case", DECISION_CASES)
+def test_scaled_object_decides_as_keda(case: str) -> None:
+    change, desired, activation = DECISION_CASES[case]
     out = _decide(change)
     assert out["desiredReplicas"] == desired
     assert out["controls"]["activation"] == activation

@@ -113,6 +113,22 @@
       const { min, max } = report.charts[0].scales.x;
       zoom(min + (max - min) * share, max + (max - min) * share);
     }
+    // a selection dragged across a chart: every chart to its span, the selection cleared
+    function zoomToSelection(u) {
+      const { left, width: w } = u.select;
+      if (w < 2) return;
+      const min = u.posToVal(left, "x"), max = u.posToVal(left + w, "x");
+      u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+      zoom(min, max);
+    }
+    // every chart's cursor: one time axis for all; a drag selects (zoomToSelection), a double click resets
+    function cursor() {
+      return {
+        sync: { key: "backtest" },
+        drag: { x: true, y: false, setScale: false },
+        bind: { dblclick: () => () => { report.reset(); return null; } },
+      };
+    }
     report.zoom = zoom;
     report.pan = pan;
     report.reset = () => zoom(full[0], full[1]);
@@ -193,11 +209,7 @@
       const drawn = drawnOnce();
       const u = new uPlot({
         width: width(), height: 300,
-        cursor: {
-          sync: { key: "backtest" },
-          drag: { x: true, y: false, setScale: false },  // the selection zooms every row (setSelect)
-          bind: { dblclick: () => () => { report.reset(); return null; } },
-        },
+        cursor: cursor(),
         scales: {
           x: { time: true },
           load: { range: (u, min, max) => [0, Math.max(max || 0, loadTop) * 1.08 || 1] },
@@ -209,13 +221,7 @@
         hooks: {
           drawClear: [shade],
           draw: [drawn],
-          setSelect: [u => {
-            const { left, width: w } = u.select;
-            if (w < 2) return;
-            const min = u.posToVal(left, "x"), max = u.posToVal(left + w, "x");
-            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-            zoom(min, max);
-          }],
+          setSelect: [zoomToSelection],
           setCursor: [u => { const e = eventNear(u, u.cursor.left, 8); if (e) show(e); }],
         },
       }, view(spec, full[0], full[1]), box);
@@ -239,8 +245,7 @@
       const drawnNow = drawnOnce();
       const u = new uPlot({
         width: width(), height: 220,
-        cursor: { sync: { key: "backtest" }, drag: { x: true, y: false, setScale: false },
-          bind: { dblclick: () => () => { report.reset(); return null; } } },
+        cursor: cursor(),
         scales: { x: { time: true }, load: { range: (u, min, max) => [0, (max || 0) * 1.08 || 1] } },
         axes: [{}, { scale: "load", label: "total", size: 60 },
           { scale: "load", side: 1, label: "total", grid: { show: false } }],  // aligned with the row above
@@ -249,13 +254,7 @@
           { label: f.series[1].label, scale: "load", stroke: "#111", width: 1, spanGaps: false, points: { show: false } }],
         hooks: {
           draw: [drawnNow],
-          setSelect: [u => {
-            const { left, width: w } = u.select;
-            if (w < 2) return;
-            const min = u.posToVal(left, "x"), max = u.posToVal(left + w, "x");
-            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-            zoom(min, max);
-          }],
+          setSelect: [zoomToSelection],
         },
       }, dataOf(f, full[0], full[1]), box);
       report.charts.push(u);
