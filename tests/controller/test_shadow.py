@@ -48,7 +48,7 @@ from .conftest import (
 HPA_API = ("autoscaling/v2", "HorizontalPodAutoscaler")
 KEY = ("HorizontalPodAutoscaler", NS, "web")
 PERIOD = 2.0  # the sync period of both controllers
-LEAD = 0.4  # the shadow syncs this long before the real HPA: a fifth of the period (docs/shadow-mode.md)
+LEAD = 0.4  # the shadow syncs this long before the real HPA: a fifth of the period (docs/autoscaler.md, shadow mode)
 BEHAVIOR = {
     "scaleDown": {"stabilizationWindowSeconds": 0, "policies": [{"type": "Pods", "value": 1, "periodSeconds": 4}]},
     "scaleUp": {"stabilizationWindowSeconds": 0, "policies": [{"type": "Pods", "value": 4, "periodSeconds": 4}]},
