@@ -53,7 +53,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autoscaler.backtest import cli, tunecli
+from autoscaler.backtest import cli, read, tunecli
 from autoscaler.backtest.tune import SHAPES
 from bench.adapter_bench import prometheus_queries
 from kubesim.adapterrules import counter_rate_rule
@@ -231,7 +231,7 @@ def replays(url: str, files: dict[str, tuple[Path, Path]], start: int, end: int,
         args = cli._parser().parse_args([str(spec_file), "--prometheus-url", url, "--rules", str(rules),
                                          "--from", str(start), "--to", str(end), "--step", f"{step}s",
                                          "--startup-delay", "90s", "--initial-replicas", "10", "--no-progress"])
-        h = cli.read_histories(args, load_specs(str(spec_file)), sys.stderr)
+        h = read.read_histories(args, load_specs(str(spec_file)), sys.stderr)
         p = h.plans[0]
         runs[label] = replay(p.spec.spec, p.queries, h.data, h.grid, 10, 90.0, h.config)
     return runs, h

@@ -18,15 +18,14 @@ from autoscaler.commandline import ArgError, Parser
 from .before import no_value
 from .exposure import observed
 from .forecasterror import checks
-from .history import Fetcher, HistoryError, Series
+from .history import HistoryError
 from .html import write_backtest_html
-from .plan import Plan
-from .read import Failed, Histories, add_history_flags, parse_when, read_histories
+from .read import Failed, add_history_flags, read_histories, with_forecast_bases
 from .replay import replay, tolerance_up
 from .report import Outcome, summarize, table, write_png, write_summary
 from .specs import SpecFileError, load_specs
 
-__all__ = ["Failed", "Histories", "Plan", "add_history_flags", "main", "parse_when", "read_histories"]
+__all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,13 +38,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-png", action="store_true", help="no backtest.png")
     p.add_argument("--no-html", action="store_true", help="no report.html")
     return p
-
-
-def _with_forecast_bases(url: str, h: Histories) -> dict[str, Series]:
-    """The history with the query each listed forecast is made of (the load it forecast, for the
-    report's forecast panel), fetched over the window where the specs do not list it already."""
-    bases = [q.base for p in h.plans for q in p.queries if q.forecast is not None and q.base not in h.data]
-    return {**h.data, **Fetcher(url).fetch(bases, h.grid)} if bases else h.data
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -66,7 +58,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except Failed as exc:
         return fail(str(exc), exc.code)
     try:
-        data = _with_forecast_bases(args.prometheus_url, h)
+        data = with_forecast_bases(args.prometheus_url, h)
     except HistoryError as exc:
         return fail(str(exc), 1)
     started = time.perf_counter()

@@ -31,7 +31,7 @@ from .queries import QueryError
 from .replay import _target_value, tolerance_up
 from .specs import Spec
 
-__all__ = ["Failed", "Histories", "add_history_flags", "parse_when", "read_histories"]
+__all__ = ["Failed", "Histories", "add_history_flags", "parse_when", "read_histories", "with_forecast_bases"]
 
 _RELATIVE = re.compile(r"^now(?:\s*-\s*(\d+(?:\.\d+)?)(d|h|m|s))?$")
 
@@ -242,3 +242,10 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
         raise Failed(str(exc), 1) from None
     return Histories(window.grid, config, window.requests, window.reference_target, window.reference_tolerance,
                      reading.plans, data, time.perf_counter() - started, before)
+
+
+def with_forecast_bases(url: str, h: Histories) -> dict[str, Series]:
+    """The history with the query each listed forecast is made of (the load it forecast, for the
+    report's forecast panel), fetched over the window where the specs do not list it already."""
+    bases = [q.base for p in h.plans for q in p.queries if q.forecast is not None and q.base not in h.data]
+    return {**h.data, **Fetcher(url).fetch(bases, h.grid)} if bases else h.data

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autoscaler.backtest import cli
+from autoscaler.backtest import cli, read
 from autoscaler.backtest import history as history_mod
 from autoscaler.decision import engine
 from promscaler.times import parse_time
@@ -146,7 +146,7 @@ def test_the_target_s_pods_are_its_controller_s_as_the_adapter_picks_them(histor
     rules, short, _ = _files(tmp_path)
     args = cli._parser().parse_args([str(short), "--prometheus-url", prom.url, "--rules", str(rules),
                                      "--from", str(start), "--to", str(start + (data.STEPS - 1) * data.STEP)])
-    h = cli.read_histories(args, load_specs(str(short)), io.StringIO())
+    h = read.read_histories(args, load_specs(str(short)), io.StringIO())
     query = h.plans[0].queries[0]
     assert f'pod=~"{workload_pattern(data.pods_at(8))}"' in query.promql
     observed = h.data[query.promql]

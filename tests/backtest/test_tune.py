@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import pytest
 import yaml
 
-from autoscaler.backtest import tunecli
+from autoscaler.backtest import read, tunecli
 
 from .tunedata import GIVEN, STEP, run_tune
 
@@ -115,7 +115,6 @@ def test_tune_bad_input_is_one_line(tune_history, tmp_path: Path):
 def _forecast_histories(tmp_path: Path, setting: ForecastSetting) -> Histories:
     """What tune reads for a spec with the observed metric and the forecast one, at `setting`
     beside the rule's own, over the forecast tests' known history from T0 - 5m to T0, a minute apart."""
-    from autoscaler.backtest import cli
     from autoscaler.backtest.specs import load_specs
     from tests.adapter import forecast_data as fd
 
@@ -132,7 +131,7 @@ def _forecast_histories(tmp_path: Path, setting: ForecastSetting) -> Histories:
                                         "spec": {**GIVEN["spec"], "metrics": metrics}}))
         args = tunecli._parser().parse_args([str(path), "--prometheus-url", prom.url, "--rules", str(rules),
                                              "--from", str(t0 - 300), "--to", str(t0), "--step", "60s"])
-        return cli.read_histories(args, load_specs(str(path)), io.StringIO(), [setting])
+        return read.read_histories(args, load_specs(str(path)), io.StringIO(), [setting])
 
 
 def test_forecast_horizons_are_fetched_as_the_adapter_would_serve_them(tmp_path: Path):
