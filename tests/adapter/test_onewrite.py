@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from adapter.onewrite import Corked
+from adapter.onewrite import LIMIT, Corked
 
 
 async def _pair() -> tuple[asyncio.Transport, asyncio.StreamReader, asyncio.Server]:
@@ -64,3 +64,24 @@ async def test_closing_in_the_same_turn_sends_what_is_kept_first():
     assert corked.is_closing()
     assert await reader.read() == b"connection: close\r\n\r\nbye"  # all of it, then EOF
     server.close()
+
+
+async def test_a_large_answer_is_not_held_back_so_flow_control_still_holds():
+    """Past LIMIT bytes in one turn the writes go at once: a streamed answer that never yields
+    still reaches the transport (and its pause_writing) instead of piling up in the wrapper."""
+    transport, reader, server = await _pair()
+    counting = _Counting(transport)
+    corked = Corked(counting, asyncio.get_running_loop())
+    chunk = b"x" * (LIMIT // 4)
+    try:
+        for _ in range(4):
+            corked.write(chunk)
+        assert counting.writes == [chunk * 4]  # in this turn, as one write
+        assert corked.get_write_buffer_size() == transport.get_write_buffer_size()
+        corked.write(b"tail")
+        await asyncio.sleep(0)
+        assert counting.writes[1:] == [b"tail"]
+        assert await reader.readexactly(LIMIT + 4) == chunk * 4 + b"tail"
+    finally:
+        corked.close()
+        server.close()
