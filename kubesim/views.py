@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from autoscaler.decision.kubeversion import CURRENT, KubeVersion, parse_kube_version
 from kubesim.resources import Registry, ResourceType
 from promscaler.status import NotFound
 from promscaler.times import parse_time
@@ -17,15 +18,15 @@ from promscaler.times import parse_time
 __all__ = ["KUBE_VERSION", "openapi_document", "openapi_index", "parse_version", "table", "version_info"]
 
 Obj = dict[str, Any]
-KUBE_VERSION = "1.37"  # the release a KubeSim serves unless told another
+KUBE_VERSION = str(CURRENT)  # the release a KubeSim serves unless told another: the one promscaler decides as
 
 
-def parse_version(text: str) -> tuple[int, int]:
-    """`1.36` -> (1, 36); ValueError naming the value otherwise."""
-    match = re.fullmatch(r"v?(\d+)\.(\d+)", text.strip())
-    if match is None:
-        raise ValueError(f"kube_version: want MAJOR.MINOR such as 1.36, got {text!r}")
-    return int(match.group(1)), int(match.group(2))
+def parse_version(text: str) -> KubeVersion:
+    """`1.36` -> (1, 36), as `parse_kube_version` reads it; ValueError naming the value otherwise."""
+    try:
+        return parse_kube_version(text)
+    except ValueError:
+        raise ValueError(f"kube_version: want MAJOR.MINOR such as 1.36, got {text!r}") from None
 
 
 def version_info(version: tuple[int, int]) -> Obj:
