@@ -78,9 +78,11 @@ def secret_manifest(name: str, namespace: str, ca: pki.KeyPair, serving: pki.Key
 def apiservices_with_ca(directory: Path, namespace: str, service: str, ca_pem: bytes,
                         skip: Collection[str] = ()) -> tuple[list[str], str]:
     """The APIServices under `directory` served by namespace/service, caBundle set: (names, YAML
-    text); those named in `skip` are left out (v1.metrics.k8s.io on a cluster before 1.37)."""
+    text); those named in `skip` are left out (v1.metrics.k8s.io on a cluster before 1.37), and a
+    name in `skip` that is not one of them is a ValueError."""
     bundle = base64.b64encode(ca_pem).decode()
     names: list[str] = []
+    skipped: set[str] = set()
     out: list[str] = []
     for path in sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")]):
         for doc in _DOC_SPLIT.split(path.read_text()):
@@ -94,6 +96,7 @@ def apiservices_with_ca(directory: Path, namespace: str, service: str, ca_pem: b
             if svc.get("name") != service or svc.get("namespace") != namespace:
                 continue
             if (obj.get("metadata") or {}).get("name") in skip:
+                skipped.add(obj["metadata"]["name"])
                 continue
             if _CA_LINE.search(doc):
                 doc = _CA_LINE.sub(lambda m: f"{m.group('indent')}caBundle: {bundle}", doc, count=1)
@@ -103,6 +106,9 @@ def apiservices_with_ca(directory: Path, namespace: str, service: str, ca_pem: b
                 raise ValueError(f"{path}: APIService {obj['metadata']['name']} has no block-style spec to patch")
             out.append(doc.strip("\n") + "\n")
             names.append(obj["metadata"]["name"])
+    if unknown := set(skip) - skipped:
+        raise ValueError(f"--skip-apiservice: no APIService {', '.join(sorted(unknown))} in {directory} points at "
+                         f"service {namespace}/{service}")
     return names, "---\n".join(out)
 
 
@@ -127,12 +133,6 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / "secret.yaml").write_text(
             "# The adapter's serving certificate (contains a private key: do not commit).\n"
             + yaml.safe_dump(secret, sort_keys=False))
-        unknown = set(args.skip_apiservice) - set(apiservices_with_ca(
-            args.apiservice_dir, args.namespace, args.service, ca.cert_pem)[0])
-        if unknown:
-            print(f"apiservice.certs: --skip-apiservice: no APIService {', '.join(sorted(unknown))} in "
-                  f"{args.apiservice_dir} points at service {args.namespace}/{args.service}", file=sys.stderr)
-            return 1
         names, text = apiservices_with_ca(args.apiservice_dir, args.namespace, args.service, ca.cert_pem,
                                           args.skip_apiservice)
         if not names:
