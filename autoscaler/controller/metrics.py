@@ -49,13 +49,18 @@ class MetricsClient:
         self.discovery = discovery
         self.version_ttl = version_ttl
         self._versions: dict[str, tuple[float, str]] = {}  # group -> (when chosen, version)
-        self._version_lock = asyncio.Lock()
+        self._version_locks: dict[str, asyncio.Lock] = {}  # one per group: one discovery in flight each
 
     async def _version(self, group: str, choose: Callable[[set[str]], str]) -> str:
         """The version of `group` to ask, chosen from its group document's versions and kept
         `version_ttl` seconds (an adapter upgraded or rolled back is noticed within that); while
-        discovery fails, the last choice. Failures are not kept: the next read asks again."""
-        async with self._version_lock:
+        discovery fails, the last choice. Failures are not kept: the next read asks again. A fresh
+        choice is answered without waiting: only a read that must ask queues, behind its group's
+        one discovery (not another group's)."""
+        known = self._versions.get(group)
+        if known is not None and time.monotonic() - known[0] <= self.version_ttl:
+            return known[1]
+        async with self._version_locks.setdefault(group, asyncio.Lock()):
             now, known = time.monotonic(), self._versions.get(group)
             if known is None or now - known[0] > self.version_ttl:
                 try:

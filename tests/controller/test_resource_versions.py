@@ -88,3 +88,32 @@ async def test_no_resource_metrics_api_says_so() -> None:
             "unable to fetch metrics from resource metrics API: no resource metrics API (metrics.k8s.io) registered"
         ), message
         assert replicas(sim, "web") == 2
+
+
+async def test_a_kept_choice_waits_for_no_other_groups_discovery() -> None:
+    """A fresh choice is answered at once: a custom metrics discovery that hangs (an adapter
+    down) does not hold up every resource metrics read behind it, nor the other way round."""
+    import asyncio
+
+    from autoscaler.controller.metrics import MetricsClient
+
+    hang = asyncio.Event()
+
+    class Kube:
+        calls: list[str] = []  # noqa: RUF012
+
+        async def get(self, path: str) -> dict:
+            self.calls.append(path)
+            if path == "/apis/custom.metrics.k8s.io":
+                await hang.wait()
+            return {"versions": [{"version": "v1"}, {"version": "v1beta1"}]}
+
+    kube = Kube()
+    client = MetricsClient(kube, None)  # type: ignore[arg-type]
+    assert await client.resource_version() == "v1"
+    stuck = asyncio.create_task(client.custom_version())
+    await asyncio.sleep(0)
+    assert await asyncio.wait_for(client.resource_version(), 1) == "v1"
+    assert kube.calls == ["/apis/metrics.k8s.io", "/apis/custom.metrics.k8s.io"]
+    hang.set()
+    assert await stuck == "v1beta1"
