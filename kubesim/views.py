@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
-from autoscaler.decision.kubeversion import CURRENT, KubeVersion, parse_kube_version
 from kubesim.resources import Registry, ResourceType
+from promscaler.kubeversion import CURRENT, KubeVersion, parse_kube_version
 from promscaler.status import NotFound
 from promscaler.times import parse_time
 
