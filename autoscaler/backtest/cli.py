@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     outcomes = []
     baseline = h.plans[0]  # one reference for every spec: the first is the baseline
     reference = h.reference(baseline)
-    load = observed(baseline.spec.spec, baseline.queries, h.data)[1]
+    load = observed(baseline.spec.spec, baseline.queries, h.data)
     for plan in h.plans:
         actual, source = h.actual(plan)
         result = replay(plan.spec.spec, plan.queries, h.data, h.grid, h.initial(args, plan), args.startup_delay,

@@ -24,7 +24,7 @@ from promscaler.quantity import QuantityError, to_milli
 from promscaler.times import DurationError, format_duration, parse_time
 
 from .before import Before, had_before
-from .exposure import Reference, observed, reference_for
+from .exposure import Reference, observed_query
 from .history import Fetcher, Grid, HistoryError, Series
 from .plan import ForecastSetting, Plan, plan_reading
 from .queries import QueryError
@@ -163,7 +163,7 @@ class Histories:
     def reference(self, baseline: Plan) -> Reference:
         """The one reference every spec's exposure is measured against: the baseline's observed
         metric, and the flags' target and tolerance, else the baseline's (`exposure.py`)."""
-        query = observed(baseline.spec.spec, baseline.queries, self.data)[0]
+        query = observed_query(baseline.spec.spec, baseline.queries)
         target, tolerance = self.reference_target, self.reference_tolerance
         given = [f for f, v in (("--reference-target", target), ("--reference-tolerance", tolerance)) if v is not None]
         of = [f for f, v in (("first metric's target", target), ("scale-up tolerance", tolerance)) if v is None]
@@ -172,7 +172,7 @@ class Histories:
         if tolerance is None:
             tolerance = tolerance_up(baseline.spec.spec, self.config)
         source = " and ".join(given + ([f"{baseline.spec.label}'s {' and '.join(of)}"] if of else []))
-        return reference_for(query, target, tolerance, source)
+        return Reference(query, target, tolerance, source)
 
 
 @dataclass(frozen=True)

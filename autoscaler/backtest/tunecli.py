@@ -162,7 +162,7 @@ class _Search:
         self.h, self.plan, self.args, self.reference = h, plan, args, reference
         self.initial = h.initial(args, plan)
         # the load is read as the given spec (the baseline) reads it: a candidate changes targets, not that
-        self.observed = observed(plan.spec.spec, plan.queries, h.data)[1]
+        self.observed = observed(plan.spec.spec, plan.queries, h.data)
         self.split = max(1, min(h.grid.count - 1, round(h.grid.count * args.choose_on)))
         self.choose_grid = Grid(h.grid.start, h.grid.step, self.split)
         self.fast = supports(plan.spec.spec)
