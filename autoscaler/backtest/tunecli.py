@@ -199,9 +199,9 @@ class _Search:
         """The shapes against noise (keys of SHAPES) tried: with a seasonal forecast listed or added."""
         if not self.listed_forecast() and not self.plan.added:
             return []
-        return [name for name in SHAPES if ForecastSetting(None, None, shape(name)) in self.plan.variants
-                and any(q.forecast is not None and q.forecast.method == "seasonal"
-                        for q in self.plan.at(ForecastSetting(None, None, shape(name))))]
+        at = {name: ForecastSetting(None, None, shape(name)) for name in SHAPES}
+        return [name for name, s in at.items() if s in self.plan.variants
+                and any(q.forecast is not None and q.forecast.method == "seasonal" for q in self.plan.at(s))]
 
     def setting(self, knobs: Knobs) -> _Setting:
         added = self.plan.added.get(RULES)
