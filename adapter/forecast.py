@@ -21,7 +21,7 @@ import re
 
 from adapter.podnames import workload_pattern
 from adapter.rules import Forecast
-from promscaler.times import parse_duration
+from promscaler.times import PROMQL_DURATION, parse_duration
 
 __all__ = ["forecast_query", "history_needed", "lookback", "promql_duration", "workload_pattern"]
 
@@ -128,7 +128,6 @@ def _ahead(q: str, r: str, forecast: Forecast, offset: str) -> str:
     return f"{'avg' if forecast.envelope == 'mean' else 'max'}_over_time({span})"
 
 
-_DURATION = r"(?:\d+(?:ms|[smhdwy]))+|\d+(?:\.\d+)?"  # 1h30m, or seconds (Prometheus 3)
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
-_RANGE = re.compile(rf"\[\s*({_DURATION})\s*(?::\s*(?:{_DURATION})?\s*)?\]")
-_OFFSET = re.compile(rf"\boffset\s+({_DURATION})\b")
+_RANGE = re.compile(rf"\[\s*({PROMQL_DURATION})\s*(?::\s*(?:{PROMQL_DURATION})?\s*)?\]")
+_OFFSET = re.compile(rf"\boffset\s+({PROMQL_DURATION})\b")

@@ -106,22 +106,24 @@ MORE_FORECASTS: dict[str, dict[str, Any]] = {
 }
 
 
+def rules_for(forecasts: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The rules file, a rule per forecast (the first: `http_requests_forecast`, tune's rule), and
+    each forecast's metric name."""
+    names = {key: "http_requests_forecast" + ("" if i == 0 else f"_{i}") for i, key in enumerate(forecasts)}
+    rules = {"rules": [{**counter_rate_rule(SERIES, "2m"),
+                        "forecast": {"method": "seasonal", **options, "horizon": "5m", "name": names[key],
+                                     "fallback": "present"}} for key, options in forecasts.items()]}
+    return rules, names
+
+
+RULES, FORECAST_NAMES = rules_for(FORECASTS)
+
+
 def select(keys: list[str]) -> None:
     """Measure (a) with these forecasts (of FORECASTS and MORE_FORECASTS), beside the first (tune's rule)."""
     global RULES, FORECAST_NAMES
     every = {**FORECASTS, **MORE_FORECASTS}
-    chosen = {k: every[k] for k in dict.fromkeys(["1d", *keys])}
-    names = {key: "http_requests_forecast" + ("" if i == 0 else f"_{i}") for i, key in enumerate(chosen)}
-    RULES = {"rules": [{**counter_rate_rule(SERIES, "2m"),
-                        "forecast": {"method": "seasonal", **options, "horizon": "5m", "name": names[key],
-                                     "fallback": "present"}} for key, options in chosen.items()]}
-    FORECAST_NAMES = {key: r["forecast"]["name"] for key, r in zip(chosen, RULES["rules"], strict=True)}
-NAMES = {key: "http_requests_forecast" + ("" if i == 0 else f"_{i}") for i, key in enumerate(FORECASTS)}
-RULES = {"rules": [{**counter_rate_rule(SERIES, "2m"),
-                    "forecast": {"method": "seasonal", **options, "horizon": "5m", "name": NAMES[key],
-                                 "fallback": "present"}}
-                   for key, options in FORECASTS.items()]}
-FORECAST_NAMES = {key: r["forecast"]["name"] for key, r in zip(FORECASTS, RULES["rules"], strict=True)}
+    RULES, FORECAST_NAMES = rules_for({k: every[k] for k in dict.fromkeys(["1d", *keys])})
 
 
 def trace(name: str) -> tuple[np.ndarray, np.ndarray, str]:

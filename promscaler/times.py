@@ -7,7 +7,8 @@ import re
 from datetime import UTC, datetime, timedelta
 
 __all__ = [
-    "DurationError", "format_duration", "format_time", "go_duration", "micro_time", "parse_duration", "parse_time",
+    "PROMQL_DURATION", "DurationError", "format_duration", "format_time", "go_duration", "micro_time",
+    "parse_duration", "parse_time",
 ]
 
 
@@ -28,6 +29,9 @@ _UNITS = {
     "y": 31536000.0,
 }
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d|w|y)")
+PROMQL_DURATION = r"(?:\d+(?:ms|[smhdwy]))+|\d+(?:\.\d+)?"
+"""A duration as PromQL writes one in a range, subquery or offset (a regex, no groups): `1h30m`, or
+seconds (Prometheus 3)."""
 
 
 def parse_duration(value: str | int | float) -> float:

@@ -22,20 +22,19 @@ import re
 from datetime import datetime
 
 from adapter.forecast import promql_duration
-from promscaler.times import parse_duration
+from promscaler.times import PROMQL_DURATION, parse_duration
 
 __all__ = ["DEFAULT_SUBQUERY_STEP", "frame", "shift"]
 
 DEFAULT_SUBQUERY_STEP = 60.0  # `e[r:]`: Prometheus' default evaluation interval
 
-_DURATION = r"(?:\d+(?:ms|[smhdwy]))+|\d+(?:\.\d+)?"
 _TOKEN = re.compile(r"""
     (?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)
   | (?P<comment>\#[^\n]*)
   | (?P<space>\s+)
   | (?P<matchers>\{(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`|[^}"'`])*\})
   | (?P<bracket>\[[^\]]*\])
-  | (?P<offset>\boffset\s+(?P<sign>-?)\s*(?P<duration>""" + _DURATION + r"""))
+  | (?P<offset>\boffset\s+(?P<sign>-?)\s*(?P<duration>""" + PROMQL_DURATION + r"""))
   | (?P<number>0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?(?:ms|[smhdwy])*)
   | (?P<name>[A-Za-z_:][A-Za-z0-9_:]*)
   | (?P<other>.)
@@ -45,7 +44,7 @@ _KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_le
 _LABEL_LISTS = {"by", "without", "on", "ignoring", "group_left", "group_right"}
 _AGGREGATIONS = {"sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values", "bottomk", "topk",
                  "quantile", "limitk", "limit_ratio"}
-_SUBQUERY_STEP = re.compile(rf"\[\s*(?:{_DURATION})\s*:\s*({_DURATION})?\s*\]")
+_SUBQUERY_STEP = re.compile(rf"\[\s*(?:{PROMQL_DURATION})\s*:\s*({PROMQL_DURATION})?\s*\]")
 
 
 def frame(promql: str, start: datetime, step: float) -> tuple[str, float]:

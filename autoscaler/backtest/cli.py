@@ -20,7 +20,7 @@ from .exposure import observed
 from .forecasterror import checks
 from .history import HistoryError
 from .html import write_backtest_html
-from .read import Failed, add_history_flags, read_histories, with_forecast_bases
+from .read import Failed, add_history_flags, read_histories
 from .replay import replay, tolerance_up
 from .report import Outcome, summarize, table, write_png, write_summary
 from .specs import SpecFileError, load_specs
@@ -58,14 +58,14 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except Failed as exc:
         return fail(str(exc), exc.code)
     try:
-        data = with_forecast_bases(args.prometheus_url, h)
+        data = h.with_forecast_bases()
     except HistoryError as exc:
         return fail(str(exc), 1)
     started = time.perf_counter()
     outcomes = []
     baseline = h.plans[0]  # one reference for every spec: the first is the baseline
     reference = h.reference(baseline)
-    load = observed(baseline.spec.spec, baseline.queries, h.data)[1]
+    load = observed(baseline.spec.spec, baseline.queries, h.data)
     for plan in h.plans:
         actual, source = h.actual(plan)
         result = replay(plan.spec.spec, plan.queries, h.data, h.grid, h.initial(args, plan), args.startup_delay,

@@ -35,7 +35,7 @@ from promscaler.quantity import to_milli
 from .history import Series
 from .queries import MetricQuery
 
-__all__ = ["Exposure", "Reference", "exposure", "load_per_pod", "observed", "observed_query", "reference_for"]
+__all__ = ["Exposure", "Reference", "exposure", "load_per_pod", "observed", "observed_query"]
 
 
 @dataclass(frozen=True)
@@ -71,23 +71,23 @@ class Reference:
         return {"metric": self.metric, "target": self.target, "tolerance": self.tolerance, "from": self.source}
 
 
-def observed_query(queries: Sequence[MetricQuery]) -> MetricQuery:
-    """The metric the load is read from: the spec's first metric that is not a forecast."""
-    return next((q for q in queries if q.forecast is None), queries[0])
-
-
-def observed(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Series]) -> tuple[MetricQuery,
-                                                                                                 np.ndarray]:
-    """The metric the load is read from and its observed total per step: `observed_query`'s; with
-    KEDA's scalingModifiers, the composite metric's, the formula over its triggers' totals as
-    decide() computes it (milli-units truncated; NaN where a trigger has no data or the formula
-    gives no number)."""
+def observed_query(spec: HPASpec, queries: Sequence[MetricQuery]) -> MetricQuery:
+    """The metric the load is read from: the spec's first metric that is not a forecast; with KEDA's
+    scalingModifiers, the composite metric."""
     composite = spec.controls.composite if spec.controls is not None else None
     if composite is None:
-        query = observed_query(queries)
-        return query, data[query.promql].total
-    query = MetricQuery(composite.metrics[-1], f"scalingModifiers.formula: {composite.formula.text}", "total",
-                        "scalingModifiers")
+        return next((q for q in queries if q.forecast is None), queries[0])
+    return MetricQuery(composite.metrics[-1], f"scalingModifiers.formula: {composite.formula.text}", "total",
+                       "scalingModifiers")
+
+
+def observed(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, Series]) -> np.ndarray:
+    """The observed total per step of `observed_query`'s metric; with KEDA's scalingModifiers, the
+    formula over its triggers' totals as decide() computes it (milli-units truncated; NaN where a
+    trigger has no data or the formula gives no number)."""
+    composite = spec.controls.composite if spec.controls is not None else None
+    if composite is None:
+        return data[observed_query(spec, queries).promql].total
     inputs = [(name, data[queries[k].promql].total.tolist()) for name, k in composite.inputs]
     count = len(data[queries[0].promql].total)
     total = np.full(count, math.nan)
@@ -99,11 +99,7 @@ def observed(spec: HPASpec, queries: Sequence[MetricQuery], data: Mapping[str, S
             total[i] = math.trunc(composite.formula.value(values) * 1000) / 1000
         except FormulaError:
             continue
-    return query, total
-
-
-def reference_for(query: MetricQuery, target: float, tolerance: float, source: str = "") -> Reference:
-    return Reference(query, target, tolerance, source)
+    return total
 
 
 def load_per_pod(query: MetricQuery, total: np.ndarray, ready: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -77,8 +78,8 @@ class ForecastCheck:
     forecast: np.ndarray   # its value (a total) at each step
     came: np.ndarray       # the load it forecast, as observed `horizon` after each step
 
-    @property
-    def error(self) -> ForecastError:
+    @cached_property
+    def error(self) -> ForecastError:  # read by row, text and the HTML page
         return forecast_error(self.forecast, self.came)
 
     def row(self) -> dict[str, Any]:

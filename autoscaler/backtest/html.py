@@ -24,7 +24,6 @@ import numpy as np
 
 from promscaler.times import format_duration
 
-from .exposure import exposure
 from .report import Outcome, summary_rows
 
 __all__ = ["BUCKETS", "backtest_page", "tune_page", "write_backtest_html", "write_tune_html"]
@@ -51,7 +50,7 @@ def _spec_data(o: Outcome) -> dict[str, Any]:
     times = grid.times
     columns: list[tuple[str, str, np.ndarray]] = []
     bands = []
-    load = o.load()
+    load = o.load
     if load is not None and o.reference is not None:
         columns.append((f"observed {o.reference.metric} per ready pod", "load", load))
     for k, q in enumerate(o.queries):
@@ -83,9 +82,9 @@ def _spec_data(o: Outcome) -> dict[str, Any]:
                                    "scale": "load", "values": _values(f.came)}]}
                       for f in o.forecasts],
     }
-    if load is not None and o.reference is not None and math.isfinite(o.reference.band):
+    if o.exposed is not None and o.reference is not None and math.isfinite(o.reference.band):
         ref = o.reference
-        out["under"] = _runs(exposure(load, ref, grid.step).above, times, grid.step)
+        out["under"] = _runs(o.exposed.above, times, grid.step)
         out["reference"] = {"label": f"reference {ref.target:g} x (1 + {ref.tolerance:g})", "value": ref.band}
     return out
 

@@ -25,7 +25,7 @@ from .history import Grid, Series
 from .queries import MetricQuery, SeriesNames, actual_replicas_queries, forecast_name, metric_query
 from .specs import Spec
 
-__all__ = ["RULES", "ForecastSetting", "Plan", "Reading", "make_plans", "plan_reading", "pod_regex"]
+__all__ = ["RULES", "ForecastSetting", "Plan", "Reading", "plan_reading", "pod_regex"]
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,14 @@ from promscaler.quantity import QuantityError, to_milli
 from promscaler.times import DurationError, format_duration, parse_time
 
 from .before import Before, had_before
-from .exposure import Reference, observed, reference_for
+from .exposure import Reference, observed_query
 from .history import Fetcher, Grid, HistoryError, Series
 from .plan import ForecastSetting, Plan, plan_reading
 from .queries import QueryError
 from .replay import _target_value, tolerance_up
 from .specs import Spec
 
-__all__ = ["Failed", "Histories", "add_history_flags", "parse_when", "read_histories", "with_forecast_bases"]
+__all__ = ["Failed", "Histories", "add_history_flags", "read_histories"]
 
 _RELATIVE = re.compile(r"^now(?:\s*-\s*(\d+(?:\.\d+)?)(d|h|m|s))?$")
 
@@ -125,6 +125,7 @@ class Histories:
     reference_tolerance: float | None
     plans: list[Plan]
     data: dict[str, Series]
+    fetcher: Fetcher               # the Prometheus the history came from, for what the report reads besides
     fetched_seconds: float
     before: list[tuple[Before, Grid, Series]] = field(default_factory=list)  # what forecasts read before --from
 
@@ -163,7 +164,7 @@ class Histories:
     def reference(self, baseline: Plan) -> Reference:
         """The one reference every spec's exposure is measured against: the baseline's observed
         metric, and the flags' target and tolerance, else the baseline's (`exposure.py`)."""
-        query = observed(baseline.spec.spec, baseline.queries, self.data)[0]
+        query = observed_query(baseline.spec.spec, baseline.queries)
         target, tolerance = self.reference_target, self.reference_tolerance
         given = [f for f, v in (("--reference-target", target), ("--reference-tolerance", tolerance)) if v is not None]
         of = [f for f, v in (("first metric's target", target), ("scale-up tolerance", tolerance)) if v is None]
@@ -172,7 +173,13 @@ class Histories:
         if tolerance is None:
             tolerance = tolerance_up(baseline.spec.spec, self.config)
         source = " and ".join(given + ([f"{baseline.spec.label}'s {' and '.join(of)}"] if of else []))
-        return reference_for(query, target, tolerance, source)
+        return Reference(query, target, tolerance, source)
+
+    def with_forecast_bases(self) -> dict[str, Series]:
+        """The history with the query each listed forecast is made of (the load it forecast, for the
+        report's forecast panel), fetched over the window where the specs do not list it already."""
+        bases = [q.base for p in self.plans for q in p.queries if q.forecast is not None and q.base not in self.data]
+        return {**self.data, **self.fetcher.fetch(bases, self.grid)} if bases else self.data
 
 
 @dataclass(frozen=True)
@@ -241,11 +248,5 @@ def read_histories(args: argparse.Namespace, specs: list[Spec], err: TextIO,
     except (QueryError, HistoryError) as exc:
         raise Failed(str(exc), 1) from None
     return Histories(window.grid, config, window.requests, window.reference_target, window.reference_tolerance,
-                     reading.plans, data, time.perf_counter() - started, before)
+                     reading.plans, data, fetcher, time.perf_counter() - started, before)
 
-
-def with_forecast_bases(url: str, h: Histories) -> dict[str, Series]:
-    """The history with the query each listed forecast is made of (the load it forecast, for the
-    report's forecast panel), fetched over the window where the specs do not list it already."""
-    bases = [q.base for p in h.plans for q in p.queries if q.forecast is not None and q.base not in h.data]
-    return {**h.data, **Fetcher(url).fetch(bases, h.grid)} if bases else h.data

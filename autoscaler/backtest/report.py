@@ -20,12 +20,13 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
-from .exposure import Reference, exposure
+from .exposure import Exposure, Reference, exposure
 from .forecasterror import ForecastCheck
 from .history import Grid
 from .queries import MetricQuery
@@ -48,11 +49,19 @@ class Outcome:
     observed: np.ndarray | None = None  # the reference metric's observed total (or value) per step
     forecasts: list[ForecastCheck] = field(default_factory=list)  # each forecast metric beside the load it forecast
 
+    @cached_property
     def load(self) -> np.ndarray | None:
         """The observed load per ready pod, as the reference reads it; None without a reference."""
         if self.reference is None or self.observed is None:
             return None
         return self.reference.load(self.observed, self.replay.ready)
+
+    @cached_property
+    def exposed(self) -> Exposure | None:
+        """`load` against the reference (None without one), once: the summary, the page and the PNG read it."""
+        if self.load is None or self.reference is None:
+            return None
+        return exposure(self.load, self.reference, self.replay.grid.step)
 
 
 def _fmt_time(grid: Grid, i: int) -> str:
@@ -87,9 +96,8 @@ def summarize(o: Outcome) -> dict[str, Any]:
         "events": [{"time": e.time.isoformat().replace("+00:00", "Z"), "from": e.before, "to": e.after}
                    for e in r.events],
     }
-    load = o.load()
-    if load is not None and o.reference is not None:
-        out["exposure"] = exposure(load, o.reference, grid.step).summary()
+    if o.exposed is not None:
+        out["exposure"] = o.exposed.summary()
     if o.forecasts:
         out["forecasts"] = [f.row() for f in o.forecasts]
     if o.actual is not None:
@@ -229,14 +237,14 @@ def write_png(outcomes: Sequence[Outcome], path: Path) -> None:
                 value = milli / 1000.0
                 ax2.axhline(value, color="black", linewidth=0.8)
                 ax2.axhspan(value * (1 - o.tolerance), value * (1 + o.tolerance), color="tab:green", alpha=0.15)
-        load = o.load()
-        if load is not None and o.reference is not None:
+        load, exposed = o.load, o.exposed
+        if load is not None and exposed is not None and o.reference is not None:
             ref = o.reference
             ax2.plot(times, _peaks(load, every), color="black", linewidth=0.7, drawstyle="steps-post",
                      label=f"observed {ref.metric} per ready pod")
             ax2.axhline(ref.band, color="tab:red", linewidth=0.8, linestyle=":",
                         label=f"reference {ref.target:g} x (1 + {ref.tolerance:g})")
-            above = _peaks(exposure(load, ref, grid.step).above.astype(float), every) > 0
+            above = _peaks(exposed.above.astype(float), every) > 0
             above[1:] |= above[:-1]  # a step above the band spans to the next step (drawn steps-post)
             ax2.fill_between(times, 0, 1, where=above, transform=ax2.get_xaxis_transform(), color="tab:red",
                              alpha=0.25, step="post", linewidth=0, label="under-provisioned")

@@ -162,7 +162,7 @@ class _Search:
         self.h, self.plan, self.args, self.reference = h, plan, args, reference
         self.initial = h.initial(args, plan)
         # the load is read as the given spec (the baseline) reads it: a candidate changes targets, not that
-        self.observed = observed(plan.spec.spec, plan.queries, h.data)[1]
+        self.observed = observed(plan.spec.spec, plan.queries, h.data)
         self.split = max(1, min(h.grid.count - 1, round(h.grid.count * args.choose_on)))
         self.choose_grid = Grid(h.grid.start, h.grid.step, self.split)
         self.fast = supports(plan.spec.spec)
@@ -199,9 +199,9 @@ class _Search:
         """The shapes against noise (keys of SHAPES) tried: with a seasonal forecast listed or added."""
         if not self.listed_forecast() and not self.plan.added:
             return []
-        return [name for name in SHAPES if ForecastSetting(None, None, shape(name)) in self.plan.variants
-                and any(q.forecast is not None and q.forecast.method == "seasonal"
-                        for q in self.plan.at(ForecastSetting(None, None, shape(name))))]
+        at = {name: ForecastSetting(None, None, shape(name)) for name in SHAPES}
+        return [name for name, s in at.items() if s in self.plan.variants
+                and any(q.forecast is not None and q.forecast.method == "seasonal" for q in self.plan.at(s))]
 
     def setting(self, knobs: Knobs) -> _Setting:
         added = self.plan.added.get(RULES)

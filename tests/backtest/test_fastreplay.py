@@ -149,5 +149,5 @@ def test_the_load_is_read_from_the_observed_metric_not_its_forecast():
     spec = parse_spec({"scaleTargetRef": REF, "maxReplicas": 5, "metrics": [_pods("10"), _pods("10")]}, "spec")
     observed, forecast = _queries(spec)
     forecast = replace(forecast, promql="forecast", forecast=Forecast("rules[0].forecast", "linear", 300.0))
-    assert observed_query([forecast, observed]) is observed
-    assert observed_query([observed, forecast]) is observed
+    assert observed_query(spec, [forecast, observed]) is observed
+    assert observed_query(spec, [observed, forecast]) is observed
