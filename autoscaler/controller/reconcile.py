@@ -42,7 +42,6 @@ from promscaler.selectors import Selector, SelectorError, parse_selector
 from .events import EventRecorder
 from .informers import Informer, PodIndex, as_object
 from .metrics import MetricsClient
-from .releases import GENERATIONS, READ_OWN_WRITES
 from .scale import ScaleClient, ScaleError
 from .shadow import ShadowBook
 from .status import build_status, replace_condition, with_summary, without
@@ -179,7 +178,7 @@ class Reconciler:
 
     def observed_generation(self, obj: Obj) -> int | None:
         """The generation a status write says it observed: from Kubernetes 1.37 on, else None (none written)."""
-        return _generation(obj) if self.config.kube_version >= GENERATIONS else None
+        return _generation(obj) if self.config.features.generations else None
 
     async def sync(self, key: WorkKey) -> Decision | None:
         """Reconcile one autoscaler; raises SyncError when it should be retried with backoff,
@@ -445,7 +444,7 @@ class Reconciler:
             try:
                 written = await self.kube.request("PUT", f"{path}/status", body=body)
                 version = (written.get("metadata") or {}).get("resourceVersion")
-                if version and self.config.kube_version >= READ_OWN_WRITES:
+                if version and self.config.features.read_own_writes:
                     self.written[key] = str(version)
                 return
             except ApiError as exc:
