@@ -382,9 +382,8 @@ class Reconciler:
         in_ns[key] = selector
         store = self.pods.informer.store
         labels = [store[k].labels for k in pod_keys if k in store]
-        names = {k: f"{k[1]}/{k[2]}" for k in in_ns if not shadow or k[0] == HPA}
-        matched = selecting(labels, {k: in_ns[k] for k in names})
-        return SelectorOverlap(text, tuple(sorted(names[k] for k in matched)))
+        counted = {k: sel for k, sel in in_ns.items() if not shadow or k[0] == HPA}
+        return SelectorOverlap(text, tuple(sorted(f"{k[1]}/{k[2]}" for k in selecting(labels, counted))))
 
     async def _metric_events(self, obj: Obj, decision: Decision, now: datetime) -> None:
         active = next((c for c in decision.conditions if c.type == "ScalingActive"), None)
