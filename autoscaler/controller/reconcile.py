@@ -252,7 +252,7 @@ class Reconciler:
             )
             return None
         try:
-            selector = parse_selector(scale.selector)
+            selector = _parsed(scale.selector)
         except SelectorError as exc:
             await fail(
                 "InvalidSelector",
@@ -463,7 +463,7 @@ class Reconciler:
 
 @functools.lru_cache(maxsize=4096)
 def _parsed(text: str) -> Selector:
-    """A selector as written, parsed once however many status events repeat it."""
+    """A selector as written, parsed once however many syncs and status events repeat it."""
     return parse_selector(text)
 
 
