@@ -114,6 +114,14 @@ class Selector:
     def empty(self) -> bool:
         return not self.requirements
 
+    def pinned(self) -> tuple[str, str] | None:
+        """A label=value every object it matches has (its first `k=v` or `k in (v)`), if it names one:
+        what an index by label=value looks a selector's candidates up by."""
+        for req in self.requirements:
+            if req.operator in (Operator.EQUALS, Operator.IN) and len(req.values) == 1:
+                return req.key, req.values[0]
+        return None
+
     def __str__(self) -> str:
         return ",".join(str(r) for r in self.requirements)
 

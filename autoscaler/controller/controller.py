@@ -38,7 +38,7 @@ from .leader import LeaderElector
 from .metrics import MetricsClient
 from .queue import ShutDown, WorkQueue
 from .reconcile import CR, HPA, Reconciler, StaleCache, SyncError, WorkKey
-from .releases import RECONCILE_AT_ONCE, cluster_release
+from .releases import cluster_release
 from .scale import Discovery, ScaleClient
 from .shadow import ShadowBook
 from .shards import Membership, owner
@@ -194,7 +194,7 @@ class Controller:
             elif _spec_changed(old, new):
                 if old is None and self.members is not None:
                     self._own(key, self.members.owns(ns, name))
-                if self.release >= RECONCILE_AT_ONCE or _pause_changed(old, new):
+                if self.reconciler.config.features.reconcile_at_once or _pause_changed(old, new):
                     self.queue.add(key)
                 else:  # before 1.37 an add or update waited a resync period; an earlier pending sync wins
                     self.queue.add_after(key, self.settings.sync_period)

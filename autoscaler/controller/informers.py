@@ -23,7 +23,7 @@ from autoscaler import objects
 from autoscaler.decision.controls import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION
 from autoscaler.decision.model import PodInfo
 from promscaler.kubeapi import ApiError, Kube, Obj, query
-from promscaler.selectors import Operator, Selector
+from promscaler.selectors import Selector
 
 from .apihealth import ApiHealth, describe, is_outage
 from .stopping import sleep_or_stop, wait_or_stop
@@ -331,13 +331,9 @@ class PodIndex:
 
     def select(self, namespace: str, selector: Selector) -> list[Key]:
         """Keys of the namespace's pods that match, in name order."""
-        candidates: Iterable[Key] | None = None
-        for req in selector.requirements:
-            if req.operator in (Operator.EQUALS, Operator.IN) and len(req.values) == 1:
-                candidates = self.by_label.get((namespace, req.key, req.values[0]), set())
-                break
-        if candidates is None:
-            candidates = self.by_ns.get(namespace, set())
+        pinned = selector.pinned()
+        candidates: Iterable[Key] = (self.by_ns.get(namespace, set()) if pinned is None
+                                     else self.by_label.get((namespace, *pinned), set()))
         store = self.informer.store
         out = [k for k in candidates if k in store and selector.matches(store[k].labels)]
         out.sort()

@@ -42,7 +42,6 @@ from promscaler.selectors import Selector, SelectorError, parse_selector
 from .events import EventRecorder
 from .informers import Informer, PodIndex, as_object
 from .metrics import MetricsClient
-from .releases import GENERATIONS, READ_OWN_WRITES
 from .scale import ScaleClient, ScaleError
 from .shadow import ShadowBook
 from .status import build_status, replace_condition, with_summary, without
@@ -179,7 +178,7 @@ class Reconciler:
 
     def observed_generation(self, obj: Obj) -> int | None:
         """The generation a status write says it observed: from Kubernetes 1.37 on, else None (none written)."""
-        return _generation(obj) if self.config.kube_version >= GENERATIONS else None
+        return _generation(obj) if self.config.features.generations else None
 
     async def sync(self, key: WorkKey) -> Decision | None:
         """Reconcile one autoscaler; raises SyncError when it should be retried with backoff,
@@ -253,7 +252,7 @@ class Reconciler:
             )
             return None
         try:
-            selector = parse_selector(scale.selector)
+            selector = _parsed(scale.selector)
         except SelectorError as exc:
             await fail(
                 "InvalidSelector",
@@ -383,9 +382,8 @@ class Reconciler:
         in_ns[key] = selector
         store = self.pods.informer.store
         labels = [store[k].labels for k in pod_keys if k in store]
-        names = {k: f"{k[1]}/{k[2]}" for k in in_ns if not shadow or k[0] == HPA}
-        matched = selecting(labels, {k: in_ns[k] for k in names})
-        return SelectorOverlap(text, tuple(sorted(names[k] for k in matched)))
+        counted = {k: sel for k, sel in in_ns.items() if not shadow or k[0] == HPA}
+        return SelectorOverlap(text, tuple(sorted(f"{k[1]}/{k[2]}" for k in selecting(labels, counted))))
 
     async def _metric_events(self, obj: Obj, decision: Decision, now: datetime) -> None:
         active = next((c for c in decision.conditions if c.type == "ScalingActive"), None)
@@ -445,7 +443,7 @@ class Reconciler:
             try:
                 written = await self.kube.request("PUT", f"{path}/status", body=body)
                 version = (written.get("metadata") or {}).get("resourceVersion")
-                if version and self.config.kube_version >= READ_OWN_WRITES:
+                if version and self.config.features.read_own_writes:
                     self.written[key] = str(version)
                 return
             except ApiError as exc:
@@ -465,7 +463,7 @@ class Reconciler:
 
 @functools.lru_cache(maxsize=4096)
 def _parsed(text: str) -> Selector:
-    """A selector as written, parsed once however many status events repeat it."""
+    """A selector as written, parsed once however many syncs and status events repeat it."""
     return parse_selector(text)
 
 

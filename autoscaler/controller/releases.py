@@ -1,9 +1,9 @@
 """Which Kubernetes release the controller loop follows, and what it does differently by release.
 
 The decision engine reads the release from `ControllerConfig.kube_version`; the loop's own
-differences (when a sync runs, what a status write carries) are named here, each with the
-kube-controller-manager change that made it. The release is the cluster's own (`/version`, read
-once at start) unless `--kubernetes-version` names another.
+differences (when a sync runs, what a status write carries) are `Features` fields with the rest
+(decision/kubeversion.py), each with the kube-controller-manager change that made it. The release
+is the cluster's own (`/version`, read once at start) unless `--kubernetes-version` names another.
 """
 
 from __future__ import annotations
@@ -18,16 +18,6 @@ from .apihealth import ApiHealth, describe, is_outage
 from .stopping import wait_or_stop
 
 log = logging.getLogger(__name__)
-
-# kubernetes#138294: a new autoscaler, and one whose spec changed (a new generation), is synced at
-# once; before, every add and update waited out the resync period (the queue's AddRateLimited).
-RECONCILE_AT_ONCE = KubeVersion(1, 37)
-# kubernetes#138228, #138653: status.observedGeneration and each condition's observedGeneration.
-GENERATIONS = KubeVersion(1, 37)
-# kubernetes#139025 (StaleControllerConsistencyHPA, beta, on): a sync is deferred until the informer
-# has seen the controller's own last status write.
-READ_OWN_WRITES = KubeVersion(1, 37)
-
 
 def release_of(info: Obj) -> KubeVersion:
     """The release in a `/version` answer: its gitVersion (`v1.37.0-gke.100`), else major.minor

@@ -42,10 +42,8 @@ def merge_conditions(previous: Sequence[Obj] | None, conditions: Iterable[Condit
 
 
 def replace_condition(conditions: Sequence[Condition], new: Condition) -> list[Condition]:
-    """`conditions` with the one of `new.type` replaced (or appended)."""
-    out = [c for c in conditions if c.type != new.type]
-    out.insert(next((i for i, c in enumerate(conditions) if c.type == new.type), len(out)), new)
-    return out
+    """`conditions` with the one of `new.type` replaced in place (or appended), all others kept."""
+    return set_by_type(conditions, [new], lambda c: c.type, lambda _old, cond: cond, frozenset())
 
 
 def without(conditions: Sequence[Condition], ctype: str) -> list[Condition]:

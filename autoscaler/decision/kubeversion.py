@@ -20,7 +20,7 @@ SUPPORTED = (KubeVersion(1, 36), CURRENT)
 
 class Features(NamedTuple):
     """What a release's HPA controller does by default (its feature gates at their defaults), as the
-    decision reads it. docs/controls.md#kubernetes-136-and-137 has the table, one row per field."""
+    decision reads it. docs/controls.md#kubernetes-136-and-137 has the tables, one row per field."""
 
     # HPAScaleToZero on (1.36: alpha, off; 1.37: beta, on, #139648): minReplicas 0 is valid with an
     # Object or External metric, the controller writes ScaledToZero and scales up from zero.
@@ -31,13 +31,23 @@ class Features(NamedTuple):
     # #139029: an Object metric's failure reads "unable to get metric M on Kind ns/name: error"; before,
     # the format's arguments were out of order ("unable to get metric M: Kind on ns name/error").
     object_error_in_order: bool
+    # The controller loop's own differences (controller/releases.py reads the release):
+    # kubernetes#138294: a new autoscaler, and one whose spec changed (a new generation), is synced at
+    # once; before, every add and update waited out the resync period (the queue's AddRateLimited).
+    reconcile_at_once: bool
+    # kubernetes#138228, #138653: status.observedGeneration and each condition's observedGeneration.
+    generations: bool
+    # kubernetes#139025 (StaleControllerConsistencyHPA, beta, on): a sync is deferred until the informer
+    # has seen the controller's own last status write.
+    read_own_writes: bool
 
 
 def features(version: KubeVersion) -> Features:
     """The defaults of `version` (1.36 or 1.37; a later one decides as 1.37)."""
     at_least_137 = version >= (1, 37)
     return Features(scale_to_zero=at_least_137, configurable_tolerance=version >= (1, 35),
-                    object_error_in_order=at_least_137)
+                    object_error_in_order=at_least_137, reconcile_at_once=at_least_137,
+                    generations=at_least_137, read_own_writes=at_least_137)
 
 
 def supported_version(text: str) -> KubeVersion:

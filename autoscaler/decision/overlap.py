@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
-from promscaler.selectors import Operator, Selector
+from promscaler.selectors import Selector
 
 from .model import SelectorOverlap
 
@@ -30,20 +30,12 @@ def selecting(pod_labels: Iterable[Mapping[str, str]], selectors: Mapping[K, Sel
     present = {item for labels in distinct for item in labels.items()}
     out = []
     for key, sel in selectors.items():
-        needed = _needed(sel)
+        needed = sel.pinned()
         if needed is not None and needed not in present:
             continue
         if any(sel.matches(labels) for labels in distinct):
             out.append(key)
     return out
-
-
-def _needed(sel: Selector) -> tuple[str, str] | None:
-    """A label=value every pod the selector matches has, if it names one."""
-    for req in sel.requirements:
-        if req.operator in (Operator.EQUALS, Operator.IN) and len(req.values) == 1:
-            return req.key, req.values[0]
-    return None
 
 
 def overlap(selector: str, pod_labels: Iterable[Mapping[str, str]],

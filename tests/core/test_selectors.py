@@ -99,3 +99,9 @@ def test_to_label_selector_round_trips(text):
 
 def test_to_label_selector_empty():
     assert to_label_selector(parse_selector("")) is None
+
+
+def test_pinned_names_the_first_single_valued_equality():
+    assert parse_selector("tier!=db,app in (web),env=prod").pinned() == ("app", "web")
+    assert parse_selector("app in (web,api),!canary").pinned() is None
+    assert parse_selector("").pinned() is None
