@@ -12,7 +12,7 @@ its fields are checked strictly: an unknown key in it is an error.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -30,6 +30,7 @@ __all__ = [
     "ResourceMapping",
     "RuleError",
     "RulesConfig",
+    "forecast_options",
     "load_rules",
     "parse_rules",
 ]
@@ -157,13 +158,6 @@ def _bool(value: Any, where: str) -> bool | None:
     return value
 
 
-_FORECAST_FIELDS = {
-    "seasonal": {"name", "method", "horizon", "season", "seasons", "levelWindow", "maxLevelRatio", "resolution",
-                 "fallback", "pastSeasons", "combine", "envelope", "quantile", "margin"},
-    "linear": {"name", "method", "horizon", "window", "resolution", "fallback"},
-}
-
-
 def _duration(value: Any, where: str, default: float | None = None) -> float:
     """A positive duration (`5m`, `1d`); `default` when absent, else required."""
     if value is None:
@@ -203,26 +197,64 @@ def _number(value: Any, where: str, low: float, high: float | None, what: str) -
     return float(value)
 
 
-def _robust(raw: Mapping[str, Any], where: str, horizon: float, resolution: float) -> dict[str, Any]:
-    """A seasonal forecast's options against noise: pastSeasons, combine, envelope, quantile, margin."""
-    k = raw.get("pastSeasons", 1)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 12:
-        raise RuleError(f"{where}.pastSeasons: must be a whole number from 1 to 12, got {k!r}")
-    combine = raw.get("combine", "mean")
-    if combine not in ("mean", "median", "max", "quantile"):
-        raise RuleError(f"{where}.combine: must be mean, median, max or quantile, got {combine!r}")
-    envelope = raw.get("envelope", "last")
-    if envelope not in ("last", "mean", "max", "quantile"):
-        raise RuleError(f"{where}.envelope: must be last, mean, max or quantile, got {envelope!r}")
-    if envelope != "last" and horizon < resolution:
-        raise RuleError(f"{where}.envelope: needs a horizon of at least the resolution ({resolution:g}s)")
-    quantile = 0.9
-    if "quantile" in raw:
-        if "quantile" not in (combine, envelope):
-            raise RuleError(f"{where}.quantile: applies to combine: quantile or envelope: quantile")
-        quantile = _number(raw["quantile"], f"{where}.quantile", 0, 1, "a number between 0 and 1 (exclusive)")
-    margin = 1.0 if "margin" not in raw else _number(raw["margin"], f"{where}.margin", 0, None, "a positive number")
-    return {"past_seasons": k, "combine": combine, "envelope": envelope, "quantile": quantile, "margin": margin}
+def _past_seasons(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 12:
+        raise RuleError(f"{where}: must be a whole number from 1 to 12, got {value!r}")
+    return value
+
+
+def _one_of(*choices: str) -> Callable[[Any, str], str]:
+    def check(value: Any, where: str) -> str:
+        if value not in choices:
+            listed = ", ".join(choices[:-1]) + f" or {choices[-1]}"
+            raise RuleError(f"{where}: must be {listed}, got {value!r}")
+        return str(value)
+    return check
+
+
+def _level_ratio(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 1:
+        raise RuleError(f"{where}: must be a number of at least 1, got {value!r}")
+    return float(value)
+
+
+# A seasonal forecast's options (rules-file key -> the `Forecast` field and its check of one value):
+# the rule's fields beside what it forecasts (method, horizon, seasons, resolution), which `tune`
+# also tries on a rule's forecast (its shapes, `forecast_options`).
+_SEASONAL_OPTIONS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
+    "levelWindow": ("level_window", _duration),
+    "maxLevelRatio": ("max_level_ratio", _level_ratio),
+    "pastSeasons": ("past_seasons", _past_seasons),
+    "combine": ("combine", _one_of("mean", "median", "max", "quantile")),
+    "envelope": ("envelope", _one_of("last", "mean", "max", "quantile")),
+    "quantile": ("quantile", lambda v, w: _number(v, w, 0, 1, "a number between 0 and 1 (exclusive)")),
+    "margin": ("margin", lambda v, w: _number(v, w, 0, None, "a positive number")),
+}
+
+
+_FORECAST_FIELDS = {
+    "seasonal": {"name", "method", "horizon", "season", "seasons", "resolution", "fallback", *_SEASONAL_OPTIONS},
+    "linear": {"name", "method", "horizon", "window", "resolution", "fallback"},
+}
+
+
+def _options(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The seasonal options `raw` gives, as `Forecast` fields (absent or null: its defaults)."""
+    out = {_SEASONAL_OPTIONS[k][0]: _SEASONAL_OPTIONS[k][1](v, f"{where}.{k}")
+           for k, v in raw.items() if k in _SEASONAL_OPTIONS and v is not None}
+    if "quantile" in out and "quantile" not in (out.get("combine"), out.get("envelope")):
+        raise RuleError(f"{where}.quantile: applies to combine: quantile or envelope: quantile")
+    return out
+
+
+def forecast_options(raw: Mapping[str, Any], where: str) -> tuple[tuple[str, object], ...]:
+    """Seasonal options given apart from a rule (rules-file keys, such as tune's shapes), as
+    `Forecast` fields in the order given, each checked as the rules file checks it: one parser."""
+    for key in raw:
+        if key not in _SEASONAL_OPTIONS:
+            raise RuleError(f"{where}.{key}: not an option of a seasonal forecast "
+                            f"({', '.join(_SEASONAL_OPTIONS)})")
+    return tuple(_options(raw, where).items())
 
 
 def _forecast(raw: Any, where: str) -> Forecast | None:
@@ -245,20 +277,17 @@ def _forecast(raw: Any, where: str) -> Forecast | None:
         raise RuleError(f"{where}.fallback: must be none or present, got {fallback!r}")
     if method == "seasonal":
         seasons = _seasons(raw, where)
-        level_window = _duration(raw.get("levelWindow"), f"{where}.levelWindow", 3600.0)
+        options = _options(raw, where)
         for i, season in enumerate(seasons):
             field = f"{where}.season" if "season" in raw else f"{where}.seasons[{i}]"
             if season <= horizon:
                 raise RuleError(f"{field}: must be longer than the horizon ({raw.get('horizon')})")
-        if level_window < resolution:
+        if options.get("level_window", 3600.0) < resolution:
             raise RuleError(f"{where}.levelWindow: must be at least the resolution ({resolution:g}s)")
-        max_ratio = raw.get("maxLevelRatio")
-        if max_ratio is not None and (isinstance(max_ratio, bool) or not isinstance(max_ratio, (int, float))
-                                      or not max_ratio >= 1):
-            raise RuleError(f"{where}.maxLevelRatio: must be a number of at least 1, got {max_ratio!r}")
-        return Forecast(where, "seasonal", horizon, name, seasons=seasons, level_window=level_window,
-                        max_level_ratio=None if max_ratio is None else float(max_ratio), resolution=resolution,
-                        fallback=fallback == "present", **_robust(raw, where, horizon, resolution))
+        if options.get("envelope", "last") != "last" and horizon < resolution:
+            raise RuleError(f"{where}.envelope: needs a horizon of at least the resolution ({resolution:g}s)")
+        return Forecast(where, "seasonal", horizon, name, seasons=seasons, resolution=resolution,
+                        fallback=fallback == "present", **options)
     window = _duration(raw.get("window"), f"{where}.window")
     if window < 2 * resolution:
         raise RuleError(f"{where}.window: must be at least twice the resolution ({resolution:g}s) to fit a trend")

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 import numpy as np
 import yaml
 
+from adapter.rules import forecast_options
 from autoscaler.commandline import ArgError, Parser
 from autoscaler.decision import SpecError
 from autoscaler.decision.spec import HPASpec
@@ -130,9 +131,8 @@ def _seasons_text(seasons: tuple[float, ...]) -> str:
 
 
 def shape(name: str) -> tuple[tuple[str, object], ...]:
-    """A key of SHAPES as `Forecast` fields (`pastSeasons` -> `past_seasons`)."""
-    fields = {"pastSeasons": "past_seasons"}
-    return tuple((fields.get(k, k), v) for k, v in SHAPES[name].items())
+    """A key of SHAPES as `Forecast` fields, read by the rules file's parser (`RuleError` as it words it)."""
+    return forecast_options(SHAPES[name], f"SHAPES[{name!r}]")
 
 
 def settings(season_sets: Sequence[tuple[float, ...]]) -> list[ForecastSetting]:

@@ -169,6 +169,59 @@ def test_forecast_shapes_are_fetched_as_the_adapter_would_serve_them(tmp_path: P
     assert got == pytest.approx(both_ends) or got == pytest.approx([21.0 + j for j in range(6)])
 
 
+def test_a_shape_reaches_the_forecast_as_the_rules_file_reads_it(tmp_path: Path, monkeypatch):
+    """A shape may set any seasonal option the rules file reads, under the rules file's own keys
+    (`levelWindow`, which no hand-made rename covered): the forecast tune fetches is the rule's as the
+    rules file reads it with those fields, and Prometheus answers it: yesterday's 30 (30m ahead) x
+    the level ratio 15 / 10 (the last 10m today, and one day ago, before T0 - 1d + 20m) x margin 2 = 90."""
+    from adapter.rules import parse_rules
+    from autoscaler.backtest.plan import ForecastSetting
+    from autoscaler.backtest.tune import SHAPES
+    from autoscaler.backtest.tunecli import shape
+    from tests.adapter import forecast_data as fd
+
+    monkeypatch.setitem(SHAPES, "level 10m, margin 2", {"levelWindow": "10m", "margin": 2})
+    at = ForecastSetting(None, None, shape("level 10m, margin 2"))
+    h = _forecast_histories(tmp_path, at)
+    forecast = h.plans[0].variants[at][1]
+    rule = yaml.safe_load(fd.RULES)["externalRules"][0]
+    assert rule["forecast"]["name"] == "queue_depth_seasonal"
+    rule["forecast"].update(levelWindow="10m", margin=2)
+    assert forecast.forecast == parse_rules(yaml.safe_dump({"externalRules": [rule]})).external_rules[0].forecast
+    assert h.data[forecast.promql].total.tolist() == pytest.approx([90.0] * 6)
+
+
+@pytest.mark.parametrize("options", [
+    {"envelope": "quantile", "quantile": 2}, {"quantile": 0.5}, {"margin": 0}, {"pastSeasons": 13},
+    {"combine": "mode"}, {"levelWindow": "soon"}, {"maxLevelRatio": 0.5},
+])
+def test_a_bad_shape_is_refused_as_the_rules_file_refuses_it(monkeypatch, options):
+    """The rules file's one line, naming the shape instead of the rule."""
+    from adapter.rules import RuleError, parse_rules
+    from autoscaler.backtest.tune import SHAPES
+    from autoscaler.backtest.tunecli import shape
+
+    block = {"method": "seasonal", "season": "1d", "horizon": "30m", **options}
+    with pytest.raises(RuleError) as rules_file:
+        parse_rules(yaml.safe_dump({"externalRules": [{"seriesQuery": "q", "metricsQuery": "q", "forecast": block}]}))
+    monkeypatch.setitem(SHAPES, "bad", options)
+    with pytest.raises(RuleError) as got:
+        shape("bad")
+    assert str(got.value) == "SHAPES['bad']" + str(rules_file.value).removeprefix("externalRules[0].forecast")
+    assert "\n" not in str(got.value)
+
+
+def test_a_shape_names_only_options(monkeypatch):
+    """What a shape cannot change (the rule's horizon, seasons: other knobs) is refused, not ignored."""
+    from adapter.rules import RuleError
+    from autoscaler.backtest.tune import SHAPES
+    from autoscaler.backtest.tunecli import shape
+
+    monkeypatch.setitem(SHAPES, "bad", {"envelope": "mean", "horizon": "10m"})
+    with pytest.raises(RuleError, match=r"^SHAPES\['bad'\]\.horizon: not an option of a seasonal forecast"):
+        shape("bad")
+
+
 def test_a_candidate_spec_is_the_given_one_with_its_knobs():
     """The knobs land where Kubernetes reads them; the added forecast has the first metric's target."""
     from autoscaler.backtest.tune import Knobs, apply
