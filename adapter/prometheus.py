@@ -94,8 +94,9 @@ def _sample(labels: Any, pair: Any) -> Sample | None:
 
 @functools.lru_cache(maxsize=1024)
 def _form(params: tuple[tuple[str, str], ...]) -> str:
-    """The URL-encoded parameters; kept, as the HPA asks the same queries again every sync period
-    (encoding a query a character at a time was a tenth of the adapter's own CPU on one pod)."""
+    """An instant query's URL-encoded parameters; kept, as the HPA asks the same queries again every
+    sync period (encoding a query a character at a time was a tenth of the adapter's own CPU on one
+    pod). Only those: discovery's calls carry a new `start` every relist, and would push them out."""
     return urlencode(params)
 
 
@@ -239,7 +240,7 @@ class PrometheusClient:
 
     async def _call(self, endpoint: str, params: Sequence[tuple[str, str]]) -> Any:
         target = f"/api/v1/{endpoint}"
-        form = _form((*params, *self.extra_params.items()))
+        form = (_form if endpoint == "query" else urlencode)((*params, *self.extra_params.items()))
         started = time.perf_counter()
         outcome = "error"
         try:

@@ -8,6 +8,7 @@ from typing import ClassVar
 from urllib.parse import parse_qs
 
 import pytest
+import yaml
 
 from adapter.discovery import Discovery
 from adapter.naming import compile_rules
@@ -111,3 +112,34 @@ async def test_a_rules_file_caught_mid_write_is_never_applied(tmp_path, monkeypa
     finally:
         task.cancel()
     assert 0 not in taken  # the truncated read was never offered as the new rules
+
+
+async def test_a_discovery_pass_leaves_the_hot_query_forms_kept(prometheus):
+    """The HPA's instant queries, asked every sync period, keep their encoded form (`_form`); a
+    relist's listings carry a new `start` each time (the metrics max age), so keeping theirs would
+    only push the hot ones out: after passes over more distinct seriesQueries than the cache holds,
+    the hot form is still kept (its next use a hit), and a pass's second run encodes nothing anew
+    that it keeps (its freshness queries repeat, and are kept)."""
+    from adapter import prometheus as client_module
+
+    client = PrometheusClient(parse_settings(["--prometheus-url", prometheus.url]))
+    hot = 'sum(rate(http_requests_total{namespace="web"}[1m])) by (pod)'
+    many = client_module._form.cache_info().maxsize + 100
+    rules = [{"seriesQuery": f'absent_{i}_total{{namespace!="",pod!=""}}', "resources": {"template": "<<.Resource>>"},
+              "metricsQuery": "sum(<<.Series>>) by (<<.GroupBy>>)"} for i in range(many)]
+    rules.append({"seriesQuery": 'http_requests_total{namespace!="",pod!=""}',
+                  "resources": {"template": "<<.Resource>>"}, "metricsQuery": "sum(<<.Series>>) by (<<.GroupBy>>)"})
+    discovery = Discovery(compile_rules(parse_rules(yaml.safe_dump({"rules": rules}))), client, relist_interval=60)
+    client_module._form.cache_clear()
+    try:
+        assert await client.query(hot)
+        assert await discovery.relist() is True
+        assert ("pods", "http_requests_total") in discovery.catalogue.custom  # the pass reached Prometheus
+        first = client_module._form.cache_info()
+        assert await discovery.relist() is True
+        before = client_module._form.cache_info()
+        assert before.misses == first.misses
+        await client.query(hot)
+        assert client_module._form.cache_info().hits == before.hits + 1  # the hot form was still kept
+    finally:
+        await client.aclose()
