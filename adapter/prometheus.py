@@ -100,6 +100,11 @@ def _form(params: tuple[tuple[str, str], ...]) -> str:
     return urlencode(params)
 
 
+def _encoded(endpoint: str, params: tuple[tuple[str, str], ...]) -> str:
+    """A call's URL-encoded parameters: kept for instant queries (`_form`), made anew for the rest."""
+    return _form(params) if endpoint == "query" else urlencode(params)
+
+
 def _text(value: Any, limit: int = 300) -> str:
     """A value from an answer, as one bounded line for a message."""
     return " ".join(str(value).split())[:limit]
@@ -240,7 +245,7 @@ class PrometheusClient:
 
     async def _call(self, endpoint: str, params: Sequence[tuple[str, str]]) -> Any:
         target = f"/api/v1/{endpoint}"
-        form = (_form if endpoint == "query" else urlencode)((*params, *self.extra_params.items()))
+        form = _encoded(endpoint, (*params, *self.extra_params.items()))
         started = time.perf_counter()
         outcome = "error"
         try:
