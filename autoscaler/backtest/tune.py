@@ -16,7 +16,9 @@ scored on what pods went through, and chosen on one part of the range, checked o
   target unless stated; a candidate that raises its own target is charged for the load it leaves
   above the reference), scale events.
 - Objective: the fewest replica-hours with the seconds under-provisioned within the budget
-  (ties: fewer scale events); when no candidate is within it, the least under-provisioned.
+  (ties: fewer scale events); when no candidate is within it, the least under-provisioned. tune
+  passes a slack (`choose`): within 2% of the cheapest, the least under-provisioned, so the choice
+  does not sit on the budget's edge for the last percent of replica-hours.
 - Over-fitting: candidates are chosen on the first part of the range only; the chosen one and the
   given spec are then replayed over the whole range and reported on the part not used to choose.
   A choice that breaks the budget there, or saves nothing there, is not recommended.
@@ -236,15 +238,26 @@ def changed(k: Knobs, given: Knobs) -> int:
     return sum(a != b for a, b in zip(k.row().values(), given.row().values(), strict=True))
 
 
-def choose(scores: Iterable[tuple[Knobs, Score]], budget_seconds: float, given: Knobs) -> list[tuple[Knobs, Score]]:
+def choose(scores: Iterable[tuple[Knobs, Score]], budget_seconds: float, given: Knobs,
+           slack: float = 0.0) -> list[tuple[Knobs, Score]]:
     """Best first: within the budget by replica-hours, then scale events, then the fewest knobs
-    changed (equal replays: the smallest change); then the rest by the seconds under-provisioned."""
+    changed (equal replays: the smallest change); then the rest by the seconds under-provisioned.
+
+    With `slack`, the candidates within the budget and within that share of the cheapest one's
+    replica-hours come first, the least under-provisioned of them first: a spec's replica-hours
+    hold from one period to the next far better than its seconds under-provisioned do (on bursty
+    traffic a few steps more or less), so paying a little of the first buys room in the second."""
     def key(item: tuple[Knobs, Score]) -> tuple[int, float, float, int, int]:
         k, s = item
         if s.seconds_under <= budget_seconds:
             return (0, round(s.replica_hours, 9), 0.0, s.scale_events, changed(k, given))
         return (1, s.seconds_under, round(s.replica_hours, 9), s.scale_events, changed(k, given))
-    return sorted(scores, key=key)
+    ranked = sorted(scores, key=key)
+    if slack <= 0 or not ranked or ranked[0][1].seconds_under > budget_seconds:
+        return ranked
+    ceiling = ranked[0][1].replica_hours * (1 + slack)
+    near = [item for item in ranked if item[1].seconds_under <= budget_seconds and item[1].replica_hours <= ceiling]
+    return sorted(near, key=lambda item: (item[1].seconds_under, *key(item)[1:])) + ranked[len(near):]
 
 
 def evaluate(candidates: Sequence[Knobs], run: Callable[[Knobs], Score], workers: int = 1) -> list[tuple[Knobs, Score]]:

@@ -60,6 +60,7 @@ __all__ = ["main"]
 
 
 MARGIN = 0.7   # candidates are chosen within this share of the budget: room for the periods to differ
+SLACK = 0.02   # within the budget, the least under-provisioned within this share of the cheapest's replica-hours
 
 
 def _budget(text: str) -> float | None:
@@ -305,8 +306,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     workers = args.workers if search.fast else 1
     share = args.max_above_target
     candidates, scores, budget = _staged(search, given, search.on_choose_part, workers,
-                                         lambda given_s: given_s if share is None else share * choose_seconds, MARGIN)
-    ranked = choose(scores, budget * MARGIN, given)
+                                         lambda given_s: given_s if share is None else share * choose_seconds,
+                                         MARGIN, SLACK)
+    ranked = choose(scores, budget * MARGIN, given, SLACK)
     replayed = time.perf_counter() - started - fetched
     best_knobs = ranked[0][0]
     table_rows = _distinct(ranked, args.top)
@@ -342,6 +344,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         "reference": {**reference.row(), "text": reference.text(), "flags": reference.flags(),
                       "backtest": _backtest_hint(args.spec, reference)},
         "budgetShare": share, "budgetSeconds": {"chosenOn": budget, "reportedOn": held_budget}, "margin": MARGIN,
+        "slack": SLACK,
         "loadModel": LOAD_MODEL, "startupDelaySeconds": args.startup_delay,
         "engine": "fast_replay (the engine's decisions, tested step for step)" if search.fast else "replay (decide())",
         "candidates": len(candidates),
@@ -378,18 +381,20 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
 
 
 def _staged(search: _Search, given: Knobs, run: Callable[[Knobs], Score], workers: int,
-            budget_of: Callable[[float], float], margin: float) -> tuple[list[Knobs], list[tuple[Knobs, Score]], float]:
+            budget_of: Callable[[float], float], margin: float,
+            slack: float = 0.0) -> tuple[list[Knobs], list[tuple[Knobs, Score]], float]:
     """The staged grid (`tune`'s module docstring) scored by `run`: (candidates, scores, budget),
-    `budget_of(the given spec's seconds under-provisioned)` the budget, chosen within `margin` of it."""
+    `budget_of(the given spec's seconds under-provisioned)` the budget, chosen within `margin` of it
+    with `choose`'s `slack`."""
     candidates = scale_down_side(given, search.reference.target)
     scores = evaluate(candidates, run, workers)
     budget = budget_of(ranked_score(scores, given).seconds_under)
     if search.plan.added:
-        more = forecast_side(choose(scores, budget * margin, given)[0][0], given, search.reference.target,
+        more = forecast_side(choose(scores, budget * margin, given, slack)[0][0], given, search.reference.target,
                              search.horizons(), search.seasons, search.shapes)
         candidates += more
         scores += evaluate(more, run, workers)
-    leaders = [k for k, _ in choose(scores, budget * margin, given)[:3]]
+    leaders = [k for k, _ in choose(scores, budget * margin, given, slack)[:3]]
     more = scale_up_side(leaders, tolerance_up(search.plan.spec.spec, search.h.config), search.horizons(),
                          search.listed_forecast(), search.seasons, search.shapes)
     candidates += more
@@ -482,7 +487,8 @@ def _print(out: TextIO, summary: dict[str, Any], rows: Sequence[tuple[Knobs, Sco
     p(f"objective: {summary['objective']}")
     p(f"{summary['reference']['text']}; to read the same in backtest: {summary['reference']['backtest']}")
     p(f"against over-fitting: chosen on {summary['chosenOn']['from']} .. {summary['chosenOn']['to']} "
-      f"(budget {_duration(budget)}, chosen within {MARGIN:.0%} of it), "
+      f"(budget {_duration(budget)}, chosen within {MARGIN:.0%} of it; within {SLACK:.0%} of the cheapest, the "
+      "least under-provisioned), "
       f"reported on {summary['reportedOn']['from']} .. {summary['reportedOn']['to']} "
       f"(held out, budget {_duration(held_budget)})")
     for line, _ in search.h.fetched_before():

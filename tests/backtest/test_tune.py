@@ -237,3 +237,27 @@ def test_a_candidate_spec_is_the_given_one_with_its_knobs():
                                            "policies": [{"type": "Pods", "value": 8, "periodSeconds": 15},
                                                         {"type": "Percent", "value": 200, "periodSeconds": 15}]}
     assert GIVEN["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "12"  # the given spec is untouched
+
+
+def test_choose_pays_up_to_the_slack_for_room_under_the_budget():
+    """Within the budget, the candidates within 2% of the cheapest one's replica-hours come first,
+    the least under-provisioned first: replica-hours hold between periods, seconds
+    under-provisioned on bursty traffic do not (nyc_departures: a spec chosen at 29 of 47 minutes
+    read 40 of a 39-minute budget on the next fortnight). Outside the slack, the order is as before."""
+    from autoscaler.backtest.tune import Knobs, Score, choose
+
+    def k(target: str) -> Knobs:
+        return Knobs(target, None, None, "given", "given")
+
+    given = k("28")
+    scores = [(k("34"), Score(100.0, 1740.0, 10, 50.0)),   # cheapest, near the edge of a 1974 s budget
+              (k("33"), Score(101.5, 1680.0, 10, 50.0)),   # 1.5% dearer, a little more room
+              (k("32"), Score(101.9, 900.0, 10, 50.0)),    # 1.9% dearer, much more room
+              (k("31"), Score(102.5, 0.0, 10, 50.0)),      # 2.5% dearer: outside the slack
+              (k("35"), Score(95.0, 2400.0, 10, 50.0)),    # cheaper but over the budget
+              (given, Score(130.0, 2820.0, 10, 50.0))]
+    assert [x.target for x, _ in choose(scores, 1974.0, given)] == ["34", "33", "32", "31", "35", "28"]
+    assert [x.target for x, _ in choose(scores, 1974.0, given, 0.02)] == ["32", "33", "34", "31", "35", "28"]
+    # nothing within the budget: the slack changes nothing (the least under-provisioned first)
+    unchanged = [x.target for x, _ in choose(scores, -1.0, given)]
+    assert [x.target for x, _ in choose(scores, -1.0, given, 0.02)] == unchanged
