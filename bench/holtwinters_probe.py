@@ -20,11 +20,16 @@ functions). Holt-Winters is then computed the way an adapter would serve it, cau
 Each variant's forecast (the total requests/s) is backfilled as a gauge `hw_forecast{namespace,
 config}` into the same Prometheus, and a spec = the HPA default spec + an External metric read by
 an externalRules rule, `target.averageValue` 40 (divided by the current replicas, as a Pods metric
-is by the pods), so the HPA takes the larger of the two. `backtest` replays weeks 3-4 for the HPA
-default spec, the same + each PromQL forecast ("1d" and real_traces_bench's best settings) and the
-same + each Holt-Winters variant. Per trace: seconds under-provisioned and replica-hours over the
-HPA default's (real_traces_bench's (a)), and each forecast's error against the load one horizon
-later (bias, MAE, share below; backtest's `forecasterror`). Writes bench/results/holtwinters.json.
+is by the pods), so the HPA takes the larger of the two; each variant also at a margin of 1.05 and
+1.1 (the target / margin), to compare the methods along their trade-off, not at one point. A
+control of that delivery: each PromQL forecast, as served, goes through the same gauge and External
+metric and must read what its Pods metric reads. `backtest` replays weeks 3-4 for the HPA default
+spec, the same + each PromQL forecast ("1d" and real_traces_bench's best settings on the bursty
+traces) and the same + each Holt-Winters variant. Per trace: seconds under-provisioned and
+replica-hours over the HPA default's (real_traces_bench's (a), its goal 0.5x at 1.1x), the best of
+each method (nearest that goal) and the other's best at no more replica-hours, and each
+forecast's error against the load one horizon later (bias, MAE, share below; backtest's
+`forecasterror`). Writes bench/results/holtwinters.json.
 
     python bench/holtwinters_probe.py                         # all four, the bursty ones first
     python bench/holtwinters_probe.py --traces mpls_stops
@@ -260,32 +265,42 @@ def run(name: str, d: Path) -> dict[str, Any]:
         prom.stop()
         backfill(gauge_text(decisions, {**gauges, **controls}), prom.data_dir, "24h")
         prom.start()
+        forecasts: dict[str, np.ndarray] = {}    # each spec's forecast as served, x its margin
         for (config, _), key in zip(controls.items(), names, strict=True):
             write(files, f"+ PromQL {key}, as an External gauge", d / f"{config}.yaml",
                   gauge_spec(f"web-{config}", config))
-        for label in gauges:
-            for margin in MARGINS:
-                suffix = "" if margin == 1.0 else f", margin {margin:g}"
+            forecasts[f"+ PromQL {key}, as an External gauge"] = served[f"+ PromQL {key}"]
+        for margin in MARGINS:
+            suffix = "" if margin == 1.0 else f", x{margin:g}"
+            if margin != 1.0:   # headroom alone: the HPA default at the target / margin, no forecast
+                write(files, f"HPA default, target {REFERENCE / margin:.1f} (no forecast){suffix}",
+                      d / f"headroom-{margin:g}.yaml", spec(f"web-headroom-{round(margin * 100)}", REFERENCE / margin))
+                for key, metric in names.items():
+                    doc = forecast_spec(f"web-{metric.replace('_', '-')}-{round(margin * 100)}", metric)
+                    doc["spec"]["metrics"][1]["pods"]["target"]["averageValue"] = f"{REFERENCE / margin:.3f}"
+                    write(files, f"+ PromQL {key}{suffix}", d / f"{metric}-{margin:g}.yaml", doc)
+                    forecasts[f"+ PromQL {key}{suffix}"] = served[f"+ PromQL {key}"] * margin
+            for label in gauges:
                 write(files, f"+ HW {label}{suffix}", d / f"hw-{label}-{margin:g}.yaml",
                       gauge_spec(f"web-hw-{label}-{round(margin * 100)}", label, margin))
+                forecasts[f"+ HW {label}{suffix}"] = gauges[label] * margin
+        forecasts.update(served)
         labels = list(files)
         summaries = backtest([files[k] for k in labels], prom.url, rules, week3, end, d / "a", STEP)
         a = {label: figures(s) for label, s in zip(labels, summaries, strict=True)}
         base = a["HPA default"]
-        h = histories(prom.url, [files[k] for k in labels if "HW" in k and "margin" not in k], rules, week3, end)
+        h = histories(prom.url, [files[f"+ HW {k}"] for k in gauges], rules, week3, end)
         readback = max(float(np.nanmax(np.abs(h.data[p.queries[1].promql].total - gauges[label])))
                        for label, p in zip(gauges, h.plans, strict=True))
         rows = {label: ratios(a[label], base) for label in labels[1:]}
-        for label in rows:
-            forecast = served.get(label.removesuffix(", as an External gauge"))
-            if forecast is None:
-                variant = label.removeprefix("+ HW ").split(",")[0]
-                margin = float(label.split("margin ")[1]) if "margin" in label else 1.0
-                forecast = gauges[variant] * margin
-                rows[label]["fit"] = costs[variant]
-            rows[label]["forecast_error"] = error(forecast, came_)
+        for label, row in rows.items():
+            if label in forecasts:
+                row["forecast_error"] = error(forecasts[label], came_)
+            if label.startswith("+ HW"):
+                row["fit"] = costs[label.removeprefix("+ HW ").split(",")[0]]
         promql = {k: r for k, r in rows.items() if k.startswith("+ PromQL") and "External" not in k}
         hws = {k: r for k, r in rows.items() if k.startswith("+ HW")}
+        headroom = {k: r for k, r in rows.items() if "no forecast" in k}
         best_p, best_h = nearest_goal(promql), nearest_goal(hws)
         out.update({"default": base, "present_as_forecast_error": error(observed, came_),
                     "hw_gauge_read_back_max_abs_diff": round(readback, 4), "rows": rows,
@@ -293,6 +308,7 @@ def run(name: str, d: Path) -> dict[str, Any]:
                     "hw_nearer_goal": nearest_goal({best_p: promql[best_p], best_h: hws[best_h]}) == best_h,
                     "hw_at_no_more_replica_hours": at_cost(hws, promql[best_p]),
                     "promql_at_no_more_replica_hours": at_cost(promql, hws[best_h]),
+                    "headroom_at_no_more_replica_hours_than_best_hw": at_cost(headroom, hws[best_h]),
                     "seconds": round(time.perf_counter() - started, 1)})
     finally:
         prom.close()
@@ -316,7 +332,8 @@ def line(name: str, r: dict[str, Any]) -> str:
             f"MAE {p['forecast_error']['mae']}; best HW {r['best_hw']}: x{h['under_provisioned_ratio']} at "
             f"x{h['replica_hours_ratio']}, MAE {h['forecast_error']['mae']}; "
             f"nearer the goal: {'HW' if r['hw_nearer_goal'] else 'PromQL'}; at no more replica-hours than the best "
-            f"PromQL, HW's best: {r['hw_at_no_more_replica_hours']}")
+            f"PromQL, HW's best: {r['hw_at_no_more_replica_hours']}; than the best HW, headroom alone: "
+            f"{r['headroom_at_no_more_replica_hours_than_best_hw']}")
 
 
 def main() -> int:
