@@ -20,14 +20,16 @@ functions). Holt-Winters is then computed the way an adapter would serve it, cau
 Each variant's forecast (the total requests/s) is backfilled as a gauge `hw_forecast{namespace,
 config}` into the same Prometheus, and a spec = the HPA default spec + an External metric read by
 an externalRules rule, `target.averageValue` 40 (divided by the current replicas, as a Pods metric
-is by the pods), so the HPA takes the larger of the two; each variant also at a margin of 1.05 and
-1.1 (the target / margin), to compare the methods along their trade-off, not at one point. A
+is by the pods), so the HPA takes the larger of the two. Every forecast, PromQL's too, is also
+measured at a margin of 1.05 and 1.1 (its target / margin), and so is headroom alone (the HPA
+default at target 40 / margin, no forecast), to compare the methods along their trade-off, not at
+one point. A
 control of that delivery: each PromQL forecast, as served, goes through the same gauge and External
 metric and must read what its Pods metric reads. `backtest` replays weeks 3-4 for the HPA default
 spec, the same + each PromQL forecast ("1d" and real_traces_bench's best settings on the bursty
 traces) and the same + each Holt-Winters variant. Per trace: seconds under-provisioned and
 replica-hours over the HPA default's (real_traces_bench's (a), its goal 0.5x at 1.1x), the best of
-each method (nearest that goal) and the other's best at no more replica-hours, and each
+each method (nearest that goal), the other's and headroom's best at no more replica-hours, and each
 forecast's error against the load one horizon later (bias, MAE, share below; backtest's
 `forecasterror`). Writes bench/results/holtwinters.json.
 
