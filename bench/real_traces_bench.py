@@ -203,6 +203,31 @@ def forecast_spec(name: str, metric: str) -> dict:
     return out
 
 
+def stretch(seconds: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The trace shifted by whole weeks to end before now - 1 h (the latest start on the same weekday),
+    scaled to a request rate (its highest point = PEAK): (Unix seconds, requests/s, the shift)."""
+    now = int(time.time()) - 3600
+    shift = (now - 36 * DAY - int(seconds[0])) // WEEK * WEEK
+    return seconds + shift, values / values.max() * PEAK, shift
+
+
+def ratios(f: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """A spec's (a) figures over the HPA default's, and whether they meet (a)'s goal."""
+    row = {**f, "under_provisioned_ratio": round(f["secondsUnderProvisioned"] / max(base["secondsUnderProvisioned"], 1),
+                                                 3),
+           "replica_hours_ratio": round(f["replicaHours"] / base["replicaHours"], 3)}
+    row["met"] = row["under_provisioned_ratio"] <= 0.5 and row["replica_hours_ratio"] <= 1.1
+    return row
+
+
+def nearest_goal(rows: dict[str, dict[str, Any]]) -> str:
+    """Met: the least under-provisioned; none met: the nearest to the goal (the larger of its two shares)."""
+    return min(rows, key=lambda k: (not rows[k]["met"], rows[k]["under_provisioned_ratio"] if rows[k]["met"] else
+                                    max(rows[k]["under_provisioned_ratio"] / 0.5,
+                                        (rows[k]["replica_hours_ratio"] - 1) / 0.1),
+                                    rows[k]["replica_hours_ratio"]))
+
+
 @dataclass
 class Setup:
     """One trace backfilled into a started Prometheus, with the rules and spec files of the bench."""
@@ -221,11 +246,7 @@ def backfilled(name: str, d: Path) -> Setup:
     """The trace shifted by whole weeks to end before now, scaled to PEAK, backfilled (not timed);
     the caller closes `prom`."""
     seconds, values, what = trace(name)
-    now = int(time.time()) - 3600
-    # the latest start on the same weekday whose 36 days end before now
-    shift = (now - 36 * DAY - int(seconds[0])) // WEEK * WEEK
-    times = seconds + shift
-    rates = values / values.max() * PEAK
+    times, rates, shift = stretch(seconds, values)
     pre = int(times[0])
     week1 = pre + 8 * DAY
     week3 = week1 + 2 * WEEK
@@ -261,19 +282,8 @@ def run(name: str, d: Path, results: Path, skip_tune: bool = False) -> tuple[dic
         summaries = backtest([files[k] for k in labels], prom.url, rules, week3, end, d / "a", STEP)
         a = {label: figures(s) for label, s in zip(labels, summaries, strict=True)}
         base = a["HPA default"]
-        rows = {}
-        for label in labels[1:]:
-            f = a[label]
-            rows[label] = {**f, "under_provisioned_ratio": round(f["secondsUnderProvisioned"]
-                                                                 / max(base["secondsUnderProvisioned"], 1), 3),
-                           "replica_hours_ratio": round(f["replicaHours"] / base["replicaHours"], 3)}
-            rows[label]["met"] = rows[label]["under_provisioned_ratio"] <= 0.5 and \
-                rows[label]["replica_hours_ratio"] <= 1.1
-        # met: the least under-provisioned; none met: the nearest to the goal (the larger of its two shares)
-        best = min(rows, key=lambda k: (not rows[k]["met"], rows[k]["under_provisioned_ratio"] if rows[k]["met"] else
-                                        max(rows[k]["under_provisioned_ratio"] / 0.5,
-                                            (rows[k]["replica_hours_ratio"] - 1) / 0.1),
-                                        rows[k]["replica_hours_ratio"]))
+        rows = {label: ratios(a[label], base) for label in labels[1:]}
+        best = nearest_goal(rows)
         out["a"] = {"default": base, "forecasts": rows, "best": best, "met": rows[best]["met"]}
         if skip_tune:
             return out, plots
