@@ -66,6 +66,15 @@ def test_tune_recommends_the_spec_worked_out_by_hand(tune_history, tmp_path: Pat
     assert twelve and all(c["chosenOn"]["secondsUnderProvisioned"] > 30 or c["chosenOn"]["replicaHours"] > 2.5
                           for c in twelve)
     assert report["candidates"] >= 100
+    # the choice follows the stated rule over every candidate's chosen-on figures: within the budget
+    # (its margin), the least under-provisioned of those within the slack of the cheapest
+    budget = report["budgetSeconds"]["chosenOn"] * report["margin"]
+    within = [c["chosenOn"] for c in report["all"] if c["chosenOn"]["secondsUnderProvisioned"] is not None
+              and c["chosenOn"]["secondsUnderProvisioned"] <= budget]
+    cheapest = min(c["replicaHours"] for c in within)
+    near = [c for c in within if c["replicaHours"] <= cheapest * (1 + report["slack"])]
+    assert report["slack"] == 0.02
+    assert report["best"]["chosenOn"]["secondsUnderProvisioned"] == min(c["secondsUnderProvisioned"] for c in near)
     recommended = yaml.safe_load((tmp_path / "report" / "recommended.yaml").read_text())
     expected = json.loads(json.dumps(GIVEN))
     expected["spec"]["metrics"][0]["pods"]["target"]["averageValue"] = "10"
