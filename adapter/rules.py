@@ -33,6 +33,7 @@ __all__ = [
     "forecast_options",
     "load_rules",
     "parse_rules",
+    "seasonal_misfit",
 ]
 
 log = logging.getLogger("adapter.rules")
@@ -257,6 +258,16 @@ def forecast_options(raw: Mapping[str, Any], where: str) -> tuple[tuple[str, obj
     return tuple(_options(raw, where).items())
 
 
+def seasonal_misfit(f: Forecast) -> str | None:
+    """Why a seasonal forecast's options do not fit its horizon and resolution (None: they fit):
+    checked where the rules file is read and where `tune` applies its shapes to a rule."""
+    if f.level_window < f.resolution:
+        return f"{f.path}.levelWindow: must be at least the resolution ({f.resolution:g}s)"
+    if f.envelope != "last" and f.horizon < f.resolution:
+        return f"{f.path}.envelope: needs a horizon of at least the resolution ({f.resolution:g}s)"
+    return None
+
+
 def _forecast(raw: Any, where: str) -> Forecast | None:
     if raw is None:
         return None
@@ -282,12 +293,11 @@ def _forecast(raw: Any, where: str) -> Forecast | None:
             field = f"{where}.season" if "season" in raw else f"{where}.seasons[{i}]"
             if season <= horizon:
                 raise RuleError(f"{field}: must be longer than the horizon ({raw.get('horizon')})")
-        if options.get("level_window", 3600.0) < resolution:
-            raise RuleError(f"{where}.levelWindow: must be at least the resolution ({resolution:g}s)")
-        if options.get("envelope", "last") != "last" and horizon < resolution:
-            raise RuleError(f"{where}.envelope: needs a horizon of at least the resolution ({resolution:g}s)")
-        return Forecast(where, "seasonal", horizon, name, seasons=seasons, resolution=resolution,
-                        fallback=fallback == "present", **options)
+        forecast = Forecast(where, "seasonal", horizon, name, seasons=seasons, resolution=resolution,
+                            fallback=fallback == "present", **options)
+        if (problem := seasonal_misfit(forecast)) is not None:
+            raise RuleError(problem)
+        return forecast
     window = _duration(raw.get("window"), f"{where}.window")
     if window < 2 * resolution:
         raise RuleError(f"{where}.window: must be at least twice the resolution ({resolution:g}s) to fit a trend")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from adapter.naming import CompiledRules, compile_rules
 from adapter.podnames import owner_pattern
-from adapter.rules import DiscoveryRule, RulesConfig
+from adapter.rules import DiscoveryRule, RulesConfig, seasonal_misfit
 
 from .before import Before, before_grid, covers, had_before, needed
 from .history import Grid, Series
@@ -78,7 +78,8 @@ def pod_regex(kind: str, name: str, given: str | None) -> str:
 
 def with_setting(cfg: RulesConfig, setting: ForecastSetting) -> CompiledRules:
     """The rules with every forecast at `setting`: seasons for a seasonal one, the horizon for a
-    linear one and for a seasonal one whose shortest season is longer."""
+    linear one and for a seasonal one whose shortest season is longer, the shape for a seasonal one
+    it fits (`seasonal_misfit`: the rules file would refuse it)."""
     def one(rule: DiscoveryRule) -> DiscoveryRule:
         f = rule.forecast
         if f is None:
@@ -86,7 +87,8 @@ def with_setting(cfg: RulesConfig, setting: ForecastSetting) -> CompiledRules:
         if setting.seasons is not None and f.method == "seasonal":
             f = replace(f, seasons=setting.seasons)
         if setting.shape is not None and f.method == "seasonal":
-            f = replace(f, **dict(setting.shape))  # type: ignore[arg-type]
+            shaped = replace(f, **dict(setting.shape))  # type: ignore[arg-type]
+            f = shaped if seasonal_misfit(shaped) is None else f   # a shape that does not fit is not applied
         if setting.horizon is not None and (f.method != "seasonal" or min(f.seasons) > setting.horizon):
             f = replace(f, horizon=setting.horizon)
         return replace(rule, forecast=f)

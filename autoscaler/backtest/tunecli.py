@@ -197,12 +197,16 @@ class _Search:
 
     @cached_property
     def shapes(self) -> list[str]:
-        """The shapes against noise (keys of SHAPES) tried: with a seasonal forecast listed or added."""
+        """The shapes against noise (keys of SHAPES) tried: with a seasonal forecast listed or added,
+        those that change its PromQL (a shape that does not fit the rule is not applied)."""
         if not self.listed_forecast() and not self.plan.added:
             return []
+        added = self.plan.added.get(RULES)
+        rules = [q.promql for q in (*self.plan.queries, *([added] if added is not None else []))]
         at = {name: ForecastSetting(None, None, shape(name)) for name in SHAPES}
         return [name for name, s in at.items() if s in self.plan.variants
-                and any(q.forecast is not None and q.forecast.method == "seasonal" for q in self.plan.at(s))]
+                and any(q.forecast is not None and q.forecast.method == "seasonal" for q in self.plan.at(s))
+                and [q.promql for q in self.plan.at(s)] != rules]
 
     def setting(self, knobs: Knobs) -> _Setting:
         added = self.plan.added.get(RULES)

@@ -231,6 +231,33 @@ def test_a_shape_names_only_options(monkeypatch):
         shape("bad")
 
 
+def test_a_shape_that_does_not_fit_a_rule_is_not_applied(monkeypatch):
+    """An envelope needs a horizon of at least the resolution: on a rule with `resolution: 10m` and
+    `horizon: 5m` the rules file refuses `envelope: mean`, so tune does not apply that shape there
+    (as a horizon longer than a season is not applied), while a shape that fits is applied."""
+    from adapter.rules import RuleError, parse_rules
+    from autoscaler.backtest.plan import ForecastSetting, with_setting
+    from autoscaler.backtest.tune import SHAPES
+    from autoscaler.backtest.tunecli import shape
+
+    def rules(extra: dict) -> str:
+        block = {"method": "seasonal", "season": "1d", "horizon": "5m", "resolution": "10m", **extra}
+        return yaml.safe_dump({"externalRules": [{"seriesQuery": "q", "metricsQuery": "q", "forecast": block}]})
+
+    with pytest.raises(RuleError, match=r"envelope: needs a horizon of at least the resolution \(600s\)"):
+        parse_rules(rules({"envelope": "mean"}))
+    cfg = parse_rules(rules({}))
+
+    def forecast_at(name: str) -> object:
+        return with_setting(cfg, ForecastSetting(None, None, shape(name))).external_rules[0].rule.forecast
+
+    assert forecast_at("envelope mean") == cfg.external_rules[0].forecast
+    assert forecast_at("median of 3, envelope mean") == cfg.external_rules[0].forecast
+    monkeypatch.setitem(SHAPES, "median of 3", {"pastSeasons": 3, "combine": "median"})
+    assert forecast_at("median of 3") == parse_rules(rules({"pastSeasons": 3, "combine": "median"})) \
+        .external_rules[0].forecast
+
+
 def test_a_candidate_spec_is_the_given_one_with_its_knobs():
     """The knobs land where Kubernetes reads them; the added forecast has the first metric's target."""
     from autoscaler.backtest.tune import Knobs, apply
