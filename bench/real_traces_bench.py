@@ -235,6 +235,7 @@ class Setup:
 
     prom: Any
     pre: int        # the history's first second (a week and a day before week 1: the forecasts' past)
+    resolution: int  # the trace's own interval (seconds)
     week1: int
     week3: int
     end: int
@@ -269,7 +270,7 @@ def backfilled(name: str, d: Path) -> Setup:
         files[f"+ forecast {key}"] = d / f"{metric}.yaml"
         files[f"+ forecast {key}"].write_text(yaml.safe_dump(forecast_spec(f"web-{metric.replace('_', '-')}",
                                                                             metric)))
-    return Setup(prom, pre, week1, week3, end, rules, files, out)
+    return Setup(prom, pre, int(seconds[1] - seconds[0]), week1, week3, end, rules, files, out)
 
 
 def run(name: str, d: Path, results: Path, skip_tune: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:

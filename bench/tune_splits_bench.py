@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from autoscaler.backtest import read, tunecli
 from autoscaler.backtest.specs import load_specs
 from autoscaler.backtest.tune import Knobs, Score, choose, score
+from autoscaler.decision import SpecError
 from bench.real_traces_bench import BURSTY, STEP, backfilled
 from bench.tune_bench import REFERENCE
 
@@ -61,7 +62,7 @@ class Days:
             s = self.search
             try:
                 r = s.replay(s.setting(k), True)
-            except Exception:          # a candidate tune cannot score (tune scores it inf too)
+            except SpecError:          # a candidate tune cannot score (tune scores it inf too)
                 self.rows[k] = np.full((self.count, 3), np.inf)
                 return self.rows[k]
             parts = [score(r, s.reference.query, s.observed, s.reference,
