@@ -18,7 +18,8 @@ async def test_a_failing_external_metric_is_worded_as_kubernetes_words_it(sim, f
     async with running(sim, settings()):
         await eventually(lambda: {"FailedGetExternalMetric", "FailedComputeMetricsReplicas"}
                          <= {e[1] for e in events(sim, "web")})
-        assert conditions(sim, "web")["ScalingActive"] == ("False", "FailedGetExternalMetric")
+        # the Events are recorded while the sync computes, the condition with the status written after
+        await eventually(lambda: conditions(sim, "web").get("ScalingActive") == ("False", "FailedGetExternalMetric"))
     got = {e[1]: e for e in events(sim, "web")}
     assert got["FailedGetExternalMetric"][2].startswith(INNER)
     assert got["FailedComputeMetricsReplicas"][2].startswith(
